@@ -1,0 +1,114 @@
+# memplan — build, test, benchmark, install.
+#   make                 build bin/memplan, bin/memtrain, bin/memtop
+#   make check           unit + CLI tests, then the same tests under ASan/UBSan
+#   make bench           benchmarks (stable, parseable "bench:" lines)
+#   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
+#   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
+
+PREFIX    ?= /usr/local
+MANPREFIX ?= $(PREFIX)/share/man
+CC        ?= cc
+OPT       ?= -O2
+CFLAGS    ?=
+LDFLAGS   ?=
+
+ifdef SANITIZE
+BUILD     ?= build-san
+SANFLAGS  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT       := -O1 -g
+else
+BUILD     ?= build
+SANFLAGS  :=
+endif
+BIN       := $(BUILD)/bin
+
+# OpenBLAS supplies CBLAS for GSL too, so gslcblas is not linked.
+PKGS      := jansson ncursesw openblas
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := -lgsl $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -ljansson -lncursesw -ltinfo -lopenblas)
+
+# Required flags come first; the user's CFLAGS are added, never replace them.
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wshadow \
+              -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) $(CFLAGS)
+# libcsv ships no .pc file.
+ALL_LIBS   := $(SANFLAGS) $(LDFLAGS) $(PKG_LIBS) -lcsv -lm -lpthread
+
+LIB_SRC    := $(wildcard planner/*.c)
+CMD_SRC    := $(wildcard planner/cmd/*.c)
+TRAIN_SRC  := $(filter-out trainer/memtrain.c,$(wildcard trainer/*.c))
+TUI_SRC    := $(filter-out tui/memtop.c,$(wildcard tui/*.c))
+TEST_SRC   := $(wildcard tests/test_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB        := $(BUILD)/libmemplan.a
+TRAIN_LIB  := $(BUILD)/libmemtrain.a
+TUI_LIB    := $(BUILD)/libmemtop.a
+PROGS      := $(BIN)/memplan $(BIN)/memtrain $(BIN)/memtop
+TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all check test test-unit test-cli bench validate install uninstall clean
+all: $(PROGS) $(TESTS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(TRAIN_LIB): $(call obj,$(TRAIN_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(TUI_LIB): $(call obj,$(TUI_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BIN)/memplan: $(call obj,$(CMD_SRC)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(ALL_LIBS)
+$(BIN)/memtrain: $(call obj,trainer/memtrain.c) $(TRAIN_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(ALL_LIBS)
+$(BIN)/memtop: $(call obj,tui/memtop.c) $(TUI_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(ALL_LIBS)
+$(BUILD)/tests/%: $(call obj,tests/%.c) $(TRAIN_LIB) $(TUI_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(ALL_LIBS)
+
+# Unit tests are C programs; CLI tests are shell scripts run against the built binaries.
+test-unit: $(TESTS)
+	@tests/run-unit.sh $(BUILD)
+test-cli: $(PROGS)
+	@tests/run-cli.sh $(BIN)
+test: test-unit test-cli
+
+# Tests in the normal build, then again under AddressSanitizer and UBSan.
+check:
+	$(MAKE) test
+	$(MAKE) SANITIZE=address,undefined test
+
+bench: $(PROGS) $(BUILD)/bench/bench_planner
+	@bench/run.sh $(BUILD)
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(ALL_LIBS)
+
+validate: $(PROGS)
+	@tests/validate.sh $(BIN) full
+
+install: $(PROGS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 man/*.1 $(DESTDIR)$(MANPREFIX)/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/memplan/profiles
+	install -m 644 profiles/*.csv $(DESTDIR)$(PREFIX)/share/memplan/profiles/
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,memplan memtrain memtop)
+	rm -f $(addprefix $(DESTDIR)$(MANPREFIX)/man1/,memplan.1 memtrain.1 memtop.1)
+	rm -rf $(DESTDIR)$(PREFIX)/share/memplan
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

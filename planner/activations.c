@@ -1,0 +1,124 @@
+/* activations.c — what one transformer layer saves for backward, and the logits.
+ *
+ * Per layer, for B sequences of T tokens (sb = B*T), following Korthikanti et
+ * al. 2022, Sec. 4.1: with 16-bit activations, a GPT-style layer with dropout
+ * saves sbh(34 + 5as/h) bytes; the terms below reproduce that count and extend
+ * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
+#include "estimate_internal.h"
+
+#include <string.h>
+
+static bool fw_is(const mp_settings *s, const char *name)
+{
+    return strcmp(settings_framework(s)->name, name) == 0;
+}
+
+void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
+{
+    const double sb = (double)s->batch * (double)s->seq, T = (double)s->seq;
+    const double C = (double)m->hidden, NH = (double)m->heads;
+    const double QD = NH * (double)m->head_dim, KVD = (double)m->kv_heads * (double)m->head_dim;
+    const bool amp = s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16;
+    const double a = s->precision == MP_FP32 ? 4 : 2;   /* activation element */
+    const double r = amp ? 4 : a;                        /* the residual stream stays fp32 under autocast */
+    const double scores = (double)s->batch * NH * T * T; /* B*NH*T*T */
+
+    /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
+     * Hugging Face's eager RMSNorm also keeps its normalised input. */
+    double norm = r * sb * C + (m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
+    if (m->norm == MP_NORM_RMS && fw_is(s, "pytorch")) norm += r * sb * C;
+    /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
+    double attn = norm + a * sb * C;
+    attn += a * sb * (QD + KVD); /* Q and K (after rotary) for Q K^T */
+    attn += a * sb * KVD;        /* V for the probabilities times V */
+    double core = 0;
+    if (s->attention == MP_ATTN_EAGER) {
+        /* softmax output; under autocast softmax runs in fp32 and its 16-bit
+         * cast is saved by the next matmul too */
+        core = (amp ? 4 + 2 : a) * scores;
+        if (s->dropout) core += (1 + a) * scores; /* mask and dropped probabilities */
+        attn += a * sb * QD;                       /* attention output: o-proj input */
+    } else {
+        attn += a * sb * QD + 4 * sb * NH;         /* output and row logsumexp */
+    }
+    if (s->dropout) attn += sb * C;                /* mask after the o-proj */
+
+    double mlp = norm + a * sb * C;
+    double f = (double)(m->experts ? m->expert_ffn : m->ffn);
+    double one_mlp = m->mlp == MP_MLP_GATED ? 4 * a * sb * f  /* gate, silu(gate), up, product */
+                                            : 2 * a * sb * f; /* GELU input and output */
+    if (m->experts) {
+        double k = (double)m->top_k;
+        mlp += k * one_mlp;                        /* each token through top_k experts */
+        mlp += k * a * sb * C;                     /* tokens gathered per expert */
+        mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
+        if (m->shared_experts)
+            mlp += (double)m->shared_experts * (m->mlp == MP_MLP_GATED ? 4 : 2) * a * sb *
+                   (double)m->shared_ffn;
+    } else {
+        mlp += one_mlp;
+    }
+    if (s->dropout) mlp += sb * C;
+
+    /* LoRA: each adapted module saves A's output (rank r); its input is shared. */
+    double lora = 0;
+    if (s->lora_rank > 0) {
+        mp_linear lin[16];
+        int n = mp_model_linears(m, lin, 16);
+        for (int i = 0; i < n && i < 16; i++) {
+            unsigned bit = linear_target_bit(lin[i].name);
+            if (bit & s->lora_targets) {
+                double tok = m->experts && (bit & MP_LORA_MLP) ? sb * (double)m->top_k : sb;
+                lora += a * tok * (double)s->lora_rank;
+            }
+        }
+    }
+
+    ab->attn_core = core;
+    ab->total = attn + core + mlp + lora;
+    ab->layer_input = r * sb * C;
+    /* Backward: gradients of the scores (eager) and of the widest tensors. */
+    ab->backward_temp = 2 * a * sb * f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
+                        (s->attention == MP_ATTN_EAGER ? 2 * a * scores : a * sb * (QD + 2 * KVD));
+}
+
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens,
+                  double *fwd, double *bwd)
+{
+    const double V = (double)m->vocab;
+    const double a = s->precision == MP_FP32 ? 4 : 2;
+    (void)all_tokens;
+    /* Forward end: the head's output and the saved fp32 log-softmax.
+     * Loss backward: the fp32 gradient of the log-softmax and of its input. */
+    *fwd = (a + 4) * tokens * V;
+    if (a == 4 && !settings_framework(s)->fp32_logits) *fwd = 4 * tokens * V; /* log-softmax in place of the copy */
+    *bwd = 8 * tokens * V;
+}
+
+void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded, bool explain)
+{
+    (void)m;
+    double data;
+    if (s->loader == MP_LOAD_MEMORY) {
+        /* raw text plus int64 token ids, about 4 bytes of text per BPE token
+         * (OpenAI's tokenizer guide: 1 token ~ 4 characters of English) */
+        data = s->dataset_bytes + s->dataset_bytes / 4 * 8;
+    } else {
+        /* the shuffle buffer of sequences and one 64 KiB read chunk */
+        data = (double)s->shuffle_buffer * (double)(s->seq + 1) * 8 + 65536;
+    }
+    /* each micro-batch is staged in pinned memory: inputs and targets, int64 */
+    double pinned = 2.0 * (double)s->batch * (double)s->seq * 8;
+    e->host_data_bytes = data + pinned;
+    e->host_bytes = offloaded + data + pinned;
+    if (explain && e->nterms < MP_MAX_TERMS && data > 0) {
+        mp_term *t = &e->terms[e->nterms++];
+        t->component = -1;
+        strcpy(t->name, "data loader");
+        if (s->loader == MP_LOAD_MEMORY)
+            strcpy(t->formula, "dataset text + int64 token ids (1 token per 4 bytes)");
+        else
+            strcpy(t->formula, "shuffle buffer x (T+1) x 8 B + 64 KiB chunk");
+        t->bytes = data;
+    }
+}

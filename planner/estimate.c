@@ -1,0 +1,448 @@
+/* estimate.c — memory of one training step, component by component.
+ *
+ * The model follows what a framework allocates, in the order a step runs:
+ *   forward   saved activations pile up layer by layer, then the logits;
+ *   backward  the loss gradient appears, activations are freed as each layer's
+ *             gradients appear;
+ *   optimizer the state exists (allocated at the first step) next to weights
+ *             and gradients, plus the optimizer's temporaries.
+ * The peak is the largest of these moments, not the sum of each component's
+ * maximum. Activation terms follow Korthikanti et al. 2022 ("Reducing
+ * Activation Recomputation in Large Transformer Models", Sec. 4), extended to
+ * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
+#include "memplan.h"
+#include "estimate_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void mp_settings_default(mp_settings *s, const mp_model *m)
+{
+    memset(s, 0, sizeof *s);
+    s->precision = MP_FP32;
+    s->optimizer = MP_ADAMW;
+    s->adam8_block = 256;
+    s->batch = 1;
+    s->accum = 1;
+    s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+    s->ce_chunk = 1024;
+    s->lora_targets = MP_LORA_ALL;
+    s->gpus = 1;
+    s->tp = s->pp = s->ep = 1;
+    s->shuffle_buffer = 10000;
+    char err[MP_ERR_LEN];
+    s->framework = mp_framework_find("pytorch", err);
+}
+
+/* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
+static const mp_framework builtin_pytorch = {
+    .name = "pytorch", .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
+    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true};
+
+const mp_framework *settings_framework(const mp_settings *s)
+{
+    return s->framework ? s->framework : &builtin_pytorch;
+}
+
+static bool is_16bit_storage(mp_precision p)
+{
+    return p == MP_MIXED_BF16 || p == MP_MIXED_FP16 || p == MP_PURE_BF16;
+}
+static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
+
+int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
+{
+#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
+    if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
+    if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
+    if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
+    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos + 0)
+        BAD("--seq '%lld' exceeds the model's %lld learned positions", (long long)s->seq,
+            (long long)m->max_pos);
+    if (s->gpus < 1) BAD("invalid --gpus '%lld' (at least 1)", (long long)s->gpus);
+    if (s->tp < 1 || s->pp < 1 || s->ep < 1) BAD("parallel degrees must be at least 1");
+    if (s->gpus % (s->tp * s->pp))
+        BAD("--gpus '%lld' is not a multiple of tensor x pipeline parallel (%lld x %lld)",
+            (long long)s->gpus, (long long)s->tp, (long long)s->pp);
+    if (s->tp > 1 && (m->heads % s->tp || m->kv_heads % s->tp))
+        BAD("--tp '%lld' must divide the heads (%lld) and kv-heads (%lld)", (long long)s->tp,
+            (long long)m->heads, (long long)m->kv_heads);
+    if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
+    if (s->ep > 1 && (!m->experts || m->experts % s->ep))
+        BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
+    int64_t dp = s->gpus / (s->tp * s->pp);
+    if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
+    if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
+    if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
+        BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
+    if (s->offload != MP_OFFLOAD_NONE && strcmp(settings_framework(s)->name, "memtrain") == 0)
+        BAD("memtrain runs on one CPU device and does not offload");
+    if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
+        BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
+    if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
+        BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
+            mp_quant_name(s->quant));
+    if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
+    if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
+    if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
+    if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
+        BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
+    if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
+    if (s->precision == MP_PURE_BF16 && s->optimizer == MP_ADAMW_8BIT) {
+        /* allowed: bitsandbytes 8-bit states with bf16 params */
+    }
+    return 0;
+#undef BAD
+}
+
+/* ---------- terms (for --explain) ---------- */
+
+static void term(mp_estimate *e, bool explain, int comp, const char *name, double bytes,
+                 const char *fmt, ...)
+{
+    if (!explain || e->nterms >= MP_MAX_TERMS || bytes == 0) return;
+    mp_term *t = &e->terms[e->nterms++];
+    t->component = comp;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->formula, sizeof t->formula, fmt, ap);
+    va_end(ap);
+    t->bytes = bytes;
+}
+
+static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
+{
+    if (e->nphases >= MP_MAX_PHASES) return;
+    mp_phase *p = &e->phases[e->nphases++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->total = 0;
+    for (int c = 0; c < MP_NCOMP; c++) {
+        p->comp[c] = comp[c];
+        p->total += comp[c];
+    }
+}
+
+/* LoRA: trainable parameters over the whole model, from the real module shapes. */
+double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
+{
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    double per_layer = 0;
+    for (int i = 0; i < n && i < 16; i++) {
+        unsigned bit = linear_target_bit(lin[i].name);
+        if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
+    }
+    return per_layer * m->layers;
+}
+
+/* Parameters that live in linear layers (what int8/NF4 quantise). */
+static double linear_params(const mp_model *m)
+{
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    double per_layer = 0;
+    for (int i = 0; i < n && i < 16; i++) per_layer += (double)lin[i].count * lin[i].in * lin[i].out;
+    return per_layer * m->layers;
+}
+
+/* Bytes per stored base weight under each quantisation.
+ * int8 (LLM.int8, Dettmers et al. 2022): 1 byte plus an fp32 scale per row (~0).
+ * NF4 (QLoRA, Dettmers et al. 2023, Sec. 3): 4 bits plus one fp32 absmax per 64
+ * weights = 4.5 bits; double quantisation stores the absmax in 8 bits with one
+ * fp32 constant per 256 of them: 4 + 8/64 + 32/(64*256) = 4.127 bits. */
+double mp_quant_bytes_per_param(mp_quant q)
+{
+    switch (q) {
+    case MP_QUANT_INT8: return 1.0;
+    case MP_QUANT_NF4: return (4.0 + 32.0 / 64.0) / 8.0;
+    case MP_QUANT_NF4_DQ: return (4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
+    default: return 0;
+    }
+}
+
+/* Optimizer state bytes per trainable parameter (before sharding), and master weights. */
+static double optimizer_state_bytes(const mp_settings *s, double n, const mp_model *m)
+{
+    double sb = s->precision == MP_PURE_BF16 ? 2 : 4; /* state element size */
+    switch (s->optimizer) {
+    case MP_ADAMW:
+    case MP_PAGED_ADAMW: return 2 * sb * n; /* m and v */
+    case MP_ADAMW_8BIT:
+    case MP_PAGED_ADAMW_8BIT:
+        /* two 1-byte states plus one fp32 absmax per block each (Dettmers et al. 2022) */
+        return 2 * n + 2 * 4 * ceil(n / (double)s->adam8_block);
+    case MP_SGD: return 0;
+    case MP_SGD_MOMENTUM: return sb * n;
+    case MP_LION: return sb * n; /* momentum only (Chen et al. 2023) */
+    case MP_ADAFACTOR: {
+        /* factored second moment: rows + columns per matrix (Shazeer & Stern 2018),
+         * no first moment (beta1 = None, Hugging Face's default). */
+        /* a C x F matrix keeps C + F numbers instead of C*F: about n/F + n/C */
+        double c = (double)m->hidden, f = (double)(m->ffn > 0 ? m->ffn : m->hidden);
+        return sb * (n / c + n / f);
+    }
+    default: return 0;
+    }
+}
+
+int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
+                    char *err)
+{
+    return mp_estimate_ex(m, s, gpu, e, true, err);
+}
+
+int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
+                   bool explain, char *err)
+{
+    if (mp_settings_check(m, s, err)) return -1;
+    memset(e, 0, sizeof *e);
+    const mp_framework *fw = settings_framework(s);
+    bool memtrain = strcmp(fw->name, "memtrain") == 0;
+    mp_param_count(m, &e->params);
+    const double P = e->params.total;
+    const double B = (double)s->batch, T = (double)s->seq;
+    const double L = (double)m->layers, V = (double)m->vocab;
+    const double tp = (double)s->tp, pp = (double)s->pp;
+    const double dp = (double)(s->gpus / (s->tp * s->pp));
+    const double shard_model = tp * pp; /* model parallel split of weights */
+    const bool lora = s->lora_rank > 0;
+    const bool amp = is_amp(s->precision), half = is_16bit_storage(s->precision);
+
+    /* ---------------- weights ---------------- */
+    double w_elt = half ? 2 : 4;  /* trainable weights' storage */
+    double trainable, frozen_lin = 0, frozen_rest = 0;
+    if (lora) {
+        trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
+        frozen_lin = linear_params(m);
+        frozen_rest = P - frozen_lin;
+    } else {
+        trainable = P;
+    }
+    e->trainable_params = trainable;
+
+    /* Expert parallelism splits the experts' weights, tensor and pipeline split everything. */
+    double ep_div = 1;
+    if (m->experts && s->ep > 1) ep_div = (double)s->ep;
+    double expert_share = m->experts ? e->params.mlp / P : 0;
+    /* split: the effective divisor of the parameter count on one GPU */
+    double split = 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
+
+    double zero_div_p = s->zero >= 3 ? dp : 1, zero_div_g = s->zero >= 2 ? dp : 1,
+           zero_div_o = s->zero >= 1 ? dp : 1;
+
+    double weights = 0, weights_host = 0;
+    if (lora) {
+        double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
+                        : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
+        /* Quantised bases keep embeddings, norms and the head in 16 bits. */
+        double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
+        double base_lin = frozen_lin * base_elt / split, base_rest = frozen_rest * rest_elt / split;
+        double adapters = trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split;
+        weights = (base_lin + base_rest) / zero_div_p + adapters / zero_div_p;
+        term(e, explain, MP_WEIGHTS, "frozen base (linear layers)", base_lin / zero_div_p,
+             "%.0f params x %.4g B (%s)", frozen_lin / split, base_elt,
+             s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
+        term(e, explain, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / zero_div_p,
+             "%.0f params x %.0f B", frozen_rest / split, rest_elt);
+        term(e, explain, MP_WEIGHTS, "LoRA adapters", adapters / zero_div_p,
+             "%.0f params (rank %lld) x %d B", trainable, (long long)s->lora_rank,
+             s->precision == MP_PURE_BF16 ? 2 : 4);
+        w_elt = s->precision == MP_PURE_BF16 ? 2 : 4;
+    } else {
+        weights = P * w_elt / split / zero_div_p;
+        term(e, explain, MP_WEIGHTS, "parameters", weights, "%.0f params x %.0f B%s%s", P / split,
+             w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
+    }
+    if (s->offload == MP_OFFLOAD_PARAMS) {
+        weights_host = weights;
+        /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
+        double in_flight = 2.0 * (P / L) * 2 / split;
+        term(e, explain, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
+             "2 layers x %.0f params x 2 B", P / L / split);
+        weights = in_flight;
+    }
+    /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
+    double gathered = 0;
+    if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
+        gathered = 2.0 * (P / L) * (lora ? 2 : w_elt) / split;
+        term(e, explain, MP_WEIGHTS, "gathered layer (ZeRO-3)", gathered,
+             "prefetch 2 layers x %.0f params", P / L / split);
+    }
+    /* Autocast keeps 16-bit copies of the weights it casts until backward. */
+    double cast_cache = 0;
+    if (amp && fw->autocast_cache) {
+        double castable = lora ? (s->quant == MP_QUANT_NONE ? frozen_lin : 0) + trainable
+                               : linear_params(m) + (m->tied ? 0 : e->params.head);
+        cast_cache = castable * 2 / split / (s->zero >= 3 ? dp : 1);
+        if (s->zero >= 3) cast_cache = 2.0 * (P / L) * 2 / split; /* per layer in flight */
+        term(e, explain, MP_WEIGHTS, "autocast 16-bit weight copies", cast_cache,
+             "%.0f params x 2 B, cached from forward to backward", castable / split);
+    }
+
+    /* ---------------- gradients ---------------- */
+    double g_elt = half ? 2 : 4;
+    if (lora) g_elt = s->precision == MP_PURE_BF16 ? 2 : 4;
+    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
+    if (half && !lora && strcmp(fw->name, "megatron") == 0) g_elt = 4;
+    double grads = trainable * g_elt / split / zero_div_g;
+    term(e, explain, MP_GRADIENTS, "gradients", grads, "%.0f trainable x %.0f B%s", trainable / split,
+         g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
+    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
+    double ddp_buckets = 0;
+    if (dp > 1 && s->zero == 0 && strcmp(fw->name, "pytorch") == 0) {
+        ddp_buckets = trainable * g_elt / split;
+        term(e, explain, MP_GRADIENTS, "DDP gradient buckets", ddp_buckets,
+             "a second copy of the gradients for all-reduce");
+    }
+    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
+    if (s->zero >= 2) {
+        double bucket = fmin(trainable / split, 5e8) * g_elt;
+        if (strcmp(fw->name, "deepspeed") == 0) {
+            ddp_buckets = bucket;
+            term(e, explain, MP_GRADIENTS, "reduce bucket", bucket,
+                 "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", g_elt);
+        }
+    }
+
+    /* ---------------- optimizer ---------------- */
+    double opt_states = optimizer_state_bytes(s, trainable / split, m) / zero_div_o;
+    double master = 0;
+    if (half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / zero_div_o;
+    term(e, explain, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
+         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
+    term(e, explain, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B",
+         trainable / split);
+    double optimizer = opt_states + master;
+    double opt_host = 0;
+    if (s->offload != MP_OFFLOAD_NONE) {
+        /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
+        opt_host = optimizer + trainable * 4 / split / zero_div_o;
+        optimizer = 0;
+        term(e, explain, -1, "offloaded optimizer, master weights, fp32 grads", opt_host,
+             "on the host (ZeRO-Offload)");
+    }
+    /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
+     * all parameters at once; mixed precision unscales into an fp32 copy. */
+    double opt_temp = 0;
+    if (s->offload == MP_OFFLOAD_NONE && !memtrain) {
+        if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
+            strcmp(fw->name, "pytorch") == 0)
+            opt_temp = trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
+        if (half && s->precision != MP_PURE_BF16 && !lora)
+            opt_temp = fmax(opt_temp, trainable * 4 / split / zero_div_o);
+        term(e, explain, MP_OPTIMIZER, "step temporaries", opt_temp,
+             "one fp32 tensor per parameter during the step");
+    }
+
+    /* ---------------- activations ---------------- */
+    act_breakdown ab;
+    activations_per_layer(m, s, &ab);
+    double layers_here = L / pp;
+    /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
+    double inflight = pp > 1 ? pp : 1;
+    double saved_layers = 0, layer_full = ab.total / tp;
+    switch (s->checkpointing) {
+    case MP_CKPT_NONE: saved_layers = layers_here * layer_full; break;
+    case MP_CKPT_SELECTIVE: saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
+    case MP_CKPT_FULL: saved_layers = layers_here * ab.layer_input / tp; break;
+    default: break;
+    }
+    saved_layers *= inflight;
+    e->act_per_layer = ab.total;
+    term(e, explain, MP_ACTIVATIONS, "saved activations", saved_layers,
+         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
+         saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
+         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
+         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
+    double recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
+                     : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
+    term(e, explain, MP_ACTIVATIONS, "recomputed layer (backward)", recompute,
+         "one layer rebuilt during backward");
+
+    /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
+    double tokens_logits = B * T;
+    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, B * T);
+    double logits_fwd, logits_bwd;
+    logits_model(m, s, tokens_logits, B * T, &logits_fwd, &logits_bwd);
+    logits_fwd /= tp, logits_bwd /= tp;
+    term(e, explain, MP_ACTIVATIONS, "logits and loss", logits_fwd,
+         "%.0f tokens x %.0f vocab%s", tokens_logits, V,
+         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    double final_norm = ab.layer_input / tp * 2; /* final norm input and output */
+    double act_bwd_temp = ab.backward_temp / tp;
+    term(e, explain, MP_ACTIVATIONS, "backward temporaries", act_bwd_temp,
+         "activation gradients of one layer");
+
+    /* ---------------- fixed allocations ---------------- */
+    double fixed = fw->workspace_bytes + fw->fixed_bytes;
+
+    /* ---------------- the step, moment by moment ---------------- */
+    /* Steady state (step 2 on): the optimizer state is resident throughout.
+     * With accumulation the gradients persist between micro-batches. */
+    double grads_resident = s->accum > 1 ? grads + ddp_buckets : 0;
+    double acts_fwd = saved_layers + final_norm + logits_fwd;
+    double c[MP_NCOMP];
+
+    c[MP_WEIGHTS] = weights + gathered + cast_cache, c[MP_GRADIENTS] = grads_resident;
+    c[MP_OPTIMIZER] = optimizer, c[MP_ACTIVATIONS] = acts_fwd, c[MP_OVERHEAD] = fixed;
+    phase(e, "forward end", c);
+
+    c[MP_ACTIVATIONS] = acts_fwd + logits_bwd;
+    phase(e, "loss backward", c);
+
+    /* First layers of backward: all activations minus the logits, one layer's
+     * recomputation and its activation gradients, the head's gradient. */
+    double head_grad = lora ? 0 : (m->tied ? e->params.embed : e->params.head) * g_elt / split / zero_div_g;
+    c[MP_GRADIENTS] = s->accum > 1 ? grads_resident : head_grad;
+    c[MP_ACTIVATIONS] = saved_layers + final_norm + recompute + act_bwd_temp;
+    phase(e, "backward start", c);
+
+    c[MP_GRADIENTS] = grads + ddp_buckets;
+    c[MP_ACTIVATIONS] = act_bwd_temp;
+    phase(e, "backward end", c);
+
+    c[MP_WEIGHTS] = weights;
+    c[MP_OPTIMIZER] = optimizer + opt_temp;
+    c[MP_ACTIVATIONS] = 0;
+    phase(e, "optimizer step", c);
+
+    /* ---------------- peak ---------------- */
+    int pk = 0;
+    for (int i = 0; i < e->nphases; i++)
+        if (e->phases[i].total > e->phases[pk].total) pk = i;
+    e->peak_phase = pk;
+    for (int k = 0; k < MP_NCOMP; k++) {
+        e->at_peak[k] = e->phases[pk].comp[k];
+        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
+    }
+    /* Activations' peak component includes the logits; report their share. */
+    e->logits_bytes = pk <= 1 ? logits_fwd + (pk == 1 ? logits_bwd : 0) : 0;
+    e->total_bytes = e->phases[pk].total;
+    double rounded = e->total_bytes;
+    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
+    e->reserved_bytes = rounded * (1 + fw->frag);
+    e->device_bytes = e->reserved_bytes + fw->context_bytes;
+    /* Overhead: what the device holds beyond the tensors themselves. */
+    double slack = e->device_bytes - e->total_bytes;
+    e->at_peak[MP_OVERHEAD] += slack;
+    e->peak[MP_OVERHEAD] += slack;
+    term(e, explain, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
+    term(e, explain, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
+    term(e, explain, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
+         "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
+
+    /* ---------------- host ---------------- */
+    host_model(m, s, e, opt_host + weights_host, explain);
+
+    /* ---------------- speed ---------------- */
+    speed_model(m, s, gpu, e, trainable, dp);
+    return 0;
+}
+
+bool mp_fits(const mp_estimate *e, double budget, double headroom)
+{
+    return e->device_bytes <= budget * (1 - headroom);
+}

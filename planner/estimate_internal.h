@@ -1,0 +1,31 @@
+/* estimate_internal.h — pieces of the estimate shared inside the library only. */
+#ifndef ESTIMATE_INTERNAL_H
+#define ESTIMATE_INTERNAL_H
+
+#include "memplan.h"
+
+/* Saved activations of one transformer layer for one micro-batch, in bytes. */
+typedef struct act_breakdown {
+    double total;          /* everything saved for backward, no checkpointing */
+    double attn_core;      /* T x T scores and friends: what selective recompute drops */
+    double layer_input;    /* the layer's input: what full checkpointing keeps */
+    double backward_temp;  /* activation gradients alive while one layer runs backward */
+} act_breakdown;
+
+void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
+/* Logits and loss: bytes alive at forward end, and extra during the loss backward. */
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens,
+                  double *fwd, double *bwd);
+void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded,
+                bool explain);
+void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
+                 double trainable, double dp);
+/* The settings' framework, or the built-in PyTorch figures. */
+const mp_framework *settings_framework(const mp_settings *s);
+/* The LoRA target bits a linear module answers to ("qkv" -> q|k|v). */
+unsigned linear_target_bit(const char *module_name);
+/* Estimate with or without the explanatory terms (the search skips them). */
+int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
+                   bool explain, char *err);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * memplan.h — the planner library shared by memplan, memtrain and memtop.
+ *
+ * What it does: from a model's architecture and a set of training settings,
+ * compute per-component GPU memory (weights, gradients, optimizer state,
+ * activations, overhead) and host memory for one training step, and search
+ * every combination of techniques for the best plan that fits a budget.
+ *
+ * Conventions
+ *   - Byte counts are doubles: exact up to 2^53 bytes, and 4-bit weights give
+ *     fractional bytes per parameter.
+ *   - Functions that can fail return 0 on success and -1 on failure, writing a
+ *     one-line, lower-case message into `err` (MP_ERR_LEN bytes). The library
+ *     never prints and never exits; the commands decide how to report.
+ *   - Dimension legend used in comments: B micro-batch, T sequence, C hidden,
+ *     L layers, NH heads, KV kv-heads, HD head dim, F ffn width, V vocabulary.
+ */
+#ifndef MEMPLAN_H
+#define MEMPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MP_ERR_LEN 256
+#define MP_NAME_LEN 64
+#define MP_SOURCE_LEN 256
+
+/* ---------- units ---------- */
+
+#define MP_GiB 1073741824.0
+#define MP_GB 1e9
+
+/* Parse a memory size: "12GB" (10^9), "12GiB" (2^30), "24576MiB", "512MB",
+ * "1.5TB", a bare number of bytes. `how` (may be NULL, 64 bytes) receives
+ * e.g. "12 GB = 12,000,000,000 bytes (decimal GB)". */
+int mp_parse_size(const char *text, double *bytes, char *how, char *err);
+/* Parse a count such as "7e9", "7B", "125M", "1.3b", "350m". */
+int mp_parse_count(const char *text, double *count, char *err);
+/* Human-readable binary size: "13.04 GiB" (buffer >= 32 bytes). */
+const char *mp_fmt_gib(double bytes, char *buf, size_t len);
+/* Count with thousands separators: "6,738,415,616". */
+const char *mp_fmt_count(double n, char *buf, size_t len);
+
+/* ---------- models ---------- */
+
+typedef enum { MP_NORM_LAYER, MP_NORM_RMS } mp_norm;
+typedef enum { MP_MLP_GELU, MP_MLP_GATED } mp_mlp;    /* GATED: SwiGLU/GeGLU */
+typedef enum { MP_POS_LEARNED, MP_POS_ROPE, MP_POS_ALIBI } mp_pos;
+
+typedef struct mp_model {
+    char name[MP_NAME_LEN];
+    char family[16];          /* "gpt2", "llama", ... informative */
+    int64_t layers;           /* L */
+    int64_t hidden;           /* C */
+    int64_t heads;            /* NH */
+    int64_t kv_heads;         /* KV (GQA/MQA when < NH) */
+    int64_t head_dim;         /* HD, usually C/NH (Gemma differs) */
+    int64_t ffn;              /* F, the MLP's inner width */
+    int64_t vocab;            /* V */
+    int64_t max_pos;          /* learned position rows (plus pos_offset) */
+    int64_t pos_offset;       /* OPT keeps 2 extra position rows */
+    mp_norm norm;
+    mp_mlp mlp;
+    mp_pos pos;
+    bool qkv_bias, out_bias, mlp_bias, norm_bias, head_bias;
+    bool tied;                /* output head shares the token embedding */
+    bool fused_qkv;           /* one qkv module (GPT-2, Phi-3): LoRA sees one */
+    bool embed_norm;          /* BLOOM: a LayerNorm after the embedding */
+    bool final_norm;
+    int norms_per_layer;      /* 2, or 1 for parallel blocks (Falcon-7B) */
+    /* Mixture of experts: experts == 0 means a dense MLP. */
+    int64_t experts, top_k, shared_experts;
+    int64_t expert_ffn;       /* inner width of one expert (default F) */
+    int64_t shared_ffn;       /* inner width of the shared expert(s) */
+    double published_params;  /* from the model card, 0 if unknown */
+    char source[MP_SOURCE_LEN];
+} mp_model;
+
+/* Parameter counts by part (whole model, all experts). */
+typedef struct mp_params {
+    double embed, pos, head;        /* token embedding, positions, untied head */
+    double attn, mlp, norms, router; /* summed over layers */
+    double total;
+    double active;                  /* per token: top_k experts only */
+} mp_params;
+
+/* Fill the family preset ("gpt2" or "llama") for norm, MLP, positions,
+ * biases and tying; dimensions are left alone. */
+int mp_model_preset(mp_model *m, const char *family, char *err);
+/* Fill derived defaults (head_dim, kv_heads, ffn...) and validate. */
+int mp_model_finish(mp_model *m, char *err);
+/* A standard decoder shape for about `params` parameters (Llama-like). */
+int mp_model_from_params(double params, mp_model *m, char *err);
+/* A Hugging Face config.json. */
+int mp_model_from_hf_config(const char *path, mp_model *m, char *err);
+void mp_param_count(const mp_model *m, mp_params *p);
+
+/* A linear module inside one layer, for LoRA counting. */
+typedef struct mp_linear {
+    const char *name;   /* "q","k","v","o","qkv","gate","up","down","gate_up" */
+    int64_t in, out;
+    int64_t count;      /* per layer (experts multiply MLP modules) */
+} mp_linear;
+/* The layer's linear modules as the model really has them (fused or not). */
+int mp_model_linears(const mp_model *m, mp_linear *out, int max);
+
+/* ---------- profiles (CSV files in profiles/) ---------- */
+
+typedef struct mp_gpu {
+    char name[MP_NAME_LEN];
+    char label[MP_NAME_LEN];  /* "NVIDIA A100 40GB SXM" */
+    double mem_bytes;         /* usable device memory as sold, bytes */
+    bool bf16;
+    double tflops_16;         /* dense fp16/bf16 tensor-core peak, TFLOP/s */
+    double tflops_32;         /* fp32 (non-tensor) peak */
+    double bandwidth;         /* memory bandwidth, bytes/s */
+    double pcie;              /* host link, bytes/s per direction */
+    char source[MP_SOURCE_LEN];
+    char how[64];             /* for sizes: how the size was read */
+} mp_gpu;
+
+typedef struct mp_framework {
+    char name[MP_NAME_LEN];
+    double context_bytes;     /* CUDA context and libraries, outside the allocator */
+    double workspace_bytes;   /* cuBLAS/cuDNN workspaces inside the allocator */
+    double round_bytes;       /* allocator block rounding */
+    double frag;              /* reserved/allocated - 1 at the peak */
+    double fixed_bytes;       /* other fixed allocations */
+    bool autocast_cache;      /* autocast keeps 16-bit weight copies */
+    bool fp32_logits;         /* loss computed on an fp32 copy of the logits */
+    char source[MP_SOURCE_LEN];
+} mp_framework;
+
+/* Where the profile CSVs live: $MEMPLAN_PROFILES, next to the executable,
+ * or the install prefix. Loaded once; thread-unsafe on first call. */
+const char *mp_profiles_dir(void);
+int mp_model_lookup(const char *name, mp_model *m, char *err);
+int mp_gpu_lookup(const char *name_or_size, mp_gpu *g, char *err);
+int mp_framework_lookup(const char *name, mp_framework *f, char *err);
+/* The loaded profile itself (a stable pointer), or a file written by calibrate. */
+const mp_framework *mp_framework_find(const char *name, char *err);
+/* Iterate profiles: returns NULL past the end. */
+const mp_model *mp_model_at(int i);
+const mp_gpu *mp_gpu_at(int i);
+const mp_framework *mp_framework_at(int i);
+/* Load a framework profile written by `memplan calibrate`. */
+int mp_framework_load_file(const char *path, mp_framework *f, char *err);
+
+/* ---------- settings: one training configuration ---------- */
+
+typedef enum { MP_FP32, MP_AMP_BF16, MP_AMP_FP16, MP_MIXED_BF16, MP_MIXED_FP16,
+               MP_PURE_BF16, MP_NPRECISION } mp_precision;
+typedef enum { MP_ADAMW, MP_ADAMW_8BIT, MP_PAGED_ADAMW, MP_PAGED_ADAMW_8BIT, MP_SGD,
+               MP_SGD_MOMENTUM, MP_ADAFACTOR, MP_LION, MP_NOPTIMIZER } mp_optimizer;
+typedef enum { MP_CKPT_NONE, MP_CKPT_SELECTIVE, MP_CKPT_FULL, MP_NCKPT } mp_ckpt;
+typedef enum { MP_ATTN_EAGER, MP_ATTN_FLASH, MP_NATTN } mp_attention;
+typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_NQUANT } mp_quant;
+typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
+typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
+typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
+typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
+
+/* LoRA target bits. */
+enum { MP_LORA_Q = 1, MP_LORA_K = 2, MP_LORA_V = 4, MP_LORA_O = 8,
+       MP_LORA_GATE = 16, MP_LORA_UP = 32, MP_LORA_DOWN = 64,
+       MP_LORA_ATTN = 15, MP_LORA_MLP = 112, MP_LORA_ALL = 127 };
+
+typedef struct mp_settings {
+    mp_precision precision;
+    mp_optimizer optimizer;
+    int64_t adam8_block;      /* 8-bit block size: 256 (bitsandbytes now), 2048 (before) */
+    mp_ckpt checkpointing;
+    mp_attention attention;
+    int64_t batch;            /* B, micro-batch per GPU */
+    int64_t accum;            /* micro-batches per optimizer step */
+    int64_t seq;              /* T */
+    mp_ce ce;
+    int64_t ce_chunk;         /* tokens per cross-entropy chunk */
+    int64_t lora_rank;        /* 0: full fine-tuning */
+    unsigned lora_targets;
+    mp_quant quant;           /* frozen base storage (LoRA only, or inference) */
+    int64_t gpus;             /* data-parallel x tensor x pipeline */
+    int zero;                 /* 0..3 */
+    int64_t tp, pp, ep;       /* tensor, pipeline, expert parallel degrees */
+    mp_offload offload;
+    mp_loader loader;
+    double dataset_bytes;     /* raw text size, for in-memory loading */
+    int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
+    bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
+    const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
+} mp_settings;
+
+/* Sensible defaults: fp32 AdamW, B=1, T=min(2048, max_pos), one GPU, pytorch. */
+void mp_settings_default(mp_settings *s, const mp_model *m);
+
+/* Names <-> enums, for flags, configs and JSON (stable strings). */
+const char *mp_precision_name(mp_precision p);
+const char *mp_optimizer_name(mp_optimizer o);
+const char *mp_ckpt_name(mp_ckpt c);
+const char *mp_attention_name(mp_attention a);
+const char *mp_quant_name(mp_quant q);
+const char *mp_offload_name(mp_offload o);
+const char *mp_ce_name(mp_ce c);
+const char *mp_loader_name(mp_loader l);
+const char *mp_task_name(mp_task t);
+int mp_precision_parse(const char *s, mp_precision *p);
+int mp_optimizer_parse(const char *s, mp_optimizer *o);
+int mp_ckpt_parse(const char *s, mp_ckpt *c);
+int mp_attention_parse(const char *s, mp_attention *a);
+int mp_quant_parse(const char *s, mp_quant *q);
+int mp_offload_parse(const char *s, mp_offload *o);
+int mp_ce_parse(const char *s, mp_ce *c);
+int mp_loader_parse(const char *s, mp_loader *l);
+int mp_task_parse(const char *s, mp_task *t);
+/* "q,k,v,o", "attn", "mlp", "all" -> bits; 0 on success. */
+int mp_lora_targets_parse(const char *s, unsigned *bits);
+/* bits -> "q,k,v,o" */
+const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len);
+
+/* ---------- estimate ---------- */
+
+enum { MP_WEIGHTS, MP_GRADIENTS, MP_OPTIMIZER, MP_ACTIVATIONS, MP_OVERHEAD, MP_NCOMP };
+/* "weights", "gradients", "optimizer", "activations", "overhead" */
+const char *mp_component_name(int c);
+
+/* One named contribution behind a number, for --explain. */
+typedef struct mp_term {
+    int component;             /* MP_WEIGHTS.. or -1 for host */
+    char name[48];
+    char formula[112];
+    double bytes;
+} mp_term;
+
+/* One moment in a training step, with what is allocated then. */
+typedef struct mp_phase {
+    char name[48];
+    double comp[MP_NCOMP];     /* overhead here: allocator-side fixed allocations */
+    double total;
+} mp_phase;
+
+#define MP_MAX_TERMS 64
+#define MP_MAX_PHASES 12
+
+typedef struct mp_estimate {
+    mp_params params;
+    double trainable_params;
+    double peak[MP_NCOMP];        /* peak of each component on one GPU, bytes */
+    double at_peak[MP_NCOMP];     /* each component at the moment of the total peak */
+    double logits_bytes;          /* the logits' share of activations at the peak */
+    double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
+    double reserved_bytes;        /* allocator reserved at the peak */
+    double device_bytes;          /* reserved + context: what nvidia-smi shows */
+    double host_bytes;            /* host RAM: offloaded states, data, pinned buffers */
+    double host_data_bytes;       /* of which the data loader */
+    int peak_phase;               /* index into phases */
+    mp_phase phases[MP_MAX_PHASES];
+    int nphases;
+    mp_term terms[MP_MAX_TERMS];
+    int nterms;
+    double act_per_layer;         /* saved activations of one layer, no checkpointing */
+    /* Speed model */
+    double flops_per_step;        /* incl. recomputation, all GPUs */
+    double step_seconds;          /* one optimizer step (accum micro-batches) */
+    double tokens_per_s;          /* whole job */
+    double mfu;                   /* assumed achieved fraction of peak */
+} mp_estimate;
+
+/* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
+int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
+/* Estimate one configuration. The GPU may be NULL (no speed estimate). */
+int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
+                    mp_estimate *e, char *err);
+/* LoRA's trainable parameters from the real module shapes (GQA, fused qkv). */
+double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets);
+/* Bytes per stored base weight for int8 / NF4 / NF4 with double quantisation. */
+double mp_quant_bytes_per_param(mp_quant q);
+/* Bytes the budget is compared with: device_bytes. */
+bool mp_fits(const mp_estimate *e, double budget_bytes, double headroom);
+
+/* ---------- search ---------- */
+
+/* A compact result per combination; re-run mp_estimate_run for the details. */
+typedef struct mp_candidate {
+    mp_settings s;
+    mp_task task;             /* full, lora or qlora */
+    int tier;                 /* 0: AdamW-class, 1: other optimizers or pure bf16, 2: SGD */
+    bool fits;
+    double device_bytes, total_bytes, host_bytes, trainable;
+    double at_peak[MP_NCOMP];
+    double tokens_per_s;
+} mp_candidate;
+
+/* What the user pinned: a dimension with its bit set is not varied. */
+enum { MP_PIN_PRECISION = 1 << 0, MP_PIN_OPTIMIZER = 1 << 1, MP_PIN_CKPT = 1 << 2,
+       MP_PIN_ATTENTION = 1 << 3, MP_PIN_BATCH = 1 << 4, MP_PIN_ACCUM = 1 << 5,
+       MP_PIN_SEQ = 1 << 6, MP_PIN_CE = 1 << 7, MP_PIN_LORA = 1 << 8,
+       MP_PIN_QUANT = 1 << 9, MP_PIN_ZERO = 1 << 10, MP_PIN_OFFLOAD = 1 << 11,
+       MP_PIN_TARGETS = 1 << 12, MP_PIN_GPUS = 1 << 13 };
+
+typedef struct mp_search_opts {
+    mp_task task;
+    unsigned pinned;
+    int64_t global_batch;     /* sequences per optimizer step, 0: none asked */
+    double budget_bytes;      /* per GPU */
+    double headroom;          /* fraction kept free, default 0.10 */
+    int64_t max_batch;        /* largest micro-batch tried (default 64) */
+    bool prefer_speed;        /* rank by tokens/s alone, not task and optimizer first */
+} mp_search_opts;
+
+typedef struct mp_search_result {
+    mp_candidate *cands;      /* all considered, best first (fits, then score) */
+    size_t n, cap;
+    size_t considered;        /* combinations in the space */
+    size_t evaluated;         /* estimates computed (larger batches after a miss are pruned) */
+    size_t fitting;
+} mp_search_result;
+
+/* Evaluate every combination the pins allow; `base` holds the pinned values. */
+int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
+              const mp_search_opts *o, mp_search_result *r, char *err);
+void mp_search_free(mp_search_result *r);
+
+/* Inverse questions, by root finding on the estimate (GSL Brent):
+ * "max-batch", "max-seq", "max-params". */
+int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
+             double budget_bytes, double headroom, double *answer, mp_model *solved, char *err);
+
+/* ---------- output ---------- */
+
+/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate". */
+int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, const mp_search_opts *o,
+            char **out, char *err);
+/* Write `data` to `path` atomically (temp file, fsync, rename). */
+int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
+
+#endif

@@ -1,0 +1,498 @@
+/* profiles.c — models, GPUs and frameworks read from the CSV files in profiles/ (libcsv). */
+#include "memplan.h"
+
+#include <csv.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#ifndef MEMPLAN_DATADIR
+#define MEMPLAN_DATADIR "/usr/local/share/memplan/profiles"
+#endif
+
+#define MAX_FIELDS 40
+#define MAX_ALIASES 256
+
+/* One CSV table: the header's names and, per row, its fields. */
+typedef struct table {
+    char *head[MAX_FIELDS];
+    int nhead;
+    char ***rows;
+    int nrows, cap;
+    char *cur[MAX_FIELDS];
+    int ncur;
+    int row_no;
+} table;
+
+static void on_field(void *s, size_t len, void *data)
+{
+    table *t = data;
+    char *f = malloc(len + 1);
+    if (!f) return;
+    memcpy(f, s, len);
+    f[len] = 0;
+    if (t->ncur < MAX_FIELDS) t->cur[t->ncur++] = f;
+    else free(f);
+}
+
+static void on_row(int c, void *data)
+{
+    table *t = data;
+    (void)c;
+    if (t->row_no++ == 0) {
+        memcpy(t->head, t->cur, sizeof(char *) * (size_t)t->ncur);
+        t->nhead = t->ncur;
+    } else {
+        if (t->nrows == t->cap) {
+            t->cap = t->cap ? 2 * t->cap : 64;
+            t->rows = realloc(t->rows, sizeof(char **) * (size_t)t->cap);
+        }
+        char **r = calloc(MAX_FIELDS, sizeof(char *));
+        memcpy(r, t->cur, sizeof(char *) * (size_t)t->ncur);
+        t->rows[t->nrows++] = r;
+    }
+    t->ncur = 0;
+}
+
+static int read_table(const char *path, table *t, char *err)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, MP_ERR_LEN, "cannot open profile '%.180s': %s", path, strerror(errno));
+        return -1;
+    }
+    struct csv_parser p;
+    csv_init(&p, CSV_APPEND_NULL);
+    char buf[8192];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (csv_parse(&p, buf, n, on_field, on_row, t) != n) {
+            snprintf(err, MP_ERR_LEN, "malformed profile '%.180s': %s", path,
+                     csv_strerror(csv_error(&p)));
+            rc = -1;
+            break;
+        }
+    csv_fini(&p, on_field, on_row, t);
+    csv_free(&p);
+    fclose(f);
+    return rc;
+}
+
+static const char *field(const table *t, char **row, const char *name)
+{
+    for (int i = 0; i < t->nhead; i++)
+        if (strcmp(t->head[i], name) == 0) return row[i] ? row[i] : "";
+    return "";
+}
+static double num(const table *t, char **row, const char *name)
+{
+    return strtod(field(t, row, name), NULL);
+}
+static int64_t inum(const table *t, char **row, const char *name)
+{
+    return strtoll(field(t, row, name), NULL, 10);
+}
+
+static char profiles_dir[PATH_MAX];
+
+static int dir_has_profiles(const char *d)
+{
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%.*s/gpus.csv", PATH_MAX - 1, d);
+    return access(p, R_OK) == 0;
+}
+
+const char *mp_profiles_dir(void)
+{
+    if (profiles_dir[0]) return profiles_dir;
+    const char *env = getenv("MEMPLAN_PROFILES");
+    if (env && *env) {
+        snprintf(profiles_dir, sizeof profiles_dir, "%s", env);
+        return profiles_dir;
+    }
+    /* Next to the executable: build/bin/x -> ../../profiles, or PREFIX/bin/x -> ../share/... */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        const char *tries[] = {"/../../profiles", "/../share/memplan/profiles", "/../profiles",
+                               "/../../../profiles"};
+        for (size_t i = 0; i < sizeof tries / sizeof *tries; i++) {
+            char cand[PATH_MAX + 32];
+            snprintf(cand, sizeof cand, "%.*s%s", PATH_MAX - 32, exe, tries[i]);
+            if (dir_has_profiles(cand)) {
+                char *real = realpath(cand, NULL);
+                snprintf(profiles_dir, sizeof profiles_dir, "%.*s", PATH_MAX - 1, real ? real : cand);
+                free(real);
+                return profiles_dir;
+            }
+        }
+    }
+    snprintf(profiles_dir, sizeof profiles_dir, "%s", MEMPLAN_DATADIR);
+    return profiles_dir;
+}
+
+/* ---- loaded tables ---- */
+
+static mp_model *models;
+static int nmodels;
+static char *model_aliases[MAX_ALIASES * 4];
+static mp_gpu *gpus;
+static int ngpus;
+static char *gpu_aliases[MAX_ALIASES * 4];
+static mp_framework *frameworks;
+static int nframeworks;
+static int loaded;
+static char load_err[MP_ERR_LEN];
+
+static bool flag(const table *t, char **row, const char *name) { return inum(t, row, name) != 0; }
+
+static int parse_enum(const char *v, const char *a, const char *b, const char *c)
+{
+    if (strcmp(v, a) == 0) return 0;
+    if (strcmp(v, b) == 0) return 1;
+    if (c && strcmp(v, c) == 0) return 2;
+    return -1;
+}
+
+static void free_table(table *t)
+{
+    for (int i = 0; i < t->nhead; i++) free(t->head[i]);
+    for (int r = 0; r < t->nrows; r++) {
+        for (int i = 0; i < MAX_FIELDS; i++) free(t->rows[r][i]);
+        free(t->rows[r]);
+    }
+    for (int i = 0; i < t->ncur; i++) free(t->cur[i]);
+    free(t->rows);
+}
+
+static int load_models(const char *dir, char *err)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/models.csv", dir);
+    table t;
+    if (read_table(path, &t, err)) {
+        free_table(&t);
+        return -1;
+    }
+    models = calloc((size_t)t.nrows + 1, sizeof *models);
+    for (int r = 0; r < t.nrows; r++) {
+        char **row = t.rows[r];
+        mp_model *m = &models[nmodels];
+        memset(m, 0, sizeof *m);
+        snprintf(m->name, sizeof m->name, "%s", field(&t, row, "name"));
+        if (!m->name[0]) continue;
+        snprintf(m->family, sizeof m->family, "%s", field(&t, row, "family"));
+        m->layers = inum(&t, row, "layers"), m->hidden = inum(&t, row, "hidden");
+        m->heads = inum(&t, row, "heads"), m->kv_heads = inum(&t, row, "kv_heads");
+        m->head_dim = inum(&t, row, "head_dim"), m->ffn = inum(&t, row, "ffn");
+        m->vocab = inum(&t, row, "vocab"), m->max_pos = inum(&t, row, "max_pos");
+        m->pos_offset = inum(&t, row, "pos_offset");
+        int norm = parse_enum(field(&t, row, "norm"), "layernorm", "rmsnorm", NULL);
+        int mlp = parse_enum(field(&t, row, "mlp"), "gelu", "gated", "swiglu");
+        int pos = parse_enum(field(&t, row, "pos"), "learned", "rope", "alibi");
+        if (norm < 0 || mlp < 0 || pos < 0) {
+            snprintf(err, MP_ERR_LEN, "profile '%.120s': model '%s' has a bad norm, mlp or pos", path,
+                     m->name);
+            free_table(&t);
+            return -1;
+        }
+        m->norm = (mp_norm)norm, m->mlp = mlp ? MP_MLP_GATED : MP_MLP_GELU, m->pos = (mp_pos)pos;
+        m->qkv_bias = flag(&t, row, "qkv_bias"), m->out_bias = flag(&t, row, "out_bias");
+        m->mlp_bias = flag(&t, row, "mlp_bias"), m->norm_bias = flag(&t, row, "norm_bias");
+        m->head_bias = flag(&t, row, "head_bias"), m->tied = flag(&t, row, "tied");
+        m->fused_qkv = flag(&t, row, "fused_qkv"), m->embed_norm = flag(&t, row, "embed_norm");
+        m->final_norm = true;
+        m->norms_per_layer = (int)inum(&t, row, "norms_per_layer");
+        m->experts = inum(&t, row, "experts"), m->top_k = inum(&t, row, "top_k");
+        m->shared_experts = inum(&t, row, "shared_experts");
+        m->expert_ffn = inum(&t, row, "expert_ffn"), m->shared_ffn = inum(&t, row, "shared_ffn");
+        m->published_params = num(&t, row, "published_params");
+        snprintf(m->source, sizeof m->source, "%s", field(&t, row, "source"));
+        char merr[MP_ERR_LEN];
+        if (mp_model_finish(m, merr)) {
+            snprintf(err, MP_ERR_LEN, "profile '%.80s': model '%.40s': %.100s", path, m->name, merr);
+            free_table(&t);
+            return -1;
+        }
+        const char *al = field(&t, row, "aliases");
+        model_aliases[nmodels] = strdup(al);
+        nmodels++;
+    }
+    free_table(&t);
+    return 0;
+}
+
+static int load_gpus(const char *dir, char *err)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/gpus.csv", dir);
+    table t;
+    if (read_table(path, &t, err)) {
+        free_table(&t);
+        return -1;
+    }
+    gpus = calloc((size_t)t.nrows + 1, sizeof *gpus);
+    for (int r = 0; r < t.nrows; r++) {
+        char **row = t.rows[r];
+        mp_gpu *g = &gpus[ngpus];
+        snprintf(g->name, sizeof g->name, "%s", field(&t, row, "name"));
+        if (!g->name[0]) continue;
+        snprintf(g->label, sizeof g->label, "%s", field(&t, row, "label"));
+        g->mem_bytes = num(&t, row, "mem_mib") * 1048576.0;
+        g->bf16 = flag(&t, row, "bf16");
+        g->tflops_16 = num(&t, row, "tflops_16"), g->tflops_32 = num(&t, row, "tflops_32");
+        g->bandwidth = num(&t, row, "bandwidth_gbs") * 1e9;
+        g->pcie = num(&t, row, "pcie_gbs") * 1e9;
+        snprintf(g->source, sizeof g->source, "%s", field(&t, row, "source"));
+        if (g->mem_bytes <= 0) {
+            snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name);
+            free_table(&t);
+            return -1;
+        }
+        snprintf(g->how, sizeof g->how, "profile %.40s: %.0f MiB", g->name, g->mem_bytes / 1048576.0);
+        gpu_aliases[ngpus] = strdup(field(&t, row, "aliases"));
+        ngpus++;
+    }
+    free_table(&t);
+    return 0;
+}
+
+static void framework_from_row(const table *t, char **row, mp_framework *f)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
+    f->context_bytes = num(t, row, "context_mib") * 1048576.0;
+    f->workspace_bytes = num(t, row, "workspace_mib") * 1048576.0;
+    f->round_bytes = num(t, row, "round_bytes");
+    f->frag = num(t, row, "frag");
+    f->fixed_bytes = num(t, row, "fixed_mib") * 1048576.0;
+    f->autocast_cache = flag(t, row, "autocast_cache");
+    f->fp32_logits = flag(t, row, "fp32_logits");
+    snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
+}
+
+static int load_frameworks(const char *dir, char *err)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/frameworks.csv", dir);
+    table t;
+    if (read_table(path, &t, err)) {
+        free_table(&t);
+        return -1;
+    }
+    frameworks = calloc((size_t)t.nrows + 1, sizeof *frameworks);
+    for (int r = 0; r < t.nrows; r++) {
+        char **row = t.rows[r];
+        mp_framework *f = &frameworks[nframeworks];
+        if (!field(&t, row, "name")[0]) continue;
+        framework_from_row(&t, row, f);
+        nframeworks++;
+    }
+    free_table(&t);
+    return 0;
+}
+
+static int ensure_loaded(char *err)
+{
+    if (loaded == 1) return 0;
+    if (loaded == -1) {
+        snprintf(err, MP_ERR_LEN, "%s", load_err);
+        return -1;
+    }
+    const char *dir = mp_profiles_dir();
+    if (load_models(dir, load_err) || load_gpus(dir, load_err) || load_frameworks(dir, load_err)) {
+        loaded = -1;
+        snprintf(err, MP_ERR_LEN, "%.200s (set MEMPLAN_PROFILES to the profiles folder)", load_err);
+        snprintf(load_err, MP_ERR_LEN, "%s", err);
+        return -1;
+    }
+    loaded = 1;
+    return 0;
+}
+
+const mp_model *mp_model_at(int i)
+{
+    char err[MP_ERR_LEN];
+    return ensure_loaded(err) == 0 && i >= 0 && i < nmodels ? &models[i] : NULL;
+}
+const mp_gpu *mp_gpu_at(int i)
+{
+    char err[MP_ERR_LEN];
+    return ensure_loaded(err) == 0 && i >= 0 && i < ngpus ? &gpus[i] : NULL;
+}
+const mp_framework *mp_framework_at(int i)
+{
+    char err[MP_ERR_LEN];
+    return ensure_loaded(err) == 0 && i >= 0 && i < nframeworks ? &frameworks[i] : NULL;
+}
+
+/* Case-insensitive name match, ignoring '-', '_', '.' and spaces:
+ * "Llama-2-7B" == "llama2_7b". */
+static int loose_eq(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a && strchr("-_ .", *a)) a++;
+        while (*b && strchr("-_ .", *b)) b++;
+        if (!*a || !*b) return !*a && !*b;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+        a++, b++;
+    }
+}
+
+static int alias_match(const char *aliases, const char *name)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", aliases ? aliases : "");
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save))
+        if (loose_eq(tok, name)) return 1;
+    return 0;
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + c;
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* "did you mean 'a', 'b' or 'c'?" from the names nearest to `name`. */
+static void suggest(const char *name, const char *(*at)(int), int n, char *out, size_t len)
+{
+    int best[3] = {-1, -1, -1}, bd[3] = {1 << 20, 1 << 20, 1 << 20};
+    for (int i = 0; i < n; i++) {
+        const char *cand = at(i);
+        int d = edit_distance(name, cand);
+        /* a shared prefix counts as closeness: "llama" finds "llama-2-7b" */
+        if (strncasecmp(name, cand, strlen(name)) == 0) d = d / 4;
+        for (int k = 0; k < 3; k++)
+            if (d < bd[k]) {
+                for (int j = 2; j > k; j--) bd[j] = bd[j - 1], best[j] = best[j - 1];
+                bd[k] = d, best[k] = i;
+                break;
+            }
+    }
+    size_t o = snprintf(out, len, "; nearest:");
+    for (int k = 0; k < 3 && best[k] >= 0 && o < len; k++)
+        o += snprintf(out + o, len - o, "%s '%s'", k ? "," : "", at(best[k]));
+}
+
+static const char *model_name_at(int i) { return models[i].name; }
+static const char *gpu_name_at(int i) { return gpus[i].name; }
+static const char *framework_name_at(int i) { return frameworks[i].name; }
+
+int mp_model_lookup(const char *name, mp_model *m, char *err)
+{
+    if (ensure_loaded(err)) return -1;
+    for (int i = 0; i < nmodels; i++)
+        if (loose_eq(models[i].name, name) || alias_match(model_aliases[i], name)) {
+            *m = models[i];
+            return 0;
+        }
+    char near[160];
+    suggest(name, model_name_at, nmodels, near, sizeof near);
+    snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", name, near);
+    return -1;
+}
+
+int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
+{
+    if (!name || !*name) {
+        snprintf(err, MP_ERR_LEN, "empty GPU name or size");
+        return -1;
+    }
+    if (isdigit((unsigned char)name[0]) || name[0] == '-' || name[0] == '.' || name[0] == '+') {
+        memset(g, 0, sizeof *g);
+        if (mp_parse_size(name, &g->mem_bytes, g->how, err)) return -1;
+        snprintf(g->name, sizeof g->name, "%s", name);
+        snprintf(g->label, sizeof g->label, "a GPU with %s", name);
+        g->bf16 = true;
+        /* Unknown card: speed figures of a mid-range Ampere part (RTX 3090-like),
+         * only used to rank plans against each other. */
+        g->tflops_16 = 71, g->tflops_32 = 35.6, g->bandwidth = 936e9, g->pcie = 32e9;
+        snprintf(g->source, sizeof g->source, "size given on the command line");
+        return 0;
+    }
+    if (ensure_loaded(err)) return -1;
+    for (int i = 0; i < ngpus; i++)
+        if (loose_eq(gpus[i].name, name) || alias_match(gpu_aliases[i], name)) {
+            *g = gpus[i];
+            return 0;
+        }
+    char near[160];
+    suggest(name, gpu_name_at, ngpus, near, sizeof near);
+    snprintf(err, MP_ERR_LEN, "unknown GPU '%s'%s (memplan list gpus, or a size such as 24GB)",
+             name, near);
+    return -1;
+}
+
+int mp_framework_lookup(const char *name, mp_framework *f, char *err)
+{
+    if (ensure_loaded(err)) return -1;
+    for (int i = 0; i < nframeworks; i++)
+        if (loose_eq(frameworks[i].name, name)) {
+            *f = frameworks[i];
+            return 0;
+        }
+    /* a path: a profile written by memplan calibrate */
+    if (strchr(name, '/') || strstr(name, ".csv")) return mp_framework_load_file(name, f, err);
+    char near[160];
+    suggest(name, framework_name_at, nframeworks, near, sizeof near);
+    snprintf(err, MP_ERR_LEN, "unknown framework '%s'%s", name, near);
+    return -1;
+}
+
+const mp_framework *mp_framework_find(const char *name, char *err)
+{
+    if (ensure_loaded(err)) return NULL;
+    for (int i = 0; i < nframeworks; i++)
+        if (loose_eq(frameworks[i].name, name)) return &frameworks[i];
+    /* a calibrated profile file: kept for the life of the process */
+    static mp_framework loaded_files[8];
+    static int nloaded;
+    mp_framework f;
+    if (mp_framework_lookup(name, &f, err)) return NULL;
+    if (nloaded == 8) {
+        snprintf(err, MP_ERR_LEN, "too many framework profile files");
+        return NULL;
+    }
+    loaded_files[nloaded] = f;
+    return &loaded_files[nloaded++];
+}
+
+int mp_framework_load_file(const char *path, mp_framework *f, char *err)
+{
+    table t;
+    if (read_table(path, &t, err)) {
+        free_table(&t);
+        return -1;
+    }
+    if (t.nrows < 1 || !field(&t, t.rows[0], "name")[0]) {
+        snprintf(err, MP_ERR_LEN, "framework profile '%s' has no rows", path);
+        free_table(&t);
+        return -1;
+    }
+    framework_from_row(&t, t.rows[0], f);
+    free_table(&t);
+    return 0;
+}
