@@ -22,16 +22,19 @@ SANFLAGS  :=
 endif
 BIN       := $(BUILD)/bin
 
-# OpenBLAS supplies CBLAS for GSL too, so gslcblas is not linked.
 PKGS      := jansson ncursesw openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := -lgsl $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -ljansson -lncursesw -ltinfo -lopenblas)
+BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+# memplan needs no BLAS threads: GSL gets its small CBLAS there, OpenBLAS elsewhere.
+PLAN_LIBS  := -lgsl -lgslcblas -ljansson -lcsv -lm
+FULL_LIBS  := -lgsl $(BLAS_LIBS) $(CURSES_LIBS) -ljansson -lcsv -lm -lpthread
 
 # Required flags come first; the user's CFLAGS are added, never replace them.
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wshadow \
               -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) $(CFLAGS)
 # libcsv ships no .pc file.
-ALL_LIBS   := $(SANFLAGS) $(LDFLAGS) $(PKG_LIBS) -lcsv -lm -lpthread
+LINK       := $(SANFLAGS) $(LDFLAGS)
 
 LIB_SRC    := $(wildcard planner/*.c)
 CMD_SRC    := $(wildcard planner/cmd/*.c)
@@ -65,16 +68,16 @@ $(TUI_LIB): $(call obj,$(TUI_SRC))
 
 $(BIN)/memplan: $(call obj,$(CMD_SRC)) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(ALL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(PLAN_LIBS)
 $(BIN)/memtrain: $(call obj,trainer/memtrain.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(ALL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
 $(BIN)/memtop: $(call obj,tui/memtop.c) $(TUI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(ALL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(TRAIN_LIB) $(TUI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(ALL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
 
 # Unit tests are C programs; CLI tests are shell scripts run against the built binaries.
 test-unit: $(TESTS)
@@ -92,7 +95,7 @@ bench: $(PROGS) $(BUILD)/bench/bench_planner
 	@bench/run.sh $(BUILD)
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(ALL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
 
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full

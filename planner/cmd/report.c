@@ -1,0 +1,263 @@
+/* report.c — an estimate as text, JSON (jansson) or CSV (libcsv). */
+#include "cli.h"
+
+#include <csv.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+const char *plan_summary(const mp_settings *s, char *buf, size_t len)
+{
+    char tg[64];
+    size_t o = 0;
+#define ADD(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (s->lora_rank > 0) {
+        if (s->quant != MP_QUANT_NONE) ADD("QLoRA (%s base) r=%lld", mp_quant_name(s->quant), (long long)s->lora_rank);
+        else ADD("LoRA r=%lld", (long long)s->lora_rank);
+        ADD(" on %s, ", mp_lora_targets_name(s->lora_targets, tg, sizeof tg));
+    } else {
+        ADD("full fine-tuning, ");
+    }
+    ADD("%s, %s", mp_precision_name(s->precision), mp_optimizer_name(s->optimizer));
+    if (s->checkpointing != MP_CKPT_NONE) ADD(", %s checkpointing", mp_ckpt_name(s->checkpointing));
+    ADD(", %s attention", mp_attention_name(s->attention));
+    if (s->ce == MP_CE_CHUNKED) ADD(", chunked CE");
+    if (s->zero) ADD(", ZeRO-%d", s->zero);
+    if (s->offload != MP_OFFLOAD_NONE) ADD(", offload %s", mp_offload_name(s->offload));
+    if (s->gpus > 1) ADD(", %lld GPUs", (long long)s->gpus);
+#undef ADD
+    return buf;
+}
+
+static const char *pct(double part, double whole, char *buf, size_t len)
+{
+    if (whole > 0) snprintf(buf, len, "%5.1f%%", 100 * part / whole);
+    else snprintf(buf, len, "     ");
+    return buf;
+}
+
+void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
+{
+    char a[32], b[32], p[16], cnt[40], cnt2[40];
+    fprintf(f, "model     %s (%s): %s params, %s trainable\n", c->model.name, c->model_how,
+            mp_fmt_count(e->params.total, cnt, sizeof cnt), mp_fmt_count(e->trainable_params, cnt2, sizeof cnt2));
+    fprintf(f, "shape     %lld layers, hidden %lld, %lld heads (%lld kv), ffn %lld, vocab %lld%s\n",
+            (long long)c->model.layers, (long long)c->model.hidden, (long long)c->model.heads,
+            (long long)c->model.kv_heads, (long long)c->model.ffn, (long long)c->model.vocab,
+            c->model.experts ? ", mixture of experts" : "");
+    if (c->model.experts)
+        fprintf(f, "experts   %lld, top-%lld, %lld shared; %s params active per token\n",
+                (long long)c->model.experts, (long long)c->model.top_k, (long long)c->model.shared_experts,
+                mp_fmt_count(e->params.active, cnt, sizeof cnt));
+    fprintf(f, "step      micro-batch %lld x seq %lld, accumulation %lld, %lld GPU(s), framework %s\n",
+            (long long)s->batch, (long long)s->seq, (long long)s->accum, (long long)s->gpus,
+            s->framework ? s->framework->name : "pytorch");
+    fprintf(f, "\n  %-12s %12s %12s\n", "per GPU", "at peak", "own peak");
+    for (int k = 0; k < MP_NCOMP; k++) {
+        fprintf(f, "  %-12s %12s %12s  %s\n", mp_component_name(k),
+                mp_fmt_gib(e->at_peak[k], a, sizeof a), mp_fmt_gib(e->peak[k], b, sizeof b),
+                pct(e->at_peak[k], e->device_bytes, p, sizeof p));
+        if (k == MP_ACTIVATIONS && e->logits_bytes > 0)
+            fprintf(f, "    %-10s %12s\n", "of which logits", mp_fmt_gib(e->logits_bytes, a, sizeof a));
+    }
+    fprintf(f, "  %-12s %12s   peak during %s\n", "allocated", mp_fmt_gib(e->total_bytes, a, sizeof a),
+            e->phases[e->peak_phase].name);
+    fprintf(f, "  %-12s %12s\n", "reserved", mp_fmt_gib(e->reserved_bytes, a, sizeof a));
+    fprintf(f, "  %-12s %12s   (reserved + CUDA context: what nvidia-smi shows)\n", "device",
+            mp_fmt_gib(e->device_bytes, a, sizeof a));
+    fprintf(f, "  %-12s %12s   (offloaded state, data loader, pinned batches)\n", "host RAM",
+            mp_fmt_gib(e->host_bytes, a, sizeof a));
+    if (c->have_gpu) {
+        double usable = c->gpu.mem_bytes * (1 - c->headroom);
+        bool fits = mp_fits(e, c->gpu.mem_bytes, c->headroom);
+        fprintf(f, "\nbudget    %s: %s (%s); %.0f%% headroom leaves %s\n", c->gpu.name,
+                mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a), c->gpu.how, c->headroom * 100,
+                mp_fmt_gib(usable, b, sizeof b));
+        if (fits)
+            fprintf(f, "verdict   fits: uses %.1f%% of the GPU, %s to spare within the headroom\n",
+                    100 * e->device_bytes / c->gpu.mem_bytes, mp_fmt_gib(usable - e->device_bytes, a, sizeof a));
+        else
+            fprintf(f, "verdict   does not fit: %s over the usable budget\n",
+                    mp_fmt_gib(e->device_bytes - usable, a, sizeof a));
+        if (e->tokens_per_s > 0)
+            fprintf(f, "speed     about %.0f tokens/s (%.2f s per optimizer step, estimate)\n",
+                    e->tokens_per_s, e->step_seconds);
+    }
+    if (c->explain) {
+        fprintf(f, "\nterms\n");
+        for (int i = 0; i < e->nterms; i++) {
+            const mp_term *t = &e->terms[i];
+            fprintf(f, "  %-12s %-40s %12s  %s\n", t->component >= 0 ? mp_component_name(t->component) : "host",
+                    t->name, mp_fmt_gib(t->bytes, a, sizeof a), t->formula);
+        }
+        fprintf(f, "\nstep timeline (allocated, per GPU)\n");
+        for (int i = 0; i < e->nphases; i++)
+            fprintf(f, "  %-16s %12s%s\n", e->phases[i].name, mp_fmt_gib(e->phases[i].total, a, sizeof a),
+                    i == e->peak_phase ? "  <- peak" : "");
+        fprintf(f, "  the optimizer state is allocated at the first step; from then on it stays resident\n");
+    }
+}
+
+static json_t *settings_json(const cli *c, const mp_settings *s)
+{
+    char tg[64];
+    json_t *o = json_object();
+    json_object_set_new(o, "precision", json_string(mp_precision_name(s->precision)));
+    json_object_set_new(o, "optimizer", json_string(mp_optimizer_name(s->optimizer)));
+    json_object_set_new(o, "adam8-block", json_integer(s->adam8_block));
+    json_object_set_new(o, "checkpointing", json_string(mp_ckpt_name(s->checkpointing)));
+    json_object_set_new(o, "attention", json_string(mp_attention_name(s->attention)));
+    json_object_set_new(o, "batch", json_integer(s->batch));
+    json_object_set_new(o, "accum", json_integer(s->accum));
+    json_object_set_new(o, "global-batch", json_integer(s->batch * s->accum * (s->gpus / (s->tp * s->pp))));
+    json_object_set_new(o, "seq", json_integer(s->seq));
+    json_object_set_new(o, "ce", json_string(mp_ce_name(s->ce)));
+    json_object_set_new(o, "ce-chunk", json_integer(s->ce_chunk));
+    json_object_set_new(o, "lora-rank", json_integer(s->lora_rank));
+    json_object_set_new(o, "lora-targets", json_string(mp_lora_targets_name(s->lora_targets, tg, sizeof tg)));
+    json_object_set_new(o, "quant", json_string(mp_quant_name(s->quant)));
+    json_object_set_new(o, "gpus", json_integer(s->gpus));
+    json_object_set_new(o, "zero", json_integer(s->zero));
+    json_object_set_new(o, "offload", json_string(mp_offload_name(s->offload)));
+    json_object_set_new(o, "tp", json_integer(s->tp));
+    json_object_set_new(o, "pp", json_integer(s->pp));
+    json_object_set_new(o, "ep", json_integer(s->ep));
+    json_object_set_new(o, "loader", json_string(mp_loader_name(s->loader)));
+    json_object_set_new(o, "shuffle-buffer", json_integer(s->shuffle_buffer));
+    json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));
+    json_object_set_new(o, "dropout", json_boolean(s->dropout));
+    json_object_set_new(o, "framework", json_string(s->framework ? s->framework->name : "pytorch"));
+    json_object_set_new(o, "task", json_string(s->lora_rank == 0 ? "full" : s->quant != MP_QUANT_NONE ? "qlora" : "lora"));
+    json_object_set_new(o, "headroom", json_real(c->headroom));
+    json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
+    return o;
+}
+
+static json_t *bytes_json(double v) { return json_integer((json_int_t)llround(v)); }
+
+json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, bool fits);
+json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, bool fits)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "fits", c->have_gpu ? json_boolean(fits) : json_null());
+    json_object_set_new(o, "budget_bytes", c->have_gpu ? bytes_json(c->gpu.mem_bytes) : json_null());
+    json_object_set_new(o, "usable_bytes", c->have_gpu ? bytes_json(c->gpu.mem_bytes * (1 - c->headroom)) : json_null());
+    json_object_set_new(o, "total_bytes", bytes_json(e->total_bytes));
+    json_object_set_new(o, "reserved_bytes", bytes_json(e->reserved_bytes));
+    json_object_set_new(o, "device_bytes", bytes_json(e->device_bytes));
+    json_object_set_new(o, "host_bytes", bytes_json(e->host_bytes));
+    json_object_set_new(o, "host_data_bytes", bytes_json(e->host_data_bytes));
+    json_t *comp = json_object(), *atp = json_object();
+    for (int k = 0; k < MP_NCOMP; k++) {
+        json_object_set_new(comp, mp_component_name(k), bytes_json(e->peak[k]));
+        json_object_set_new(atp, mp_component_name(k), bytes_json(e->at_peak[k]));
+    }
+    json_object_set_new(o, "components", comp);
+    json_object_set_new(o, "at_peak", atp);
+    json_object_set_new(o, "logits_bytes", bytes_json(e->logits_bytes));
+    json_object_set_new(o, "peak_phase", json_string(e->phases[e->peak_phase].name));
+    json_t *ph = json_array();
+    for (int i = 0; i < e->nphases; i++) {
+        json_t *p = json_object();
+        json_object_set_new(p, "name", json_string(e->phases[i].name));
+        json_object_set_new(p, "total_bytes", bytes_json(e->phases[i].total));
+        json_array_append_new(ph, p);
+    }
+    json_object_set_new(o, "phases", ph);
+    json_object_set_new(o, "params", json_integer((json_int_t)llround(e->params.total)));
+    json_object_set_new(o, "active_params", json_integer((json_int_t)llround(e->params.active)));
+    json_object_set_new(o, "trainable_params", json_integer((json_int_t)llround(e->trainable_params)));
+    json_object_set_new(o, "tokens_per_s", json_real(round(e->tokens_per_s * 10) / 10));
+    json_object_set_new(o, "step_seconds", json_real(e->step_seconds));
+    json_object_set_new(o, "flops_per_step", json_real(e->flops_per_step));
+    json_t *model = json_object();
+    json_object_set_new(model, "name", json_string(c->model.name));
+    json_object_set_new(model, "source", json_string(c->model_how));
+    json_object_set_new(model, "layers", json_integer(c->model.layers));
+    json_object_set_new(model, "hidden", json_integer(c->model.hidden));
+    json_object_set_new(model, "heads", json_integer(c->model.heads));
+    json_object_set_new(model, "kv-heads", json_integer(c->model.kv_heads));
+    json_object_set_new(model, "ffn", json_integer(c->model.ffn));
+    json_object_set_new(model, "vocab", json_integer(c->model.vocab));
+    json_object_set_new(o, "model", model);
+    json_object_set_new(o, "settings", settings_json(c, s));
+    if (c->explain) {
+        json_t *terms = json_array();
+        for (int i = 0; i < e->nterms; i++) {
+            json_t *t = json_object();
+            json_object_set_new(t, "component", json_string(e->terms[i].component >= 0 ? mp_component_name(e->terms[i].component) : "host"));
+            json_object_set_new(t, "name", json_string(e->terms[i].name));
+            json_object_set_new(t, "bytes", bytes_json(e->terms[i].bytes));
+            json_object_set_new(t, "formula", json_string(e->terms[i].formula));
+            json_array_append_new(terms, t);
+        }
+        json_object_set_new(o, "terms", terms);
+    }
+    return o;
+}
+
+void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e, bool fits,
+                         const char *extra_json)
+{
+    json_t *o = estimate_json(c, s, e, fits);
+    if (extra_json) {
+        json_t *x = json_loads(extra_json, 0, NULL);
+        if (x) json_object_update(o, x);
+        json_decref(x);
+    }
+    json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', f);
+    json_decref(o);
+}
+
+static const char *csv_cols[] = {
+    "model", "task", "precision", "optimizer", "checkpointing", "attention", "batch", "accum",
+    "seq", "ce", "lora-rank", "quant", "gpus", "zero", "offload", "weights", "gradients",
+    "optimizer_bytes", "activations", "overhead", "total_bytes", "reserved_bytes", "device_bytes",
+    "host_bytes", "budget_bytes", "fits", "tokens_per_s", "params", "trainable_params"};
+
+static void csv_field(FILE *f, const char *v, int first)
+{
+    if (!first) fputc(',', f);
+    csv_fwrite(f, v, strlen(v));
+}
+
+void print_csv_header(FILE *f)
+{
+    for (size_t i = 0; i < sizeof csv_cols / sizeof *csv_cols; i++) csv_field(f, csv_cols[i], i == 0);
+    fputc('\n', f);
+}
+
+void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e, bool fits)
+{
+    char v[64];
+    csv_field(f, c->model.name, 1);
+    csv_field(f, s->lora_rank == 0 ? "full" : s->quant != MP_QUANT_NONE ? "qlora" : "lora", 0);
+    csv_field(f, mp_precision_name(s->precision), 0);
+    csv_field(f, mp_optimizer_name(s->optimizer), 0);
+    csv_field(f, mp_ckpt_name(s->checkpointing), 0);
+    csv_field(f, mp_attention_name(s->attention), 0);
+#define NUM(x) (snprintf(v, sizeof v, "%.0f", (double)(x)), v)
+    csv_field(f, NUM(s->batch), 0);
+    csv_field(f, NUM(s->accum), 0);
+    csv_field(f, NUM(s->seq), 0);
+    csv_field(f, mp_ce_name(s->ce), 0);
+    csv_field(f, NUM(s->lora_rank), 0);
+    csv_field(f, mp_quant_name(s->quant), 0);
+    csv_field(f, NUM(s->gpus), 0);
+    csv_field(f, NUM(s->zero), 0);
+    csv_field(f, mp_offload_name(s->offload), 0);
+    for (int k = 0; k < MP_NCOMP; k++) csv_field(f, NUM(e->peak[k]), 0);
+    csv_field(f, NUM(e->total_bytes), 0);
+    csv_field(f, NUM(e->reserved_bytes), 0);
+    csv_field(f, NUM(e->device_bytes), 0);
+    csv_field(f, NUM(e->host_bytes), 0);
+    csv_field(f, c->have_gpu ? NUM(c->gpu.mem_bytes) : "", 0);
+    csv_field(f, c->have_gpu ? (fits ? "1" : "0") : "", 0);
+    snprintf(v, sizeof v, "%.1f", e->tokens_per_s);
+    csv_field(f, v, 0);
+    csv_field(f, NUM(e->params.total), 0);
+    csv_field(f, NUM(e->trainable_params), 0);
+#undef NUM
+    fputc('\n', f);
+}

@@ -1,0 +1,194 @@
+/* search.c — every combination of techniques, best first.
+ *
+ * Ranking: plans that fit come first; among them (unless prefer_speed) full
+ * fine-tuning before LoRA before QLoRA, AdamW-class optimizers before others,
+ * then the highest estimated tokens/s. A larger micro-batch never uses less
+ * memory, so once a batch misses the budget the larger ones are pruned. */
+#include "estimate_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int optimizer_tier(const mp_settings *s)
+{
+    int t = 0;
+    switch (s->optimizer) {
+    case MP_ADAMW: case MP_ADAMW_8BIT: case MP_PAGED_ADAMW: case MP_PAGED_ADAMW_8BIT: t = 0; break;
+    case MP_LION: case MP_ADAFACTOR: t = 1; break;
+    default: t = 2;
+    }
+    if (s->precision == MP_PURE_BF16 && t < 1) t = 1; /* no fp32 master copy: updates can round away */
+    return t;
+}
+
+/* How many moving parts a plan has: on a speed tie the simpler plan wins. */
+static int complexity(const mp_settings *s)
+{
+    return (s->offload != MP_OFFLOAD_NONE) * 3 + (s->zero > 0) + (s->checkpointing != MP_CKPT_NONE) +
+           (s->ce == MP_CE_CHUNKED) + (s->optimizer == MP_PAGED_ADAMW || s->optimizer == MP_PAGED_ADAMW_8BIT) +
+           (s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16); /* loss scaling */
+}
+
+static int push(mp_search_result *r, const mp_candidate *c)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 1024;
+        mp_candidate *n = realloc(r->cands, cap * sizeof *n);
+        if (!n) return -1;
+        r->cands = n, r->cap = cap;
+    }
+    r->cands[r->n++] = *c;
+    return 0;
+}
+
+static bool g_prefer_speed;
+
+static int cmp_cand(const void *pa, const void *pb)
+{
+    const mp_candidate *a = pa, *b = pb;
+    if (a->fits != b->fits) return a->fits ? -1 : 1;
+    if (!a->fits) return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
+    if (!g_prefer_speed) {
+        if (a->task != b->task) return (int)a->task - (int)b->task;
+        if (a->tier != b->tier) return a->tier - b->tier;
+    }
+    /* 1% apart counts as a tie: then the simpler plan, then the smaller footprint */
+    double ta = a->tokens_per_s, tb = b->tokens_per_s;
+    if (ta > tb * 1.01) return -1;
+    if (tb > ta * 1.01) return 1;
+    int ca = complexity(&a->s), cb = complexity(&b->s);
+    if (ca != cb) return ca - cb;
+    return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
+}
+
+typedef struct axis { int vals[16]; int n; } axis;
+
+static void axis_range(axis *a, int pinned, int value, int count)
+{
+    a->n = 0;
+    if (pinned) a->vals[a->n++] = value;
+    else
+        for (int i = 0; i < count && i < 16; i++) a->vals[a->n++] = i;
+}
+
+int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
+              const mp_search_opts *o, mp_search_result *r, char *err)
+{
+    memset(r, 0, sizeof *r);
+    const unsigned pin = o->pinned;
+    int64_t dp = base->gpus / (base->tp * base->pp);
+    if (dp < 1) dp = 1;
+
+    /* tasks */
+    int tasks[3], ntasks = 0;
+    for (int t = MP_TASK_FULL; t <= MP_TASK_QLORA; t++) {
+        if (o->task != MP_TASK_ANY && o->task != (mp_task)t) continue;
+        if ((pin & MP_PIN_LORA) && ((base->lora_rank == 0) != (t == MP_TASK_FULL))) continue;
+        if ((pin & MP_PIN_QUANT) && ((base->quant != MP_QUANT_NONE) != (t == MP_TASK_QLORA)))
+            continue;
+        tasks[ntasks++] = t;
+    }
+    if (!ntasks) {
+        snprintf(err, MP_ERR_LEN, "the flags given rule out every task (--task %s with --lora-rank/--quant)",
+                 mp_task_name(o->task));
+        return -1;
+    }
+
+    axis prec, opt, ckpt, attn, ce;
+    axis_range(&prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION);
+    axis_range(&opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER);
+    axis_range(&ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT);
+    axis_range(&attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN);
+    axis_range(&ce, pin & MP_PIN_CE, base->ce, MP_NCE);
+
+    /* ZeRO stage x offload pairs that make sense for the GPU count */
+    int zo[16][2], nzo = 0;
+    for (int z = 0; z <= 3; z++)
+        for (int off = 0; off < MP_NOFFLOAD; off++) {
+            if ((pin & MP_PIN_ZERO) && z != base->zero) continue;
+            if ((pin & MP_PIN_OFFLOAD) && off != (int)base->offload) continue;
+            if (dp < 2 && !(pin & MP_PIN_ZERO) && !(z == 0 && off == 0) && !(z == 2 && off == 1)) continue;
+            if (dp >= 2 && z == 1 && off == 0 && !(pin & MP_PIN_ZERO)) continue; /* dominated by 2 */
+            if (off == MP_OFFLOAD_OPTIMIZER && z == 0) continue;
+            if (off == MP_OFFLOAD_PARAMS && z != 3) continue;
+            zo[nzo][0] = z, zo[nzo][1] = off, nzo++;
+        }
+
+    int64_t batches[16];
+    int nb = 0;
+    if (pin & MP_PIN_BATCH) batches[nb++] = base->batch;
+    else {
+        int64_t maxb = o->max_batch > 0 ? o->max_batch : 64;
+        if (o->global_batch > 0 && o->global_batch / dp < maxb) maxb = o->global_batch / dp;
+        if (maxb < 1) maxb = 1;
+        for (int64_t b = 1; b <= maxb && nb < 16; b *= 2) batches[nb++] = b;
+    }
+
+    mp_settings s = *base;
+    char e2[MP_ERR_LEN];
+    for (int ti = 0; ti < ntasks; ti++) {
+        mp_task task = (mp_task)tasks[ti];
+        int quants[4], nq = 0;
+        if (task == MP_TASK_QLORA) {
+            if (pin & MP_PIN_QUANT) quants[nq++] = base->quant;
+            else quants[nq++] = MP_QUANT_NF4_DQ, quants[nq++] = MP_QUANT_NF4, quants[nq++] = MP_QUANT_INT8;
+        } else {
+            quants[nq++] = MP_QUANT_NONE;
+        }
+        s.lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : 16);
+        for (int qi = 0; qi < nq; qi++)
+        for (int pi = 0; pi < prec.n; pi++)
+        for (int oi = 0; oi < opt.n; oi++)
+        for (int ki = 0; ki < ckpt.n; ki++)
+        for (int ai = 0; ai < attn.n; ai++)
+        for (int ci = 0; ci < ce.n; ci++)
+        for (int zi = 0; zi < nzo; zi++) {
+            s.quant = (mp_quant)quants[qi];
+            s.precision = (mp_precision)prec.vals[pi];
+            s.optimizer = (mp_optimizer)opt.vals[oi];
+            s.checkpointing = (mp_ckpt)ckpt.vals[ki];
+            s.attention = (mp_attention)attn.vals[ai];
+            s.ce = (mp_ce)ce.vals[ci];
+            s.zero = zo[zi][0];
+            s.offload = (mp_offload)zo[zi][1];
+            r->considered += (size_t)nb;
+            /* bf16 needs hardware support unless the user insists */
+            bool bf16 = s.precision == MP_AMP_BF16 || s.precision == MP_MIXED_BF16 ||
+                        s.precision == MP_PURE_BF16;
+            if (bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) continue;
+            for (int bi = 0; bi < nb; bi++) {
+                s.batch = batches[bi];
+                if (!(pin & MP_PIN_ACCUM))
+                    s.accum = o->global_batch > 0
+                                  ? (o->global_batch + s.batch * dp - 1) / (s.batch * dp)
+                                  : 1;
+                mp_estimate e;
+                r->evaluated++;
+                if (mp_estimate_ex(m, &s, gpu, &e, false, e2)) break; /* invalid combination */
+                mp_candidate c = {.s = s, .task = task, .tier = optimizer_tier(&s),
+                                  .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
+                                  .host_bytes = e.host_bytes, .trainable = e.trainable_params,
+                                  .tokens_per_s = e.tokens_per_s};
+                memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
+                c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
+                if (push(r, &c)) {
+                    snprintf(err, MP_ERR_LEN, "out of memory in the search");
+                    return -1;
+                }
+                if (c.fits) r->fitting++;
+                else break; /* larger micro-batches need more memory still */
+            }
+        }
+    }
+    g_prefer_speed = o->prefer_speed;
+    qsort(r->cands, r->n, sizeof *r->cands, cmp_cand);
+    return 0;
+}
+
+void mp_search_free(mp_search_result *r)
+{
+    if (!r) return;
+    free(r->cands);
+    memset(r, 0, sizeof *r);
+}
