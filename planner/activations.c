@@ -53,8 +53,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
         mlp += k * a * sb * C;                     /* tokens gathered per expert */
         mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
         if (m->shared_experts)
-            mlp += (double)m->shared_experts * (m->mlp == MP_MLP_GATED ? 4 : 2) * a * sb *
-                   (double)m->shared_ffn;
+            mlp += (m->mlp == MP_MLP_GATED ? 4 : 2) * a * sb * (double)m->shared_ffn;
     } else {
         mlp += one_mlp;
     }

@@ -316,6 +316,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     term(e, explain, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B",
          trainable / split);
     double optimizer = opt_states + master;
+    e->model_states_bytes = weights + grads + optimizer;
     double opt_host = 0;
     if (s->offload != MP_OFFLOAD_NONE) {
         /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */

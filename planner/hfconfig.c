@@ -75,6 +75,7 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     static const char *const k_eff[] = {"moe_intermediate_size", NULL};
     static const char *const k_shared[] = {"n_shared_experts", NULL};
     static const char *const k_sffn[] = {"shared_expert_intermediate_size", NULL};
+    static const char *const k_dense[] = {"first_k_dense_replace", NULL};
     int rc = 0;
     rc |= get_int(root, k_layers, &m->layers, path, err);
     rc |= rc ? 0 : get_int(root, k_hidden, &m->hidden, path, err);
@@ -89,6 +90,7 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     rc |= rc ? 0 : get_int(root, k_eff, &m->expert_ffn, path, err);
     rc |= rc ? 0 : get_int(root, k_shared, &m->shared_experts, path, err);
     rc |= rc ? 0 : get_int(root, k_sffn, &m->shared_ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_dense, &m->dense_layers, path, err);
     if (rc) {
         json_decref(root);
         return -1;
@@ -101,6 +103,8 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
         return -1;
     }
     if (m->shared_ffn && !m->shared_experts) m->shared_experts = 1;
+    /* DeepSeek-MoE: n_shared_experts experts of the routed width, fused into one MLP */
+    if (m->shared_experts && !m->shared_ffn) m->shared_ffn = m->shared_experts * m->expert_ffn;
     if (m->experts && m->expert_ffn == 0) m->expert_ffn = m->ffn;
     /* Falcon's multi-query flag */
     if (get_bool(root, "multi_query", false) && !m->kv_heads) m->kv_heads = 1;

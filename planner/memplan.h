@@ -72,7 +72,8 @@ typedef struct mp_model {
     /* Mixture of experts: experts == 0 means a dense MLP. */
     int64_t experts, top_k, shared_experts;
     int64_t expert_ffn;       /* inner width of one expert (default F) */
-    int64_t shared_ffn;       /* inner width of the shared expert(s) */
+    int64_t shared_ffn;       /* inner width of all shared experts together */
+    int64_t dense_layers;     /* the first layers keep a dense MLP of width F (DeepSeek-MoE) */
     double published_params;  /* from the model card, 0 if unknown */
     char source[MP_SOURCE_LEN];
 } mp_model;
@@ -259,6 +260,8 @@ typedef struct mp_estimate {
     mp_term terms[MP_MAX_TERMS];
     int nterms;
     double act_per_layer;         /* saved activations of one layer, no checkpointing */
+    double model_states_bytes;    /* weights + gradients + optimizer state and master
+                                     weights, as the ZeRO paper counts them */
     /* Speed model */
     double flops_per_step;        /* incl. recomputation, all GPUs */
     double step_seconds;          /* one optimizer step (accum micro-batches) */

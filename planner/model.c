@@ -71,7 +71,7 @@ int mp_model_finish(mp_model *m, char *err)
         return -1;
     }
     if (m->experts && !m->expert_ffn) m->expert_ffn = m->ffn;
-    if (m->shared_experts && !m->shared_ffn) m->shared_ffn = m->expert_ffn;
+    if (m->shared_experts && !m->shared_ffn) m->shared_ffn = m->shared_experts * m->expert_ffn;
     if (!m->name[0])
         snprintf(m->name, sizeof m->name, "custom-%s-%lldx%lld", m->family[0] ? m->family : "model",
                  (long long)m->layers, (long long)m->hidden);
@@ -107,14 +107,19 @@ void mp_param_count(const mp_model *m, mp_params *p)
     double mlp_all, mlp_active;
     if (m->experts) {
         double one = mlp_params(m, m->expert_ffn);
-        double shared = m->shared_experts * mlp_params(m, m->shared_ffn);
+        double shared = m->shared_experts ? mlp_params(m, m->shared_ffn) : 0;
+        double dense = (double)m->dense_layers, moe = L - dense;
         mlp_all = m->experts * one + shared;
         mlp_active = m->top_k * one + shared;
-        p->router = L * c * (double)m->experts;
+        p->router = moe * c * (double)m->experts;
+        p->mlp = moe * mlp_all + dense * mlp_params(m, m->ffn);
+        /* per token, a dense layer is fully active */
+        mlp_active = (moe * mlp_active + dense * mlp_params(m, m->ffn)) / L;
+        mlp_all = p->mlp / L;
     } else {
         mlp_all = mlp_active = mlp_params(m, m->ffn);
+        p->mlp = L * mlp_all;
     }
-    p->mlp = L * mlp_all;
     p->norms = L * m->norms_per_layer * norm + (m->final_norm ? norm : 0) +
                (m->embed_norm ? 2 * c : 0);
     p->total = p->embed + p->pos + p->head + p->attn + p->mlp + p->norms + p->router;
@@ -141,9 +146,9 @@ int mp_model_linears(const mp_model *m, mp_linear *out, int max)
     ADD("up", c, f, experts);
     ADD("down", f, c, experts);
     if (m->shared_experts) {
-        if (m->mlp == MP_MLP_GATED) ADD("gate", c, m->shared_ffn, m->shared_experts);
-        ADD("up", c, m->shared_ffn, m->shared_experts);
-        ADD("down", m->shared_ffn, c, m->shared_experts);
+        if (m->mlp == MP_MLP_GATED) ADD("gate", c, m->shared_ffn, 1);
+        ADD("up", c, m->shared_ffn, 1);
+        ADD("down", m->shared_ffn, c, 1);
     }
 #undef ADD
     return n;

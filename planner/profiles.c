@@ -216,6 +216,7 @@ static int load_models(const char *dir, char *err)
         m->experts = inum(&t, row, "experts"), m->top_k = inum(&t, row, "top_k");
         m->shared_experts = inum(&t, row, "shared_experts");
         m->expert_ffn = inum(&t, row, "expert_ffn"), m->shared_ffn = inum(&t, row, "shared_ffn");
+        m->dense_layers = inum(&t, row, "dense_layers");
         m->published_params = num(&t, row, "published_params");
         snprintf(m->source, sizeof m->source, "%s", field(&t, row, "source"));
         char merr[MP_ERR_LEN];
