@@ -32,7 +32,8 @@ FULL_LIBS  := -lgsl $(BLAS_LIBS) $(CURSES_LIBS) -ljansson -lcsv -lm -lpthread
 
 # Required flags come first; the user's CFLAGS are added, never replace them.
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wshadow \
-              -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) $(CFLAGS)
+              -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) \
+              -DMEMPLAN_DATADIR=\"$(PREFIX)/share/memplan/profiles\" $(CFLAGS)
 # libcsv ships no .pc file.
 LINK       := $(SANFLAGS) $(LDFLAGS)
 
@@ -46,7 +47,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB        := $(BUILD)/libmemplan.a
 TRAIN_LIB  := $(BUILD)/libmemtrain.a
 TUI_LIB    := $(BUILD)/libmemtop.a
-PROGS      := $(BIN)/memplan $(BIN)/memtrain $(BIN)/memtop
+# A command is built once its main file exists.
+PROGS      := $(BIN)/memplan $(if $(wildcard trainer/memtrain.c),$(BIN)/memtrain) $(if $(wildcard tui/memtop.c),$(BIN)/memtop)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 .PHONY: all check test test-unit test-cli bench validate install uninstall clean
@@ -103,7 +105,7 @@ validate: $(PROGS)
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 man/*.1 $(DESTDIR)$(MANPREFIX)/man1/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANPREFIX)/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/memplan/profiles
 	install -m 644 profiles/*.csv $(DESTDIR)$(PREFIX)/share/memplan/profiles/
 uninstall:

@@ -194,8 +194,9 @@ int mp_model_from_params(double params, mp_model *m, char *err)
         return -1;
     }
     *m = best;
-    m->name[0] = 0;
-    snprintf(m->name, sizeof m->name, "inferred-%.3gB", params / 1e9);
+    mp_params p;
+    mp_param_count(m, &p);
+    snprintf(m->name, sizeof m->name, "inferred-%.3gB", p.total / 1e9);
     snprintf(m->source, sizeof m->source,
              "shape inferred from --params with Llama proportions (head dim 128, layers = hidden/128, vocab 32000)");
     return mp_model_finish(m, err);

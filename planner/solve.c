@@ -70,7 +70,7 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
     /* For --params the unknown is log10(N) steps of 1e5 parameters; for the
      * others an integer count. */
     double step = params ? 1e6 : 1;
-    double lo = params ? 1e6 : 1, hi = lo * 2;
+    double lo = params ? 2e7 : 1, hi = lo * 2; /* 2e7: the smallest Llama-like shape with a 32000 vocabulary */
     double f_lo = excess_at(&c, lo);
     if (c.failed) {
         snprintf(err, MP_ERR_LEN, "%s", c.err);

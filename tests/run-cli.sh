@@ -1,0 +1,121 @@
+#!/bin/sh
+# End-to-end tests of the commands: real invocations, exit codes, messages, formats.
+bin=${1:-build/bin}
+export MEMPLAN_PROFILES="$(pwd)/profiles"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# expect CODE DESCRIPTION -- command...: exit status CODE
+expect() {
+    code=$1 what=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq "$code" ]; then ok "$what (exit $rc)"; else bad "$what: exit $rc, wanted $code"; sed 's/^/    /' "$tmp/err" | head -5; fi
+}
+# the last command's stderr or stdout contains TEXT
+has() { if grep -qF -- "$2" "$tmp/$1"; then ok "$1 says '$2'"; else bad "$1 lacks '$2'"; sed 's/^/    /' "$tmp/$1" | head -5; fi; }
+one_line_err() { n=$(wc -l <"$tmp/err"); if [ "$n" -eq 1 ]; then ok "one-line error"; else bad "error has $n lines"; fi; }
+
+mp="$bin/memplan"
+
+# --- the newcomer's command: a 7B model on a 12 GB card
+expect 0 "7B on 12GB plans" -- "$mp" --params 7e9 --gpu 12GB
+has out "best plan: QLoRA"
+has out "full fine-tuning"
+has out "12GB read as decimal GB"
+has out "considered"
+
+# --- estimate, formats
+expect 0 "estimate gpt2" -- "$mp" estimate --model gpt2 --precision fp32 --optimizer adamw --batch 8 --seq 1024
+has out "124,439,808 params"
+expect 0 "estimate json" -- "$mp" estimate --model gpt2 --batch 8 --seq 1024 --gpu 24GiB --format json
+if python3 -c "
+import json,sys
+d=json.load(open('$tmp/out'))
+for k in ['fits','budget_bytes','total_bytes','reserved_bytes','components','host_bytes','params','trainable_params','settings']:
+    assert k in d, k
+assert set(d['components']) == {'weights','gradients','optimizer','activations','overhead'}
+assert d['params'] == 124439808
+assert d['budget_bytes'] == 24*2**30
+for k in ['precision','optimizer','checkpointing','attention','batch','accum','seq','lora-rank','lora-targets','quant','zero','offload','gpus']:
+    assert k in d['settings'], k
+"; then ok "json has the contract keys"; else bad "json contract"; fi
+expect 0 "estimate csv" -- "$mp" estimate --model gpt2 --batch 8 --seq 1024 --format csv
+if python3 -c "
+import csv
+rows=list(csv.DictReader(open('$tmp/out')))
+assert len(rows)==1 and rows[0]['params']=='124439808', rows
+"; then ok "csv parses with a header and one row"; else bad "csv"; fi
+expect 0 "explain" -- "$mp" estimate --model llama-2-7b --precision amp-bf16 --batch 2 --seq 2048 --explain
+has out "autocast 16-bit weight copies"
+has out "step timeline"
+expect 0 "hf config" -- "$mp" estimate --hf-config tests/data/mistral-7b-config.json --seq 1024
+has out "7,241,732,096 params"
+expect 0 "explicit dims" -- "$mp" estimate --family gpt2 --layers 12 --hidden 768 --heads 12 --vocab 50257 --max-pos 1024 --seq 1024
+has out "124,439,808 params"
+expect 0 "multi-GPU plan" -- "$mp" --model llama-3.1-8b --gpu h100-80g --gpus 8 --task full --global-batch 64 --seq 4096
+has out "full fine-tuning"
+expect 1 "nothing fits: 70B on 8GB full" -- "$mp" --model llama-2-70b --gpu 8GB --task full
+has out "nothing fits"
+expect 0 "solve max-batch" -- "$mp" --model gpt2 --gpu 24GiB --precision fp32 --solve max-batch --seq 1024
+has out "max-batch:"
+expect 0 "solve max-params" -- "$mp" --params 1e9 --gpu 24GiB --precision mixed-bf16 --optimizer adamw --solve max-params --seq 1024
+expect 0 "list gpus" -- "$mp" list gpus
+has out "rtx4090"
+expect 0 "list models json" -- "$mp" list models --format json
+
+# --- emitted configs are written atomically and are well-formed
+expect 0 "emit memtrain" -- "$mp" estimate --model gpt2 --batch 2 --seq 64 --emit memtrain -o "$tmp/plan.cfg"
+if grep -q "^layers = 12$" "$tmp/plan.cfg" && [ ! -e "$tmp/plan.cfg.tmp" ]; then ok "memtrain config written"; else bad "memtrain config"; fi
+expect 0 "emit deepspeed" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 --emit deepspeed -o "$tmp/ds.json"
+if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_optimization' in d"; then ok "deepspeed json parses"; else bad "deepspeed json"; fi
+expect 0 "emit hf" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/train.py"
+if python3 -c "import ast; ast.parse(open('$tmp/train.py').read())"; then ok "hf script is valid Python"; else bad "hf script"; fi
+expect 0 "emit accelerate" -- "$mp" --model llama-3.1-8b --gpu a100-80g --gpus 8 --zero 3 --emit accelerate
+has out "FULL_SHARD"
+
+# --- bad input: one clear line, the value quoted, exit 2, nothing written
+for v in 12XB -5GB 1e400; do
+    expect 2 "bad size $v" -- "$mp" --params 7e9 --gpu "$v"
+    has err "'$v'"
+    one_line_err
+done
+expect 2 "empty size" -- "$mp" --params 7e9 --gpu ""
+one_line_err
+expect 2 "unknown model" -- "$mp" --model llama-2-7x --gpu 12GB
+has err "unknown model 'llama-2-7x'"
+has err "llama-2-7b"
+expect 2 "unknown gpu" -- "$mp" --params 7e9 --gpu rtx4900
+has err "rtx4090"
+expect 2 "broken config" -- "$mp" estimate --hf-config tests/data/broken-config.json
+has err "not valid JSON"
+expect 2 "partial config" -- "$mp" estimate --hf-config tests/data/partial-config.json
+has err "lacks 'hidden_size'"
+expect 2 "heads do not divide" -- "$mp" estimate --family llama --layers 2 --hidden 100 --heads 3 --vocab 100
+has err "heads '3' do not divide the hidden size '100'"
+expect 2 "zero-3 on one gpu" -- "$mp" estimate --model gpt2 --zero 3
+has err "ZeRO-3"
+expect 2 "nf4 full fine-tuning" -- "$mp" estimate --model llama-2-7b --quant nf4
+has err "cannot be fully fine-tuned"
+expect 2 "task full with quant" -- "$mp" --model llama-2-7b --gpu 24GB --task full --quant nf4
+expect 2 "bad precision" -- "$mp" estimate --model gpt2 --precision fp8
+has err "'fp8'"
+expect 2 "bad batch" -- "$mp" estimate --model gpt2 --batch 0
+has err "'0'"
+expect 2 "unknown option" -- "$mp" --frobnicate
+has err "'--frobnicate'"
+expect 2 "no model" -- "$mp" --gpu 12GB
+expect 2 "seq beyond positions" -- "$mp" estimate --model gpt2 --seq 4096
+has err "4096"
+echo "ok" > "$tmp/keep.cfg"
+expect 2 "bad emit keeps the old file" -- "$mp" estimate --model gpt2 --emit nonsense -o "$tmp/keep.cfg"
+if [ "$(cat "$tmp/keep.cfg")" = "ok" ]; then ok "existing file untouched"; else bad "file clobbered"; fi
+expect 0 "help" -- "$mp" --help
+has out "usage: memplan"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
