@@ -8,10 +8,6 @@
 
 #include <string.h>
 
-static bool fw_is(const mp_settings *s, const char *name)
-{
-    return strcmp(settings_framework(s)->name, name) == 0;
-}
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
 {
@@ -26,7 +22,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
      * Hugging Face's eager RMSNorm also keeps its normalised input. */
     double norm = r * sb * C + (m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
-    if (m->norm == MP_NORM_RMS && fw_is(s, "pytorch")) norm += r * sb * C;
+    if (m->norm == MP_NORM_RMS && settings_framework(s)->kind == MP_FW_PYTORCH) norm += r * sb * C;
     /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
     double attn = norm + a * sb * C;
     attn += a * sb * (QD + KVD); /* Q and K (after rotary) for Q K^T */
@@ -65,7 +61,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
         mp_linear lin[16];
         int n = mp_model_linears(m, lin, 16);
         for (int i = 0; i < n && i < 16; i++) {
-            unsigned bit = linear_target_bit(lin[i].name);
+            unsigned bit = lin[i].target;
             if (bit & s->lora_targets) {
                 double tok = m->experts && (bit & MP_LORA_MLP) ? sb * (double)m->top_k : sb;
                 lora += a * tok * (double)s->lora_rank;

@@ -14,6 +14,7 @@
 #include "estimate_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +39,7 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
 
 /* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
 static const mp_framework builtin_pytorch = {
-    .name = "pytorch", .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
+    .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true};
 
 const mp_framework *settings_framework(const mp_settings *s)
@@ -77,7 +78,7 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
     if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
         BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
-    if (s->offload != MP_OFFLOAD_NONE && strcmp(settings_framework(s)->name, "memtrain") == 0)
+    if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)
         BAD("memtrain runs on one CPU device and does not offload");
     if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
         BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
@@ -117,7 +118,7 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
 {
     if (e->nphases >= MP_MAX_PHASES) return;
     mp_phase *p = &e->phases[e->nphases++];
-    snprintf(p->name, sizeof p->name, "%s", name);
+    p->name = name;
     p->total = 0;
     for (int c = 0; c < MP_NCOMP; c++) {
         p->comp[c] = comp[c];
@@ -132,7 +133,7 @@ double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
     int n = mp_model_linears(m, lin, 16);
     double per_layer = 0;
     for (int i = 0; i < n && i < 16; i++) {
-        unsigned bit = linear_target_bit(lin[i].name);
+        unsigned bit = lin[i].target;
         if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
     }
     return per_layer * m->layers;
@@ -198,9 +199,9 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
                    bool explain, char *err)
 {
     if (mp_settings_check(m, s, err)) return -1;
-    memset(e, 0, sizeof *e);
+    memset(e, 0, offsetof(mp_estimate, terms)); /* the terms array is filled only with explain */
     const mp_framework *fw = settings_framework(s);
-    bool memtrain = strcmp(fw->name, "memtrain") == 0;
+    bool memtrain = fw->kind == MP_FW_MEMTRAIN;
     mp_param_count(m, &e->params);
     const double P = e->params.total;
     const double B = (double)s->batch, T = (double)s->seq;
@@ -286,13 +287,13 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     double g_elt = half ? 2 : 4;
     if (lora) g_elt = s->precision == MP_PURE_BF16 ? 2 : 4;
     /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
-    if (half && !lora && strcmp(fw->name, "megatron") == 0) g_elt = 4;
+    if (half && !lora && fw->kind == MP_FW_MEGATRON) g_elt = 4;
     double grads = trainable * g_elt / split / zero_div_g;
     term(e, explain, MP_GRADIENTS, "gradients", grads, "%.0f trainable x %.0f B%s", trainable / split,
          g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
     /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
     double ddp_buckets = 0;
-    if (dp > 1 && s->zero == 0 && strcmp(fw->name, "pytorch") == 0) {
+    if (dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
         ddp_buckets = trainable * g_elt / split;
         term(e, explain, MP_GRADIENTS, "DDP gradient buckets", ddp_buckets,
              "a second copy of the gradients for all-reduce");
@@ -300,7 +301,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
     if (s->zero >= 2) {
         double bucket = fmin(trainable / split, 5e8) * g_elt;
-        if (strcmp(fw->name, "deepspeed") == 0) {
+        if (fw->kind == MP_FW_DEEPSPEED) {
             ddp_buckets = bucket;
             term(e, explain, MP_GRADIENTS, "reduce bucket", bucket,
                  "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", g_elt);
@@ -330,7 +331,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     double opt_temp = 0;
     if (s->offload == MP_OFFLOAD_NONE && !memtrain) {
         if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
-            strcmp(fw->name, "pytorch") == 0)
+            fw->kind == MP_FW_PYTORCH)
             opt_temp = trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
         if (half && s->precision != MP_PURE_BF16 && !lora)
             opt_temp = fmax(opt_temp, trainable * 4 / split / zero_div_o);

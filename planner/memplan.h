@@ -99,7 +99,8 @@ void mp_param_count(const mp_model *m, mp_params *p);
 
 /* A linear module inside one layer, for LoRA counting. */
 typedef struct mp_linear {
-    const char *name;   /* "q","k","v","o","qkv","gate","up","down","gate_up" */
+    const char *name;   /* "q","k","v","o","qkv","gate","up","down" */
+    unsigned target;    /* the MP_LORA_* bits it answers to ("qkv": q|k|v) */
     int64_t in, out;
     int64_t count;      /* per layer (experts multiply MLP modules) */
 } mp_linear;
@@ -121,8 +122,12 @@ typedef struct mp_gpu {
     char how[64];             /* for sizes: how the size was read */
 } mp_gpu;
 
+/* Which framework's behaviour a profile follows (a calibrated "pytorch-a100" is pytorch). */
+typedef enum { MP_FW_OTHER, MP_FW_PYTORCH, MP_FW_DEEPSPEED, MP_FW_MEGATRON, MP_FW_MEMTRAIN } mp_fw_kind;
+
 typedef struct mp_framework {
     char name[MP_NAME_LEN];
+    mp_fw_kind kind;
     double context_bytes;     /* CUDA context and libraries, outside the allocator */
     double workspace_bytes;   /* cuBLAS/cuDNN workspaces inside the allocator */
     double round_bytes;       /* allocator block rounding */
@@ -235,7 +240,7 @@ typedef struct mp_term {
 
 /* One moment in a training step, with what is allocated then. */
 typedef struct mp_phase {
-    char name[48];
+    const char *name;          /* a string literal */
     double comp[MP_NCOMP];     /* overhead here: allocator-side fixed allocations */
     double total;
 } mp_phase;
@@ -257,8 +262,6 @@ typedef struct mp_estimate {
     int peak_phase;               /* index into phases */
     mp_phase phases[MP_MAX_PHASES];
     int nphases;
-    mp_term terms[MP_MAX_TERMS];
-    int nterms;
     double act_per_layer;         /* saved activations of one layer, no checkpointing */
     double model_states_bytes;    /* weights + gradients + optimizer state and master
                                      weights, as the ZeRO paper counts them */
@@ -267,6 +270,9 @@ typedef struct mp_estimate {
     double step_seconds;          /* one optimizer step (accum micro-batches) */
     double tokens_per_s;          /* whole job */
     double mfu;                   /* assumed achieved fraction of peak */
+    /* Last, so that an estimate without --explain need not clear them. */
+    int nterms;
+    mp_term terms[MP_MAX_TERMS];
 } mp_estimate;
 
 /* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
@@ -309,6 +315,8 @@ typedef struct mp_search_opts {
     double headroom;          /* fraction kept free, default 0.10 */
     int64_t max_batch;        /* largest micro-batch tried (default 64) */
     bool prefer_speed;        /* rank by tokens/s alone, not task and optimizer first */
+    bool exhaustive;          /* also estimate dominated twins (fp16 beside bf16, paged beside
+                                 unpaged), which otherwise are counted but skipped */
 } mp_search_opts;
 
 typedef struct mp_search_result {

@@ -132,7 +132,7 @@ int mp_model_linears(const mp_model *m, mp_linear *out, int max)
     int64_t c = m->hidden, q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
     int64_t experts = m->experts ? m->experts : 1;
 #define ADD(nm, i, o, cnt) \
-    do { if (n < max) out[n] = (mp_linear){nm, i, o, cnt}; n++; } while (0)
+    do { if (n < max) out[n] = (mp_linear){nm, linear_target_bit(nm), i, o, cnt}; n++; } while (0)
     if (m->fused_qkv) {
         ADD("qkv", c, q + 2 * kv, 1);
     } else {

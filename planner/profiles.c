@@ -268,10 +268,21 @@ static int load_gpus(const char *dir, char *err)
     return 0;
 }
 
+static mp_fw_kind framework_kind(const char *name)
+{
+    static const struct { const char *prefix; mp_fw_kind kind; } kinds[] = {
+        {"pytorch", MP_FW_PYTORCH}, {"deepspeed", MP_FW_DEEPSPEED},
+        {"megatron", MP_FW_MEGATRON}, {"memtrain", MP_FW_MEMTRAIN}};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (strncmp(name, kinds[i].prefix, strlen(kinds[i].prefix)) == 0) return kinds[i].kind;
+    return MP_FW_OTHER;
+}
+
 static void framework_from_row(const table *t, char **row, mp_framework *f)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
+    f->kind = framework_kind(f->name);
     f->context_bytes = num(t, row, "context_mib") * 1048576.0;
     f->workspace_bytes = num(t, row, "workspace_mib") * 1048576.0;
     f->round_bytes = num(t, row, "round_bytes");

@@ -62,6 +62,11 @@ static int cmp_cand(const void *pa, const void *pb)
     return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
 }
 
+static int cmp_cand_ptr(const void *pa, const void *pb)
+{
+    return cmp_cand(*(const mp_candidate *const *)pa, *(const mp_candidate *const *)pb);
+}
+
 typedef struct axis { int vals[16]; int n; } axis;
 
 static void axis_range(axis *a, int pinned, int value, int count)
@@ -157,6 +162,14 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
             bool bf16 = s.precision == MP_AMP_BF16 || s.precision == MP_MIXED_BF16 ||
                         s.precision == MP_PURE_BF16;
             if (bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) continue;
+            /* Dominated twins: fp16 needs the memory of bf16 plus loss scaling, and a paged
+             * optimizer the memory of its unpaged self; skip them unless asked. */
+            if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) &&
+                (s.precision == MP_AMP_FP16 || s.precision == MP_MIXED_FP16))
+                continue;
+            if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) &&
+                (s.optimizer == MP_PAGED_ADAMW || s.optimizer == MP_PAGED_ADAMW_8BIT))
+                continue;
             for (int bi = 0; bi < nb; bi++) {
                 s.batch = batches[bi];
                 if (!(pin & MP_PIN_ACCUM))
@@ -181,8 +194,22 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
             }
         }
     }
+    /* Sort pointers, then lay the candidates out in that order: moving the
+     * structs themselves inside qsort costs more than the comparisons. */
     g_prefer_speed = o->prefer_speed;
-    qsort(r->cands, r->n, sizeof *r->cands, cmp_cand);
+    const mp_candidate **order = malloc(r->n * sizeof *order + 1);
+    mp_candidate *sorted = malloc(r->n * sizeof *sorted + 1);
+    if (!order || !sorted) {
+        free(order), free(sorted);
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
+        return -1;
+    }
+    for (size_t i = 0; i < r->n; i++) order[i] = &r->cands[i];
+    qsort(order, r->n, sizeof *order, cmp_cand_ptr);
+    for (size_t i = 0; i < r->n; i++) sorted[i] = *order[i];
+    free(order);
+    free(r->cands);
+    r->cands = sorted, r->cap = r->n;
     return 0;
 }
 

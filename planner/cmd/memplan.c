@@ -274,8 +274,9 @@ int cmd_plan(cli *c)
                        (long long)alts[i]->s.batch, mp_fmt_gib(alts[i]->device_bytes, b, sizeof b),
                        alts[i]->tokens_per_s);
         }
-        printf("\nconsidered %s combinations (%s estimated, the rest pruned: a larger micro-batch never\n"
-               "needs less memory), %s fit; search took %.1f ms\n",
+        printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
+               "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
+               "search took %.1f ms\n",
                mp_fmt_count((double)r.considered, cnt, sizeof cnt), mp_fmt_count((double)r.evaluated, a, sizeof a),
                mp_fmt_count((double)r.fitting, b, sizeof b), ms);
     }

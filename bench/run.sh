@@ -1,0 +1,14 @@
+#!/bin/sh
+# make bench: every benchmark, one "bench: NAME VALUE UNIT" line per figure.
+build=${1:-build}
+export MEMPLAN_PROFILES="$(pwd)/profiles"
+"$build/bench/bench_planner" || exit 1
+# Whole-command wall time of the newcomer's query, median of 21 runs.
+for i in $(seq 21); do
+    s=$(date +%s%N); "$build/bin/memplan" --params 7e9 --gpu 12GB >/dev/null; e=$(date +%s%N)
+    echo $(( (e - s) / 1000 ))
+done | sort -n | sed -n 11p | awk '{printf "bench: memplan_7b_12gb_wall_ms %.2f ms\n", $1 / 1000}'
+for b in "$build"/bench/bench_*; do
+    case "$b" in *bench_planner) ;; *) [ -x "$b" ] && "$b" ;; esac
+done
+exit 0
