@@ -241,7 +241,9 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         /* Quantised bases keep embeddings, norms and the head in 16 bits. */
         double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
         double base_lin = frozen_lin * base_elt / split, base_rest = frozen_rest * rest_elt / split;
-        double adapters = trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split;
+        /* adapters are stored like trainable weights: 16-bit under mixed and pure
+         * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
+        double adapters = trainable * (half ? 2 : 4) / split;
         weights = (base_lin + base_rest) / zero_div_p + adapters / zero_div_p;
         term(e, explain, MP_WEIGHTS, "frozen base (linear layers)", base_lin / zero_div_p,
              "%.0f params x %.4g B (%s)", frozen_lin / split, base_elt,
@@ -249,9 +251,8 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         term(e, explain, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / zero_div_p,
              "%.0f params x %.0f B", frozen_rest / split, rest_elt);
         term(e, explain, MP_WEIGHTS, "LoRA adapters", adapters / zero_div_p,
-             "%.0f params (rank %lld) x %d B", trainable, (long long)s->lora_rank,
-             s->precision == MP_PURE_BF16 ? 2 : 4);
-        w_elt = s->precision == MP_PURE_BF16 ? 2 : 4;
+             "%.0f params (rank %lld) x %d B", trainable, (long long)s->lora_rank, half ? 2 : 4);
+        w_elt = half ? 2 : 4;
     } else {
         weights = P * w_elt / split / zero_div_p;
         term(e, explain, MP_WEIGHTS, "parameters", weights, "%.0f params x %.0f B%s%s", P / split,
@@ -285,7 +286,6 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
 
     /* ---------------- gradients ---------------- */
     double g_elt = half ? 2 : 4;
-    if (lora) g_elt = s->precision == MP_PURE_BF16 ? 2 : 4;
     /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
     if (half && !lora && fw->kind == MP_FW_MEGATRON) g_elt = 4;
     double grads = trainable * g_elt / split / zero_div_g;
