@@ -76,6 +76,8 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     int64_t dp = s->gpus / (s->tp * s->pp);
     if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
     if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
+    if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
+        BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
     if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
         BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
     if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)

@@ -333,7 +333,8 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
 void mp_search_free(mp_search_result *r);
 
 /* Inverse questions, by root finding on the estimate (GSL Brent):
- * "max-batch", "max-seq", "max-params". */
+ * "max-batch", "max-seq", "max-params". Returns 0, -1 on bad input, or -2
+ * when even the smallest value does not fit. */
 int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
              double budget_bytes, double headroom, double *answer, mp_model *solved, char *err);
 

@@ -131,7 +131,8 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     }
 
     mp_settings s = *base;
-    char e2[MP_ERR_LEN];
+    char e2[MP_ERR_LEN], first_invalid[MP_ERR_LEN] = "";
+    size_t valid = 0;
     for (int ti = 0; ti < ntasks; ti++) {
         mp_task task = (mp_task)tasks[ti];
         int quants[4], nq = 0;
@@ -178,7 +179,11 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
                                   : 1;
                 mp_estimate e;
                 r->evaluated++;
-                if (mp_estimate_ex(m, &s, gpu, &e, false, e2)) break; /* invalid combination */
+                if (mp_estimate_ex(m, &s, gpu, &e, false, e2)) { /* an invalid combination */
+                    if (!first_invalid[0]) snprintf(first_invalid, sizeof first_invalid, "%s", e2);
+                    break;
+                }
+                valid++;
                 mp_candidate c = {.s = s, .task = task, .tier = optimizer_tier(&s),
                                   .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
                                   .host_bytes = e.host_bytes, .trainable = e.trainable_params,
@@ -193,6 +198,11 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
                 else break; /* larger micro-batches need more memory still */
             }
         }
+    }
+    if (!valid) {
+        /* what the user pinned rules out every combination: say why */
+        snprintf(err, MP_ERR_LEN, "%s", first_invalid[0] ? first_invalid : "no valid combination");
+        return -1;
     }
     /* Sort pointers, then lay the candidates out in that order: moving the
      * structs themselves inside qsort costs more than the comparisons. */

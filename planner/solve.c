@@ -33,7 +33,8 @@ static double excess_at(solve_ctx *c, double v)
         s.batch = (int64_t)v;
     } else if (strcmp(c->what, "max-seq") == 0) {
         s.seq = (int64_t)v;
-        if (m.pos == MP_POS_LEARNED && m.max_pos < s.seq) m.max_pos = s.seq;
+        /* learned positions end at max_pos: a longer sequence does not exist */
+        if (m.pos == MP_POS_LEARNED && s.seq > m.max_pos) return 1e30;
     } else {
         if (mp_model_from_params(v, &m, c->err)) {
             c->failed = 1;
@@ -79,7 +80,7 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
     if (f_lo > 0) {
         snprintf(err, MP_ERR_LEN, "nothing fits: even %s %.0f needs more than the budget",
                  params ? "a model of" : (strcmp(what, "max-batch") == 0 ? "batch" : "sequence"), lo);
-        return -1;
+        return -2;
     }
     double cap = params ? 1e13 : (strcmp(what, "max-batch") == 0 ? 1 << 20 : 1 << 22);
     double f_hi = excess_at(&c, hi);

@@ -40,12 +40,7 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err)
     const struct unit *u = NULL;
     for (size_t i = 0; i < sizeof size_units / sizeof *size_units; i++) {
         const char *n = size_units[i].name;
-        if (strcmp(end, n) == 0 || (strlen(n) > 1 && strcasecmp(end, n) == 0 && n[1] != 'i')) {
-            u = &size_units[i];
-            break;
-        }
-        /* "gib", "GIB": binary units case-insensitively too */
-        if (strlen(n) == 3 && n[1] == 'i' && strcasecmp(end, n) == 0) {
+        if (strcmp(end, n) == 0 || strcasecmp(end, n) == 0) {
             u = &size_units[i];
             break;
         }

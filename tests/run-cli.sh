@@ -114,6 +114,13 @@ has err "4096"
 echo "ok" > "$tmp/keep.cfg"
 expect 2 "bad emit keeps the old file" -- "$mp" estimate --model gpt2 --emit nonsense -o "$tmp/keep.cfg"
 if [ "$(cat "$tmp/keep.cfg")" = "ok" ]; then ok "existing file untouched"; else bad "file clobbered"; fi
+expect 2 "plan with zero-3 pinned on one gpu" -- "$mp" --model gpt2 --gpu 12GB --zero 3
+has err "ZeRO-3"
+expect 2 "offload without zero" -- "$mp" estimate --model gpt2 --offload optimizer
+has err "--zero"
+expect 1 "solve: nothing fits" -- "$mp" --model llama-2-70b --gpu 1GB --precision fp32 --solve max-batch
+expect 0 "solve max-seq stops at learned positions" -- "$mp" --model gpt2 --gpu rtx4090 --solve max-seq
+has out "max-seq: 1024"
 expect 0 "help" -- "$mp" --help
 has out "usage: memplan"
 

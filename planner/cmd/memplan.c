@@ -119,12 +119,19 @@ static int cmd_solve(cli *c)
     char err[MP_ERR_LEN], a[32];
     double answer;
     mp_model solved;
-    if (mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err))
-        return cli_error("%s", err);
+    int src = mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
+    if (src == -2) {
+        printf("%s\n", err);
+        return EXIT_NOFIT;
+    }
+    if (src) return cli_error("%s", err);
     mp_settings s = c->s;
     if (!strcmp(c->solve, "max-batch")) s.batch = (int64_t)answer;
     if (!strcmp(c->solve, "max-seq")) s.seq = (int64_t)answer;
-    if (!strcmp(c->solve, "max-params")) c->model = solved;
+    if (!strcmp(c->solve, "max-params")) {
+        c->model = solved;
+        snprintf(c->model_how, sizeof c->model_how, "the largest Llama-like shape that fits");
+    }
     mp_estimate e;
     if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err)) return cli_error("%s", err);
     if (c->format == FMT_JSON) {
@@ -230,7 +237,7 @@ int cmd_plan(cli *c)
             json_t *o = json_loads(xs, 0, NULL);
             json_object_set_new(o, "fits", json_false());
             json_object_set_new(o, "budget_bytes", json_integer((json_int_t)llround(c->gpu.mem_bytes)));
-            json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
             fputc('\n', stdout);
             json_decref(o);
         }

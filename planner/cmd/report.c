@@ -205,7 +205,7 @@ void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_e
         if (x) json_object_update(o, x);
         json_decref(x);
     }
-    json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     fputc('\n', f);
     json_decref(o);
 }
