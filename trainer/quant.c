@@ -170,6 +170,12 @@ float mt_nf4_block_absmax(const mt_nf4 *q, size_t j)
     return (float)q->absmax_q[j] * (q->scales[g] / 127.0f) + q->scales[ngroups(q->nblocks)];
 }
 
+float mt_nf4_get(const mt_nf4 *q, size_t e)
+{
+    uint8_t byte = q->codes[e / 2];
+    return mt_nf4_levels[(e & 1) ? byte >> 4 : byte & 0x0f] * mt_nf4_block_absmax(q, e / MT_NF4_BLOCK);
+}
+
 void mt_nf4_dequantize(const mt_nf4 *q, void *out, mt_dtype dt)
 {
     float vals[MT_NF4_BLOCK];

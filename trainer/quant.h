@@ -53,6 +53,8 @@ int mt_nf4_quantize(mt_nf4 *q, const float *w);
 
 /* out[0..n) = dequantised values, stored as dt. */
 void mt_nf4_dequantize(const mt_nf4 *q, void *out, mt_dtype dt);
+/* Element e, dequantised. */
+float mt_nf4_get(const mt_nf4 *q, size_t e);
 /* The absmax of block j as used by dequantisation. */
 float mt_nf4_block_absmax(const mt_nf4 *q, size_t j);
 

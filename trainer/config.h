@@ -1,0 +1,99 @@
+/*
+ * config.h — one training configuration for memtrain: the model shape, the
+ * micro-batch, and every memory-saving technique.
+ *
+ * Dimension legend (used in comments throughout the trainer):
+ *   B  micro-batch (sequences)     T  sequence length       N = B*T rows
+ *   C  hidden width                L  layers                 V  vocabulary
+ *   NH query heads                 KV key/value heads        HD head dim = C/NH
+ *   F  MLP inner width             QW = (NH+2*KV)*HD qkv width
+ *   AW = NH*HD attention width     FW = F (GELU) or 2F (SwiGLU: gate|up)
+ *   r  LoRA rank
+ */
+#ifndef MT_CONFIG_H
+#define MT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+#include "optim.h"
+
+typedef enum { MT_GPT2, MT_LLAMA, MT_NFAMILY } mt_family;
+/* fp32, or mixed precision: 16-bit storage, fp32 master weights and math. */
+typedef enum { MT_PREC_FP32, MT_PREC_BF16, MT_PREC_FP16, MT_NPREC } mt_precision;
+typedef enum { MT_CKPT_NONE, MT_CKPT_SELECTIVE, MT_CKPT_FULL, MT_NCKPT } mt_ckpt;
+typedef enum { MT_ATTN_EAGER, MT_ATTN_FLASH, MT_NATTN } mt_attention;
+typedef enum { MT_CE_FULL, MT_CE_CHUNKED, MT_NCE } mt_ce;
+typedef enum { MT_QUANT_NONE, MT_QUANT_NF4, MT_QUANT_NF4_DQ, MT_NQUANT } mt_quant;
+
+/* LoRA targets (same bits as the planner's MP_LORA_*). */
+enum {
+    MT_LORA_Q = 1, MT_LORA_K = 2, MT_LORA_V = 4, MT_LORA_O = 8,
+    MT_LORA_GATE = 16, MT_LORA_UP = 32, MT_LORA_DOWN = 64,
+    MT_LORA_ATTN = 15, MT_LORA_MLP = 112, MT_LORA_ALL = 127
+};
+
+#define MT_PATH_LEN 512
+
+typedef struct mt_config {
+    /* model */
+    mt_family family;  /* gpt2: LayerNorm+bias, GELU, learned positions, biases, tied head;
+                          llama: RMSNorm, SwiGLU, rotary, GQA, no biases, untied head */
+    int layers;        /* L */
+    int hidden;        /* C */
+    int heads;         /* NH */
+    int kv_heads;      /* KV; 0: NH (gpt2 always NH) */
+    int ffn;           /* F; 0: 4C (gpt2), or 8C/3 rounded up to a multiple of 64 (llama) */
+    int vocab;         /* V; the trainer's byte tokenizer needs V >= 256 */
+    int max_pos;       /* learned position rows (gpt2); 0: T */
+    /* batch */
+    int batch;         /* B */
+    int seq;           /* T */
+    int accum;         /* micro-batches per optimizer step */
+    /* techniques */
+    mt_precision precision;
+    mt_attention attention;
+    int attn_tile;     /* flash tile edge, default 64 */
+    mt_ckpt checkpointing;
+    mt_ce ce;
+    int ce_chunk;      /* rows (tokens) per cross-entropy chunk, default 1024 */
+    mt_optimizer optimizer;
+    mt_opt_hparams opt; /* lr, betas, eps, weight decay, momentum, 8-bit block */
+    int lora_rank;     /* 0: full fine-tuning */
+    unsigned lora_targets;
+    float lora_alpha;  /* scale = alpha / r; 0: alpha = 2r */
+    mt_quant quant;    /* frozen base storage for LoRA (QLoRA: nf4 or nf4-dq) */
+    float loss_scale;  /* fp16 initial loss scale, default 65536 */
+    int loss_scale_window; /* double after this many good steps, default 2000 */
+    /* data */
+    mt_loader loader;
+    int shuffle_buffer; /* sequences in the streaming shuffle buffer, default 256 */
+    char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
+    /* misc */
+    uint64_t seed;
+    float init_std;    /* default 0.02 */
+} mt_config;
+
+/* Defaults: a tiny gpt2 (L=2, C=64, NH=4, V=256, T=64, B=4), fp32, AdamW lr 1e-3. */
+void mt_config_default(mt_config *c);
+/* Fill derived values and validate; 0, or -1 with a message in err (MT_ERR_LEN). */
+int mt_config_finish(mt_config *c, char *err);
+
+const char *mt_family_name(mt_family f);
+const char *mt_precision_name(mt_precision p); /* "fp32", "mixed-bf16", "mixed-fp16" */
+const char *mt_ckpt_name(mt_ckpt c);           /* "none", "selective", "full" */
+const char *mt_attention_name(mt_attention a); /* "eager", "flash" */
+const char *mt_ce_name(mt_ce c);               /* "full", "chunked" */
+const char *mt_quant_name(mt_quant q);         /* "none", "nf4", "nf4-dq" */
+int mt_family_parse(const char *s, mt_family *f);
+int mt_precision_parse(const char *s, mt_precision *p);
+int mt_ckpt_parse(const char *s, mt_ckpt *c);
+int mt_attention_parse(const char *s, mt_attention *a);
+int mt_ce_parse(const char *s, mt_ce *c);
+int mt_quant_parse(const char *s, mt_quant *q);
+/* "q,k,v,o,gate,up,down", "attn", "mlp", "all" -> bits; 0 on success. */
+int mt_lora_targets_parse(const char *s, unsigned *bits);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+ * data.c — byte tokenizer, generated corpus, memory and streaming loaders.
+ */
+#include "data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "rng.h"
+
+static const char *const loader_names[MT_NLOADER] = {"memory", "stream"};
+
+const char *mt_loader_name(mt_loader l) { return l >= 0 && l < MT_NLOADER ? loader_names[l] : "?"; }
+
+int mt_loader_parse(const char *s, mt_loader *l)
+{
+    for (int i = 0; i < MT_NLOADER; i++) {
+        if (strcmp(s, loader_names[i]) == 0) {
+            *l = (mt_loader)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+size_t mt_tokenize(const uint8_t *bytes, size_t n, uint16_t *tokens)
+{
+    for (size_t i = 0; i < n; i++)
+        tokens[i] = bytes[i];
+    return n;
+}
+
+/* ---------- built-in corpus ---------- */
+
+#define NW(a) (sizeof(a) / sizeof((a)[0]))
+static const char *const nouns[] = {
+    "cat", "dog", "river", "teacher", "city", "garden", "machine", "student", "bird", "ship",
+    "mountain", "farmer", "window", "engine", "child", "forest", "letter", "market", "doctor",
+    "train", "lamp", "village", "painter", "storm", "library", "bridge", "kitchen", "sailor",
+};
+static const char *const adjs[] = {
+    "small", "old", "quiet", "bright", "heavy", "green", "careful", "strange", "warm", "tall",
+    "busy", "gentle", "dark", "happy", "narrow", "golden", "simple", "cold", "clever", "empty",
+};
+static const char *const verbs[] = {
+    "sees", "follows", "builds", "finds", "carries", "watches", "paints", "opens", "visits",
+    "likes", "moves", "cleans", "reads", "guards", "crosses", "remembers", "answers", "helps",
+};
+static const char *const advs[] = {
+    "slowly", "quickly", "often", "never", "always", "quietly", "early", "together", "again",
+};
+static const char *const places[] = {
+    "in the morning", "near the river", "after the rain", "at night", "in the old town",
+    "before dinner", "under the bridge", "on the hill", "during the winter", "by the sea",
+};
+static const char *const joins[] = {"and", "but", "because", "while", "so"};
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *s)
+{
+    while (*s && b->len < b->cap)
+        b->p[b->len++] = *s++;
+}
+
+static const char *pick(mt_rng *r, const char *const *list, size_t n)
+{
+    return list[mt_rng_below(r, (uint32_t)n)];
+}
+
+static void clause(sbuf *b, mt_rng *r, int capital)
+{
+    const char *art = mt_rng_below(r, 2) ? "the" : "a";
+    char first[8];
+    strcpy(first, art);
+    if (capital)
+        first[0] = (char)(first[0] - 'a' + 'A');
+    put(b, first);
+    put(b, " ");
+    if (mt_rng_below(r, 2)) {
+        put(b, pick(r, adjs, NW(adjs)));
+        put(b, " ");
+    }
+    put(b, pick(r, nouns, NW(nouns)));
+    put(b, " ");
+    if (mt_rng_below(r, 3) == 0) {
+        put(b, pick(r, advs, NW(advs)));
+        put(b, " ");
+    }
+    put(b, pick(r, verbs, NW(verbs)));
+    put(b, " the ");
+    if (mt_rng_below(r, 2)) {
+        put(b, pick(r, adjs, NW(adjs)));
+        put(b, " ");
+    }
+    put(b, pick(r, nouns, NW(nouns)));
+    if (mt_rng_below(r, 2)) {
+        put(b, " ");
+        put(b, pick(r, places, NW(places)));
+    }
+}
+
+void mt_corpus_generate(char *buf, size_t len)
+{
+    mt_rng r;
+    mt_rng_seed(&r, 20240611);
+    sbuf b = {buf, 0, len};
+    while (b.len < len) {
+        clause(&b, &r, 1);
+        if (mt_rng_below(&r, 3) == 0) {
+            put(&b, ", ");
+            put(&b, pick(&r, joins, NW(joins)));
+            put(&b, " ");
+            clause(&b, &r, 0);
+        }
+        put(&b, mt_rng_below(&r, 8) == 0 ? ".\n" : ". ");
+    }
+}
+
+/* ---------- loaders ---------- */
+
+struct mt_data {
+    mt_loader kind;
+    size_t B, T;
+    size_t src_bytes;
+    /* memory */
+    uint16_t *tok;
+    size_t ntok, pos;
+    /* stream */
+    int fd;             /* -1: the corpus text below */
+    char *text;         /* built-in corpus kept for streaming */
+    uint8_t *chunk;     /* MT_STREAM_CHUNK bytes */
+    size_t chunk_start; /* source offset of chunk[0] */
+    size_t chunk_len, chunk_pos;
+    uint16_t *shuf;     /* S * (T+1) tokens */
+    size_t S;
+    mt_rng rng;
+};
+
+/* Read up to `len` bytes of the source at `off` (no wrap). */
+static long src_read(mt_data *d, uint8_t *dst, size_t off, size_t len)
+{
+    if (off >= d->src_bytes)
+        return 0;
+    if (len > d->src_bytes - off)
+        len = d->src_bytes - off;
+    if (d->fd < 0) {
+        memcpy(dst, d->text + off, len);
+        return (long)len;
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(d->fd, dst + got, len - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return mt_error("data: read error: %s", strerror(errno));
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
+/* Next token of the stream, wrapping at the end of the source. */
+static int stream_token(mt_data *d, uint16_t *tok)
+{
+    if (d->chunk_pos >= d->chunk_len) {
+        size_t off = d->chunk_start + d->chunk_len;
+        if (off >= d->src_bytes)
+            off = 0;
+        long n = src_read(d, d->chunk, off, MT_STREAM_CHUNK);
+        if (n <= 0)
+            return n < 0 ? -1 : mt_error("data: source is empty");
+        d->chunk_start = off;
+        d->chunk_len = (size_t)n;
+        d->chunk_pos = 0;
+    }
+    uint8_t byte = d->chunk[d->chunk_pos++];
+    mt_tokenize(&byte, 1, tok);
+    return 0;
+}
+
+static int stream_seq(mt_data *d, uint16_t *dst)
+{
+    for (size_t k = 0; k <= d->T; k++)
+        if (stream_token(d, &dst[k]) != 0)
+            return -1;
+    return 0;
+}
+
+int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size_t T,
+                 size_t shuffle_buffer, uint64_t seed)
+{
+    *out = NULL;
+    mt_data *d = mt_calloc(MT_OTHER, sizeof *d);
+    if (!d)
+        return -1;
+    d->kind = kind;
+    d->B = B;
+    d->T = T;
+    d->fd = -1;
+    mt_rng_seed(&d->rng, seed ^ 0x64617461ULL);
+    bool builtin = !path || !path[0];
+    if (builtin) {
+        d->src_bytes = MT_CORPUS_BYTES;
+        d->text = mt_alloc(MT_DATA, d->src_bytes);
+        if (!d->text)
+            goto fail;
+        mt_corpus_generate(d->text, d->src_bytes);
+    } else {
+        d->fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        if (d->fd < 0 || fstat(d->fd, &sb) != 0) {
+            mt_error("data: cannot open %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        d->src_bytes = (size_t)sb.st_size;
+    }
+    if (kind == MT_LOAD_MEMORY) {
+        if (d->src_bytes < B * T + 1) {
+            mt_error("data: %zu tokens is less than one batch (B*T+1 = %zu)", d->src_bytes,
+                     B * T + 1);
+            goto fail;
+        }
+        d->ntok = d->src_bytes;
+        d->tok = mt_alloc_n(MT_DATA, d->ntok, sizeof(uint16_t));
+        if (!d->tok)
+            goto fail;
+        if (builtin) {
+            mt_tokenize((const uint8_t *)d->text, d->ntok, d->tok);
+            mt_free(d->text); /* the text is not needed once tokenised */
+            d->text = NULL;
+        } else {
+            uint8_t *buf = mt_alloc(MT_DATA, MT_STREAM_CHUNK); /* read buffer, freed below */
+            if (!buf)
+                goto fail;
+            for (size_t off = 0; off < d->ntok;) {
+                long n = src_read(d, buf, off, MT_STREAM_CHUNK);
+                if (n <= 0) {
+                    mt_free(buf);
+                    if (n == 0)
+                        mt_error("data: %s shrank while reading", path);
+                    goto fail;
+                }
+                mt_tokenize(buf, (size_t)n, d->tok + off);
+                off += (size_t)n;
+            }
+            mt_free(buf);
+            close(d->fd);
+            d->fd = -1;
+        }
+    } else {
+        if (d->src_bytes < T + 1) {
+            mt_error("data: %zu tokens is less than one sequence (T+1 = %zu)", d->src_bytes,
+                     T + 1);
+            goto fail;
+        }
+        if (shuffle_buffer == 0)
+            shuffle_buffer = 1;
+        d->S = shuffle_buffer;
+        d->chunk = mt_alloc(MT_DATA, MT_STREAM_CHUNK);
+        d->shuf = mt_alloc_n(MT_DATA, d->S * (T + 1), sizeof(uint16_t));
+        if (!d->chunk || !d->shuf)
+            goto fail;
+        for (size_t s = 0; s < d->S; s++)
+            if (stream_seq(d, d->shuf + s * (T + 1)) != 0)
+                goto fail;
+    }
+    *out = d;
+    return 0;
+fail:
+    mt_data_close(d);
+    return -1;
+}
+
+int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets)
+{
+    size_t B = d->B, T = d->T;
+    if (d->kind == MT_LOAD_MEMORY) {
+        if (d->pos + B * T + 1 > d->ntok)
+            d->pos = 0;
+        const uint16_t *t = d->tok + d->pos;
+        for (size_t i = 0; i < B * T; i++) {
+            inputs[i] = t[i];
+            targets[i] = t[i + 1];
+        }
+        d->pos += B * T;
+        return 0;
+    }
+    for (size_t b = 0; b < B; b++) {
+        uint16_t *slot = d->shuf + (size_t)mt_rng_below(&d->rng, (uint32_t)d->S) * (T + 1);
+        for (size_t t = 0; t < T; t++) {
+            inputs[b * T + t] = slot[t];
+            targets[b * T + t] = slot[t + 1];
+        }
+        if (stream_seq(d, slot) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void mt_data_close(mt_data *d)
+{
+    if (!d)
+        return;
+    if (d->fd >= 0)
+        close(d->fd);
+    mt_free(d->text);
+    mt_free(d->tok);
+    mt_free(d->chunk);
+    mt_free(d->shuf);
+    mt_free(d);
+}
+
+size_t mt_data_source_bytes(const mt_data *d) { return d->src_bytes; }
+
+/* State: kind, pos (memory) or stream offset, rng, then the shuffle buffer. */
+size_t mt_data_state_size(const mt_data *d)
+{
+    size_t n = 4 * sizeof(uint64_t);
+    if (d->kind == MT_LOAD_STREAM)
+        n += d->S * (d->T + 1) * sizeof(uint16_t);
+    return n;
+}
+
+void mt_data_state_save(const mt_data *d, uint8_t *buf)
+{
+    uint64_t h[4] = {(uint64_t)d->kind,
+                     d->kind == MT_LOAD_MEMORY ? d->pos : d->chunk_start + d->chunk_pos,
+                     d->rng.s, d->S};
+    memcpy(buf, h, sizeof h);
+    if (d->kind == MT_LOAD_STREAM)
+        memcpy(buf + sizeof h, d->shuf, d->S * (d->T + 1) * sizeof(uint16_t));
+}
+
+int mt_data_state_load(mt_data *d, const uint8_t *buf)
+{
+    uint64_t h[4];
+    memcpy(h, buf, sizeof h);
+    if (h[0] != (uint64_t)d->kind || h[3] != d->S)
+        return mt_error("data: checkpoint was written with another loader configuration");
+    d->rng.s = h[2];
+    if (d->kind == MT_LOAD_MEMORY) {
+        d->pos = (size_t)h[1] < d->ntok ? (size_t)h[1] : 0;
+        return 0;
+    }
+    memcpy(d->shuf, buf + sizeof h, d->S * (d->T + 1) * sizeof(uint16_t));
+    /* the next chunk read starts at the saved offset */
+    d->chunk_start = (size_t)h[1] % (d->src_bytes ? d->src_bytes : 1);
+    d->chunk_len = d->chunk_pos = 0;
+    return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * data.h — tokenizer, built-in corpus and the two data loaders.
+ *
+ * Tokenizer: byte level, token = byte value (vocabulary 256; any model
+ * vocabulary >= 256 works, the extra rows are simply never used as inputs).
+ * Tokens are stored as uint16.
+ *
+ * Built-in corpus: when no data file is given, a deterministic English-like
+ * text of MT_CORPUS_BYTES bytes is generated from templated sentences (fixed
+ * seed, independent of the training seed).
+ *
+ * loader=memory  the whole source is tokenised into memory (ntok * 2 bytes);
+ *                batches are consecutive windows: inputs tok[p .. p+B*T),
+ *                targets tok[p+1 .. p+B*T+1), p advancing by B*T and wrapping.
+ * loader=stream  the source is read in MT_STREAM_CHUNK-byte chunks and
+ *                tokenised on the fly into sequences of T+1 tokens (windows
+ *                advancing by T+1, wrapping at the end), which fill a shuffle
+ *                buffer of `shuffle_buffer` sequences; each batch row is drawn
+ *                at random (seeded) from it and its slot refilled.
+ *
+ * All buffers are MT_DATA; see MEMORY.md for the exact sizes.
+ */
+#ifndef MT_DATA_H
+#define MT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MT_CORPUS_BYTES (320u * 1024u)
+#define MT_STREAM_CHUNK (64u * 1024u)
+
+typedef enum { MT_LOAD_MEMORY, MT_LOAD_STREAM, MT_NLOADER } mt_loader;
+
+const char *mt_loader_name(mt_loader l);
+int mt_loader_parse(const char *s, mt_loader *l);
+
+/* Byte-level tokenizer: tokens[i] = bytes[i]. Returns the token count (n). */
+size_t mt_tokenize(const uint8_t *bytes, size_t n, uint16_t *tokens);
+/* Write the built-in corpus (exactly `len` bytes, any len) into buf. */
+void mt_corpus_generate(char *buf, size_t len);
+
+typedef struct mt_data mt_data;
+
+/* path NULL or "": the built-in corpus. Returns 0, or -1 with mt_last_error(). */
+int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size_t T,
+                 size_t shuffle_buffer, uint64_t seed);
+/* Fill inputs and targets (B,T) with the next batch. */
+int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets);
+void mt_data_close(mt_data *d);
+/* Bytes of the source (file or corpus). */
+size_t mt_data_source_bytes(const mt_data *d);
+
+/* Loader position, shuffle buffer and RNG, for checkpoints. */
+size_t mt_data_state_size(const mt_data *d);
+void mt_data_state_save(const mt_data *d, uint8_t *buf);
+int mt_data_state_load(mt_data *d, const uint8_t *buf);
+
+#endif

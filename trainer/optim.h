@@ -1,0 +1,80 @@
+/*
+ * optim.h — optimizers over one flat array of trainable parameters.
+ *
+ *   adamw       m, v fp32 (n*4 bytes each), decoupled weight decay
+ *   adamw-8bit  m, v as 8-bit codes (n bytes each) with one fp32 absmax per
+ *               block of `block` elements per state (nb = ceil(n/block));
+ *               a block is dequantised, updated and requantised
+ *   sgd-momentum one fp32 buffer (n*4 bytes)
+ *   sgd         no state
+ *
+ * The step reads gradients of any storage type, multiplies them by `gscale`
+ * (1 / loss scale), updates the fp32 weights `w` (the master copy in mixed
+ * precision), refreshes the 16-bit working copy if given, and can zero the
+ * gradients in the same pass (saves a separate memset over the gradients).
+ *
+ * Weight decay applies to the segments marked `decay` (matrices), not to
+ * biases and norm gains.
+ */
+#ifndef MT_OPTIM_H
+#define MT_OPTIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "precision.h"
+
+typedef enum { MT_OPT_ADAMW, MT_OPT_ADAMW8, MT_OPT_SGD_MOMENTUM, MT_OPT_SGD, MT_NOPT } mt_optimizer;
+
+typedef struct mt_opt_hparams {
+    float lr, beta1, beta2, eps, weight_decay, momentum;
+    int block; /* 8-bit block size (default 256) */
+} mt_opt_hparams;
+
+typedef struct mt_seg {
+    size_t off, n;
+    bool decay;
+} mt_seg;
+
+typedef struct mt_optim {
+    mt_optimizer kind;
+    mt_opt_hparams hp;
+    size_t n;
+    long t;                  /* optimizer steps taken */
+    float *m, *v;            /* adamw; m is the momentum buffer for sgd-momentum */
+    uint8_t *m8, *v8;        /* adamw-8bit codes */
+    float *m_amax, *v_amax;  /* adamw-8bit block scales */
+    size_t nblocks;
+    float *scratch;          /* adamw-8bit: 2*block floats (MT_WORKSPACE) */
+    const mt_seg *segs;      /* owned by the caller, sorted, covering [0, n) */
+    size_t nsegs;
+} mt_optim;
+
+const char *mt_optimizer_name(mt_optimizer k);
+int mt_optimizer_parse(const char *s, mt_optimizer *k);
+
+/* Bytes of optimizer state (MT_OPTIMIZER) for n parameters. */
+size_t mt_optim_state_bytes(mt_optimizer k, size_t n, int block);
+/* Bytes of optimizer scratch (MT_WORKSPACE). */
+size_t mt_optim_scratch_bytes(mt_optimizer k, int block);
+
+int mt_optim_init(mt_optim *o, mt_optimizer kind, const mt_opt_hparams *hp, size_t n,
+                  const mt_seg *segs, size_t nsegs);
+void mt_optim_free(mt_optim *o);
+void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale, void *w16,
+                   mt_dtype wdt, bool zero_grad);
+
+/* The 8-bit code maps (exposed for tests). Signed: codes 0..254, value
+ * (c - 127 >= 0 ? + : -) smag[|c - 127|]; unsigned: codes 0..255, umag[c]. */
+float mt_q8_signed_value(uint8_t c);
+float mt_q8_unsigned_value(uint8_t c);
+uint8_t mt_q8_signed_code(float x);   /* x in [-1, 1] */
+uint8_t mt_q8_unsigned_code(float x); /* x in [0, 1] */
+
+/* Checkpoint state: raw bytes of all state arrays plus the step count. */
+size_t mt_optim_state_size(const mt_optim *o);
+void mt_optim_state_save(const mt_optim *o, uint8_t *buf);
+void mt_optim_state_load(mt_optim *o, const uint8_t *buf);
+
+#endif

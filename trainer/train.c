@@ -1,0 +1,257 @@
+/*
+ * train.c — the training loop's step, evaluation and checkpoint state.
+ */
+#include "train.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "data.h"
+#include "optim.h"
+#include "precision.h"
+#include "rng.h"
+
+struct mt_trainer {
+    mt_config cfg;
+    mt_model *model;
+    mt_optim opt;
+    bool opt_ready;
+    mt_data *data;
+    int32_t *inputs, *targets; /* (B,T) each, MT_DATA */
+    mt_scaler scaler;
+    mt_rng rng;
+    long step;
+};
+
+static int fail(char *err, const char *what)
+{
+    if (err)
+        snprintf(err, MT_ERR_LEN, "%s: %s", what, mt_last_error());
+    return -1;
+}
+
+int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
+{
+    *out = NULL;
+    mt_trainer *t = mt_calloc(MT_OTHER, sizeof *t);
+    if (!t)
+        return fail(err, "trainer");
+    t->cfg = *cfg;
+    if (cfg->vocab < 256) {
+        snprintf(err, MT_ERR_LEN, "vocab (%d) must be at least 256 for the byte tokenizer",
+                 cfg->vocab);
+        mt_free(t);
+        return -1;
+    }
+    size_t N = (size_t)cfg->batch * (size_t)cfg->seq;
+    mt_rng_seed(&t->rng, cfg->seed ^ 0x747261696eULL);
+    mt_scaler_init(&t->scaler, cfg->precision == MT_PREC_FP16, cfg->loss_scale,
+                   cfg->loss_scale_window);
+    if (mt_model_create(cfg, &t->model) != 0) {
+        fail(err, "model");
+        goto out;
+    }
+    mt_group g;
+    mt_model_trainable(t->model, &g);
+    if (mt_optim_init(&t->opt, cfg->optimizer, &cfg->opt, g.n, g.segs, g.nsegs) != 0) {
+        fail(err, "optimizer");
+        goto out;
+    }
+    t->opt_ready = true;
+    if (mt_data_open(&t->data, cfg->data_path, cfg->loader, (size_t)cfg->batch,
+                     (size_t)cfg->seq, (size_t)cfg->shuffle_buffer, cfg->seed) != 0) {
+        fail(err, "data");
+        goto out;
+    }
+    t->inputs = mt_alloc_n(MT_DATA, N, sizeof(int32_t));
+    t->targets = mt_alloc_n(MT_DATA, N, sizeof(int32_t));
+    if (!t->inputs || !t->targets) {
+        fail(err, "data");
+        goto out;
+    }
+    *out = t;
+    return 0;
+out:
+    mt_trainer_free(t);
+    return -1;
+}
+
+void mt_trainer_free(mt_trainer *t)
+{
+    if (!t)
+        return;
+    if (t->opt_ready)
+        mt_optim_free(&t->opt);
+    mt_model_free(t->model);
+    mt_data_close(t->data);
+    mt_free(t->inputs);
+    mt_free(t->targets);
+    mt_free(t);
+}
+
+int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
+{
+    memset(r, 0, sizeof *r);
+    int accum = t->cfg.accum;
+    float scale = t->scaler.scale;
+    double sum = 0.0;
+    for (int k = 0; k < accum; k++) {
+        float loss;
+        if (mt_data_next(t->data, t->inputs, t->targets) != 0)
+            return fail(err, "data");
+        if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum, &loss) != 0)
+            return fail(err, "forward");
+        if (mt_model_backward(t->model) != 0)
+            return fail(err, "backward");
+        sum += loss;
+    }
+    mt_group g;
+    mt_model_trainable(t->model, &g);
+    bool finite = !t->scaler.enabled || mt_all_finite(g.grad, g.dt, g.n);
+    bool skip = mt_scaler_update(&t->scaler, finite);
+    if (skip) {
+        mt_model_zero_grad(t->model);
+    } else {
+        float *w = g.master ? g.master : (float *)g.w;
+        mt_optim_step(&t->opt, w, g.grad, g.dt, 1.0f / scale, g.master ? g.w : NULL, g.dt, true);
+    }
+    t->step++;
+    r->loss = (float)(sum / accum);
+    r->skipped = skip;
+    r->loss_scale = scale;
+    r->step = t->step;
+    r->skipped_total = t->scaler.skipped;
+    r->tokens = (size_t)t->cfg.batch * (size_t)t->cfg.seq * (size_t)accum;
+    return 0;
+}
+
+int mt_trainer_eval(mt_trainer *t, int batches, float *loss, char *err)
+{
+    double sum = 0.0;
+    for (int k = 0; k < batches; k++) {
+        float l;
+        if (mt_data_next(t->data, t->inputs, t->targets) != 0)
+            return fail(err, "data");
+        if (mt_model_forward(t->model, t->inputs, t->targets, 0.0f, &l) != 0)
+            return fail(err, "forward");
+        mt_model_release(t->model);
+        sum += l;
+    }
+    *loss = batches > 0 ? (float)(sum / batches) : 0.0f;
+    return 0;
+}
+
+void mt_trainer_set_lr(mt_trainer *t, float lr) { t->opt.hp.lr = lr; }
+mt_model *mt_trainer_model(mt_trainer *t) { return t->model; }
+const mt_config *mt_trainer_config(const mt_trainer *t) { return &t->cfg; }
+long mt_trainer_steps(const mt_trainer *t) { return t->step; }
+void mt_trainer_mem(const mt_trainer *t, mt_mem_stats *s)
+{
+    (void)t;
+    mt_mem_get(s);
+}
+
+/* ---------- checkpoint state ----------
+ * header   magic "MTSTATE1", fingerprint, total size        3 x u64
+ * trainer  step, rng, scaler (scale, good, skipped)         5 x u64
+ * model    size u64, bytes      (parameters, master copies, NF4 stores)
+ * optim    size u64, bytes
+ * data     size u64, bytes
+ */
+#define STATE_MAGIC 0x3145544154535453ULL /* "STSTATE1" little-endian-ish tag */
+
+static uint64_t fingerprint(const mt_config *c)
+{
+    int64_t v[] = {c->family,     c->layers,       c->hidden,    c->heads,  c->kv_heads,
+                   c->ffn,        c->vocab,        c->max_pos,   c->batch,  c->seq,
+                   c->precision,  c->optimizer,    c->opt.block, c->lora_rank,
+                   (int64_t)c->lora_targets,      c->quant,     c->loader, c->shuffle_buffer};
+    uint64_t h = 1469598103934665603ULL;
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof v; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+size_t mt_trainer_state_size(const mt_trainer *t)
+{
+    return 8 * sizeof(uint64_t) + 3 * sizeof(uint64_t) + mt_model_state_size(t->model) +
+           mt_optim_state_size(&t->opt) + mt_data_state_size(t->data);
+}
+
+int mt_trainer_state_save(const mt_trainer *t, void *buf, size_t len, char *err)
+{
+    size_t need = mt_trainer_state_size(t);
+    if (len < need) {
+        snprintf(err, MT_ERR_LEN, "state: buffer of %zu bytes, need %zu", len, need);
+        return -1;
+    }
+    uint8_t *p = buf;
+    float scale = t->scaler.scale;
+    uint32_t scale_bits;
+    memcpy(&scale_bits, &scale, 4);
+    uint64_t h[8] = {STATE_MAGIC, fingerprint(&t->cfg), need, (uint64_t)t->step, t->rng.s,
+                     scale_bits, (uint64_t)t->scaler.good_steps, (uint64_t)t->scaler.skipped};
+    memcpy(p, h, sizeof h);
+    p += sizeof h;
+    uint64_t n = mt_model_state_size(t->model);
+    memcpy(p, &n, 8);
+    mt_model_state_save(t->model, p + 8);
+    p += 8 + n;
+    n = mt_optim_state_size(&t->opt);
+    memcpy(p, &n, 8);
+    mt_optim_state_save(&t->opt, p + 8);
+    p += 8 + n;
+    n = mt_data_state_size(t->data);
+    memcpy(p, &n, 8);
+    mt_data_state_save(t->data, p + 8);
+    return 0;
+}
+
+int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
+{
+    const uint8_t *p = buf;
+    uint64_t h[8];
+    if (len < sizeof h) {
+        snprintf(err, MT_ERR_LEN, "state: truncated");
+        return -1;
+    }
+    memcpy(h, p, sizeof h);
+    if (h[0] != STATE_MAGIC) {
+        snprintf(err, MT_ERR_LEN, "state: not a memtrain state");
+        return -1;
+    }
+    if (h[1] != fingerprint(&t->cfg) || h[2] != mt_trainer_state_size(t) || len < h[2]) {
+        snprintf(err, MT_ERR_LEN, "state: written by a different configuration");
+        return -1;
+    }
+    p += sizeof h;
+    uint64_t sizes[3];
+    size_t want[3] = {mt_model_state_size(t->model), mt_optim_state_size(&t->opt),
+                      mt_data_state_size(t->data)};
+    const uint8_t *q = p;
+    for (int i = 0; i < 3; i++) {
+        memcpy(&sizes[i], q, 8);
+        if (sizes[i] != want[i]) {
+            snprintf(err, MT_ERR_LEN, "state: section %d has %llu bytes, expected %zu", i,
+                     (unsigned long long)sizes[i], want[i]);
+            return -1;
+        }
+        q += 8 + sizes[i];
+    }
+    /* data first: it is the only part that can refuse */
+    if (mt_data_state_load(t->data, p + 8 + sizes[0] + 8 + sizes[1] + 8) != 0)
+        return fail(err, "state");
+    mt_model_state_load(t->model, p + 8);
+    mt_optim_state_load(&t->opt, p + 8 + sizes[0] + 8);
+    t->step = (long)h[3];
+    t->rng.s = h[4];
+    uint32_t scale_bits = (uint32_t)h[5];
+    memcpy(&t->scaler.scale, &scale_bits, 4);
+    t->scaler.good_steps = (int)h[6];
+    t->scaler.skipped = (long)h[7];
+    mt_model_zero_grad(t->model);
+    return 0;
+}

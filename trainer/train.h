@@ -1,0 +1,66 @@
+/*
+ * train.h — memtrain's training API: a model, its optimizer and its data from
+ * one mt_config; one optimizer step at a time; allocator statistics; and the
+ * complete training state as a byte buffer for checkpoints.
+ *
+ *   mt_config c;
+ *   mt_config_default(&c);  ... set fields ...
+ *   if (mt_config_finish(&c, err) != 0) ...
+ *   mt_trainer *t;
+ *   if (mt_trainer_create(&c, &t, err) != 0) ...
+ *   for (...) { mt_step_result r; mt_trainer_step(t, &r, err); }
+ *   mt_mem_stats s; mt_mem_get(&s);          per-tag current / peak bytes
+ *   size_t n = mt_trainer_state_size(t);     checkpoint
+ *   mt_trainer_state_save(t, buf, n, err);
+ *   mt_trainer_free(t);
+ *
+ * Functions return 0 on success, -1 on failure with a one-line message in
+ * err (MT_ERR_LEN bytes). Nothing prints, nothing exits. Not thread-safe.
+ */
+#ifndef MT_TRAIN_H
+#define MT_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "model.h"
+
+typedef struct mt_trainer mt_trainer;
+
+typedef struct mt_step_result {
+    float loss;        /* mean cross-entropy over the step's accum micro-batches */
+    bool skipped;      /* fp16: inf/nan gradients, no update, loss scale halved */
+    float loss_scale;  /* the loss scale this step used (1 unless fp16) */
+    long step;         /* optimizer steps attempted so far, this one included */
+    long skipped_total;
+    size_t tokens;     /* tokens processed by this step: B*T*accum */
+} mt_step_result;
+
+int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err);
+void mt_trainer_free(mt_trainer *t);
+
+/* One optimizer step over cfg.accum micro-batches. */
+int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err);
+/* Mean loss over `batches` further micro-batches, without gradients (the
+ * loader advances). */
+int mt_trainer_eval(mt_trainer *t, int batches, float *loss, char *err);
+void mt_trainer_set_lr(mt_trainer *t, float lr);
+
+mt_model *mt_trainer_model(mt_trainer *t);
+const mt_config *mt_trainer_config(const mt_trainer *t);
+long mt_trainer_steps(const mt_trainer *t);
+
+/* The allocator's per-tag statistics (same as mt_mem_get). */
+void mt_trainer_mem(const mt_trainer *t, mt_mem_stats *s);
+
+/* All state: parameters (and NF4 stores, master copies), optimizer state,
+ * loss scaler, data loader position and shuffle buffer, RNG, step count.
+ * Loading needs a trainer created from the same configuration. */
+size_t mt_trainer_state_size(const mt_trainer *t);
+int mt_trainer_state_save(const mt_trainer *t, void *buf, size_t len, char *err);
+int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err);
+
+#endif
