@@ -124,5 +124,56 @@ has out "max-seq: 1024"
 expect 0 "help" -- "$mp" --help
 has out "usage: memplan"
 
+# --- memtrain: the plan contract, checkpoints and bad input
+mt="$bin/memtrain"
+if [ -x "$mt" ]; then
+    expect 0 "emit a small plan" -- "$mp" estimate --family gpt2 --layers 2 --hidden 64 --heads 4 --vocab 256 --max-pos 64 --seq 32 --batch 2 --framework memtrain --emit memtrain -o "$tmp/small.cfg"
+    expect 0 "memtrain runs the plan" -- "$mt" --config "$tmp/small.cfg" --steps 6 --quiet --report "$tmp/r.json" --metrics "$tmp/m.csv"
+    if python3 -c "
+import json
+d=json.load(open('$tmp/r.json'))
+for k in ['measured','predicted','measured_peak_bytes','predicted_peak_bytes','baseline_rss_bytes','peak_rss_bytes','tokens_per_s','steps','losses']:
+    assert k in d, k
+assert set(d['measured'])==set(d['predicted'])=={'weights','gradients','optimizer','activations','overhead'}
+assert d['steps']==6 and len(d['losses'])==6
+"; then ok "report has the contract keys"; else bad "report contract"; fi
+    if [ "$(grep -vc '^#' "$tmp/m.csv")" -eq 7 ]; then ok "metrics: a header and one row per step"; else bad "metrics rows"; fi
+    # resume continues bit-identically: 3 + 3 steps == 6 steps
+    expect 0 "first half with a checkpoint" -- "$mt" --config "$tmp/small.cfg" --steps 3 --quiet --save "$tmp/ck" --report "$tmp/a.json"
+    expect 0 "resume the second half" -- "$mt" --config "$tmp/small.cfg" --steps 6 --quiet --resume "$tmp/ck" --report "$tmp/b.json"
+    if python3 -c "
+import json
+full=json.load(open('$tmp/r.json'))['losses']
+a=json.load(open('$tmp/a.json'))['losses']; b=json.load(open('$tmp/b.json'))['losses']
+assert a+b==full, (a, b, full)
+"; then ok "resumed losses equal the uninterrupted run exactly"; else bad "resume is not bit-identical"; fi
+    # a corrupted or truncated checkpoint is refused
+    cp -r "$tmp/ck" "$tmp/ck2"
+    printf 'X' | dd of="$tmp/ck2/checkpoint.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+    expect 2 "corrupted checkpoint refused" -- "$mt" --config "$tmp/small.cfg" --steps 6 --quiet --resume "$tmp/ck2"
+    has err "checksum"
+    head -c 50 "$tmp/ck/checkpoint.bin" > "$tmp/ck2/checkpoint.bin"
+    expect 2 "truncated checkpoint refused" -- "$mt" --config "$tmp/small.cfg" --steps 6 --quiet --resume "$tmp/ck2"
+    has err "truncated"
+    expect 2 "checkpoint of another config refused" -- "$mt" --config "$tmp/small.cfg" --batch 3 --steps 6 --quiet --resume "$tmp/ck"
+    has err "different configuration"
+    # bad input: one clear error, exit 2, nothing written
+    printf 'layers = 2\nbogus = 1\n' > "$tmp/bad.cfg"
+    expect 2 "unknown config key" -- "$mt" --config "$tmp/bad.cfg" --report "$tmp/none.json"
+    has err "unknown key 'bogus'"
+    if [ ! -e "$tmp/none.json" ]; then ok "nothing written"; else bad "report written on bad input"; fi
+    printf 'layers 2\n' > "$tmp/bad2.cfg"
+    expect 2 "malformed config line" -- "$mt" --config "$tmp/bad2.cfg"
+    has err "expected 'key = value'"
+    expect 2 "impossible value" -- "$mt" --config "$tmp/small.cfg" --heads 5
+    expect 2 "missing data file" -- "$mt" --config "$tmp/small.cfg" --data "$tmp/nope.txt"
+    has err "nope.txt"
+    expect 2 "missing config" -- "$mt" --config "$tmp/nope.cfg"
+    expect 3 "mem-limit refuses a plan predicted above it" -- "$mt" --config "$tmp/small.cfg" --mem-limit 1MiB
+    has err "--mem-limit"
+    expect 0 "memtrain --help" -- "$mt" --help
+    has out "--lora-rank"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
