@@ -51,7 +51,7 @@ TUI_LIB    := $(BUILD)/libmemtop.a
 PROGS      := $(BIN)/memplan $(if $(wildcard trainer/memtrain.c),$(BIN)/memtrain) $(if $(wildcard tui/memtop.c),$(BIN)/memtop)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all check test test-unit test-cli bench validate install uninstall clean
+.PHONY: all check test test-unit test-cli test-validate bench validate install uninstall clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
@@ -86,7 +86,9 @@ test-unit: $(TESTS)
 	@tests/run-unit.sh $(BUILD)
 test-cli: $(PROGS)
 	@tests/run-cli.sh $(BIN)
-test: test-unit test-cli
+test-validate: $(PROGS)
+	@tests/validate.sh $(BIN) quick
+test: test-unit test-cli test-validate
 
 # Tests in the normal build, then again under AddressSanitizer and UBSan.
 check:

@@ -11,4 +11,11 @@ done | sort -n | sed -n 11p | awk '{printf "bench: memplan_7b_12gb_wall_ms %.2f 
 for b in "$build"/bench/bench_*; do
     case "$b" in *bench_planner) ;; *) [ -x "$b" ] && "$b" ;; esac
 done
+# memplan table: the matrix of the first 20 model and 20 GPU profiles, median of 5 runs.
+models=$("$build/bin/memplan" list models | head -20 | paste -sd, -)
+gpus=$("$build/bin/memplan" list gpus | head -20 | paste -sd, -)
+for i in 1 2 3 4 5; do
+    s=$(date +%s%N); "$build/bin/memplan" table --models "$models" --gpus "$gpus" >/dev/null; e=$(date +%s%N)
+    echo $(( (e - s) / 1000 ))
+done | sort -n | sed -n 3p | awk '{printf "bench: table_20x20_ms %.1f ms\n", $1 / 1000}'
 exit 0

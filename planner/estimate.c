@@ -202,6 +202,10 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
 {
     if (mp_settings_check(m, s, err)) return -1;
     memset(e, 0, offsetof(mp_estimate, terms)); /* the terms array is filled only with explain */
+    if (settings_framework(s)->kind == MP_FW_MEMTRAIN) {
+        mp_param_count(m, &e->params);
+        return memtrain_estimate(m, s, e, explain, err);
+    }
     const mp_framework *fw = settings_framework(s);
     bool memtrain = fw->kind == MP_FW_MEMTRAIN;
     mp_param_count(m, &e->params);

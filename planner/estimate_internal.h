@@ -24,6 +24,8 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
 const mp_framework *settings_framework(const mp_settings *s);
 /* The LoRA target bits a linear module answers to ("qkv" -> q|k|v). */
 unsigned linear_target_bit(const char *module_name);
+/* The exact prediction for memplan's reference trainer (memtrain_model.c). */
+int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain, char *err);
 /* Estimate with or without the explanatory terms (the search skips them). */
 int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                    bool explain, char *err);

@@ -317,6 +317,10 @@ typedef struct mp_search_opts {
     bool prefer_speed;        /* rank by tokens/s alone, not task and optimizer first */
     bool exhaustive;          /* also estimate dominated twins (fp16 beside bf16, paged beside
                                  unpaged), which otherwise are counted but skipped */
+    /* Restrict unpinned axes to some values: bit (1 << value) of mp_precision and
+     * mp_optimizer; 0 tries them all. (memplan table searches the AdamW-class tier
+     * first, which outranks the others whenever one of its plans fits.) */
+    unsigned only_precisions, only_optimizers;
 } mp_search_opts;
 
 typedef struct mp_search_result {

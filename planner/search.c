@@ -69,12 +69,13 @@ static int cmp_cand_ptr(const void *pa, const void *pb)
 
 typedef struct axis { int vals[16]; int n; } axis;
 
-static void axis_range(axis *a, int pinned, int value, int count)
+static void axis_range(axis *a, int pinned, int value, int count, unsigned only)
 {
     a->n = 0;
     if (pinned) a->vals[a->n++] = value;
     else
-        for (int i = 0; i < count && i < 16; i++) a->vals[a->n++] = i;
+        for (int i = 0; i < count && i < 16; i++)
+            if (!only || (only >> i & 1)) a->vals[a->n++] = i;
 }
 
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
@@ -101,11 +102,11 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     }
 
     axis prec, opt, ckpt, attn, ce;
-    axis_range(&prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION);
-    axis_range(&opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER);
-    axis_range(&ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT);
-    axis_range(&attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN);
-    axis_range(&ce, pin & MP_PIN_CE, base->ce, MP_NCE);
+    axis_range(&prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION, o->only_precisions);
+    axis_range(&opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER, o->only_optimizers);
+    axis_range(&ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT, 0);
+    axis_range(&attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
+    axis_range(&ce, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
 
     /* ZeRO stage x offload pairs that make sense for the GPU count */
     int zo[16][2], nzo = 0;

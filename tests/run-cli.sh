@@ -175,5 +175,15 @@ assert a+b==full, (a, b, full)
     has out "--lora-rank"
 fi
 
+# ---------------------------------------------------------------------------
+# memplan table, ladder, sweep and plot (issue 5): the checks are in
+# tests/test_tables.sh; its counts are added to these.
+tables_out=$(sh tests/test_tables.sh "$bin" 2>&1)
+printf '%s\n' "$tables_out" | sed '$d'
+tp=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+tf=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_tables.sh did not finish"; fi
+# ---------------------------------------------------------------------------
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

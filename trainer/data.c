@@ -212,10 +212,12 @@ int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size
     bool builtin = !path || !path[0];
     if (builtin) {
         d->src_bytes = MT_CORPUS_BYTES;
-        d->text = mt_alloc(MT_DATA, d->src_bytes);
-        if (!d->text)
-            goto fail;
-        mt_corpus_generate(d->text, d->src_bytes);
+        if (kind == MT_LOAD_STREAM) { /* the stream reads the generated text */
+            d->text = mt_alloc(MT_DATA, d->src_bytes);
+            if (!d->text)
+                goto fail;
+            mt_corpus_generate(d->text, d->src_bytes);
+        }
     } else {
         d->fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -231,32 +233,33 @@ int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size
                      B * T + 1);
             goto fail;
         }
+        /* The bytes are placed in the upper half of the token buffer and
+         * expanded in place, front to back (token i is written over bytes 2i
+         * and 2i+1 <= ntok+i, which are already read): no second buffer. */
         d->ntok = d->src_bytes;
         d->tok = mt_alloc_n(MT_DATA, d->ntok, sizeof(uint16_t));
         if (!d->tok)
             goto fail;
+        uint8_t *bytes = (uint8_t *)d->tok + d->ntok;
         if (builtin) {
-            mt_tokenize((const uint8_t *)d->text, d->ntok, d->tok);
-            mt_free(d->text); /* the text is not needed once tokenised */
-            d->text = NULL;
+            mt_corpus_generate((char *)bytes, d->ntok);
         } else {
-            uint8_t *buf = mt_alloc(MT_DATA, MT_STREAM_CHUNK); /* read buffer, freed below */
-            if (!buf)
-                goto fail;
             for (size_t off = 0; off < d->ntok;) {
-                long n = src_read(d, buf, off, MT_STREAM_CHUNK);
+                long n = src_read(d, bytes + off, off, d->ntok - off);
                 if (n <= 0) {
-                    mt_free(buf);
                     if (n == 0)
                         mt_error("data: %s shrank while reading", path);
                     goto fail;
                 }
-                mt_tokenize(buf, (size_t)n, d->tok + off);
                 off += (size_t)n;
             }
-            mt_free(buf);
             close(d->fd);
             d->fd = -1;
+        }
+        for (size_t i = 0; i < d->ntok; i++) {
+            uint16_t t;
+            mt_tokenize(&bytes[i], 1, &t);
+            d->tok[i] = t;
         }
     } else {
         if (d->src_bytes < T + 1) {

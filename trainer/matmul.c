@@ -4,26 +4,15 @@
 #include "matmul.h"
 
 #include <cblas.h>
-#include <stdio.h>
-#include <time.h>
-typedef struct { size_t M,N,K; int ta,tb; double t; long n; } prof_e;
-static prof_e prof[256]; static int nprof;
-static double pnow(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+t.tv_nsec*1e-9;}
-void mt_prof_dump(void){ double tot=0; for(int i=0;i<nprof;i++){ prof_e*e=&prof[i]; tot+=e->t; if(e->t>0.05) fprintf(stderr,"M=%zu N=%zu K=%zu ta=%d tb=%d calls=%ld time=%.3f GF/s=%.1f\n",e->M,e->N,e->K,e->ta,e->tb,e->n,e->t,2.0*e->M*e->N*e->K*e->n/e->t/1e9);} fprintf(stderr,"sgemm total %.3f\n",tot); nprof=0;}
 
 void mt_sgemm(int transa, int transb, size_t M, size_t N, size_t K, float alpha, const float *A,
               size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc)
 {
     if (M == 0 || N == 0)
         return;
-    double t0 = pnow();
     cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
                 transb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
                 (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
-    double dt = pnow() - t0; int i;
-    for (i = 0; i < nprof; i++) if (prof[i].M==M&&prof[i].N==N&&prof[i].K==K&&prof[i].ta==transa&&prof[i].tb==transb) break;
-    if (i == nprof && nprof < 256) { prof[nprof] = (prof_e){M,N,K,transa,transb,0,0}; nprof++; }
-    if (i < 256) { prof[i].t += dt; prof[i].n++; }
 }
 
 /* Rows of W per tile: at least one. */

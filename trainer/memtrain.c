@@ -239,16 +239,16 @@ static int predict(const mt_config *c, bool tied, mp_estimate *e, char *err)
 /* ---------- measured components, in the planner's names ---------- */
 
 /* Each planner component from the allocator's tags: master weights count as
- * optimizer state (as the ZeRO paper does), backward workspaces as activations,
- * small tables as overhead; the data loader is host memory. */
+ * optimizer state (as the ZeRO paper does); backward workspaces and small
+ * tables are overhead; the data loader is host memory (reported apart). */
 static void measured_components(const mt_mem_stats *st, double comp[MP_NCOMP], bool peak)
 {
     const size_t *v = peak ? st->peak : st->cur;
     comp[MP_WEIGHTS] = (double)v[MT_WEIGHTS];
     comp[MP_GRADIENTS] = (double)v[MT_GRADIENTS];
     comp[MP_OPTIMIZER] = (double)(v[MT_MASTER] + v[MT_OPTIMIZER]);
-    comp[MP_ACTIVATIONS] = (double)(v[MT_ACTIVATIONS] + v[MT_WORKSPACE]);
-    comp[MP_OVERHEAD] = (double)v[MT_OTHER];
+    comp[MP_ACTIVATIONS] = (double)v[MT_ACTIVATIONS];
+    comp[MP_OVERHEAD] = (double)(v[MT_WORKSPACE] + v[MT_OTHER]);
 }
 
 /* ---------- checkpoints ---------- */

@@ -42,23 +42,42 @@ void mt_encoder_bwd(mt_gref dwte, mt_gref dwpe, const float *dout, const int32_t
 
 /* ---------- norms ---------- */
 
+/* sum of x[0..n) and sum of (x - m)^2, four lanes then the tail */
+static inline float vsum(const float *x, size_t n)
+{
+    v4 acc = v4_set(0.0f);
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4)
+        acc = v4_add(acc, v4_load(x + c));
+    float s = v4_hsum(acc);
+    for (; c < n; c++)
+        s += x[c];
+    return s;
+}
+
 void mt_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
                       const float *b, size_t N, size_t C)
 {
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C;
         float *o = out + n * C;
-        float s = 0.0f;
-        for (size_t c = 0; c < C; c++)
-            s += x[c];
-        float m = s / (float)C;
-        float v = 0.0f;
-        for (size_t c = 0; c < C; c++) {
-            float d = x[c] - m;
-            v += d * d;
+        float m = vsum(x, C) / (float)C;
+        v4 vm = v4_set(m), acc = v4_set(0.0f);
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            v4 dv = v4_sub(v4_load(x + c), vm);
+            acc = v4_add(acc, v4_mul(dv, dv));
         }
+        float v = v4_hsum(acc);
+        for (; c < C; c++)
+            v += (x[c] - m) * (x[c] - m);
         float r = 1.0f / sqrtf(v / (float)C + MT_NORM_EPS);
-        for (size_t c = 0; c < C; c++)
+        v4 vr = v4_set(r);
+        for (c = 0; c + 4 <= C; c += 4) {
+            v4 xh = v4_mul(v4_sub(v4_load(x + c), vm), vr);
+            v4_store(o + c, v4_add(v4_mul(xh, v4_load(w + c)), v4_load(b + c)));
+        }
+        for (; c < C; c++)
             o[c] = (x[c] - m) * r * w[c] + b[c];
         mean[n] = m;
         rstd[n] = r;
@@ -72,16 +91,36 @@ void mt_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, cons
         const float *x = inp + n * C, *d = dout + n * C;
         float *dx = dinp + n * C;
         float m = mean[n], r = rstd[n];
+        v4 vm = v4_set(m), vr = v4_set(r);
         /* dnorm = d * w; dx = r * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)) */
-        float sd = 0.0f, sdx = 0.0f;
-        for (size_t c = 0; c < C; c++) {
+        v4 a1 = v4_set(0.0f), a2 = v4_set(0.0f);
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            v4 xh = v4_mul(v4_sub(v4_load(x + c), vm), vr);
+            v4 dn = v4_mul(v4_load(d + c), v4_load(w + c));
+            a1 = v4_add(a1, dn);
+            a2 = v4_add(a2, v4_mul(dn, xh));
+        }
+        float sd = v4_hsum(a1), sdx = v4_hsum(a2);
+        for (; c < C; c++) {
             float xhat = (x[c] - m) * r, dn = d[c] * w[c];
             sd += dn;
             sdx += dn * xhat;
         }
         sd /= (float)C;
         sdx /= (float)C;
-        for (size_t c = 0; c < C; c++) {
+        v4 vsd = v4_set(sd), vsdx = v4_set(sdx);
+        for (c = 0; c + 4 <= C; c += 4) {
+            v4 xh = v4_mul(v4_sub(v4_load(x + c), vm), vr);
+            v4 dv = v4_load(d + c);
+            v4 t = v4_sub(v4_sub(v4_mul(dv, v4_load(w + c)), vsd), v4_mul(xh, vsdx));
+            v4_store(dx + c, v4_add(v4_load(dx + c), v4_mul(vr, t)));
+            if (dw)
+                v4_store(dw + c, v4_add(v4_load(dw + c), v4_mul(dv, xh)));
+            if (db)
+                v4_store(db + c, v4_add(v4_load(db + c), dv));
+        }
+        for (; c < C; c++) {
             float xhat = (x[c] - m) * r, dn = d[c] * w[c];
             dx[c] += r * (dn - sd - xhat * sdx);
             if (dw)
@@ -97,11 +136,20 @@ void mt_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, s
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C;
         float *o = out + n * C;
-        float s = 0.0f;
-        for (size_t c = 0; c < C; c++)
+        v4 acc = v4_set(0.0f);
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            v4 xv = v4_load(x + c);
+            acc = v4_add(acc, v4_mul(xv, xv));
+        }
+        float s = v4_hsum(acc);
+        for (; c < C; c++)
             s += x[c] * x[c];
         float r = 1.0f / sqrtf(s / (float)C + MT_NORM_EPS);
-        for (size_t c = 0; c < C; c++)
+        v4 vr = v4_set(r);
+        for (c = 0; c + 4 <= C; c += 4)
+            v4_store(o + c, v4_mul(v4_mul(v4_load(x + c), vr), v4_load(w + c)));
+        for (; c < C; c++)
             o[c] = x[c] * r * w[c];
         rstd[n] = r;
     }
@@ -114,12 +162,28 @@ void mt_rmsnorm_bwd(float *dinp, float *dw, const float *dout, const float *inp,
         const float *x = inp + n * C, *d = dout + n * C;
         float *dx = dinp + n * C;
         float r = rstd[n];
+        v4 vr = v4_set(r);
         /* dx = r * (dnorm - xhat * mean(dnorm * xhat)) */
-        float sdx = 0.0f;
-        for (size_t c = 0; c < C; c++)
+        v4 acc = v4_set(0.0f);
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            v4 xh = v4_mul(v4_load(x + c), vr);
+            acc = v4_add(acc, v4_mul(v4_mul(v4_load(d + c), v4_load(w + c)), xh));
+        }
+        float sdx = v4_hsum(acc);
+        for (; c < C; c++)
             sdx += d[c] * w[c] * x[c] * r;
         sdx /= (float)C;
-        for (size_t c = 0; c < C; c++) {
+        v4 vsdx = v4_set(sdx);
+        for (c = 0; c + 4 <= C; c += 4) {
+            v4 xh = v4_mul(v4_load(x + c), vr);
+            v4 dv = v4_load(d + c);
+            v4 t = v4_sub(v4_mul(dv, v4_load(w + c)), v4_mul(xh, vsdx));
+            v4_store(dx + c, v4_add(v4_load(dx + c), v4_mul(vr, t)));
+            if (dw)
+                v4_store(dw + c, v4_add(v4_load(dw + c), v4_mul(dv, xh)));
+        }
+        for (; c < C; c++) {
             float xhat = x[c] * r;
             dx[c] += r * (d[c] * w[c] - xhat * sdx);
             if (dw)
@@ -282,9 +346,12 @@ void mt_rows_add(float *out, const float *x, const float *bias, size_t N, size_t
         return;
     }
     for (size_t n = 0; n < N; n++) {
-        float *restrict o = out + n * C;
-        const float *restrict xi = x + n * C;
-        for (size_t c = 0; c < C; c++)
+        float *o = out + n * C;
+        const float *xi = x + n * C;
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4)
+            v4_store(o + c, v4_add(v4_load(xi + c), v4_load(bias + c)));
+        for (; c < C; c++)
             o[c] = xi[c] + bias[c];
     }
 }
@@ -292,9 +359,11 @@ void mt_rows_add(float *out, const float *x, const float *bias, size_t N, size_t
 void mt_colsum_acc(float *db, const float *d, size_t ld, size_t N, size_t C)
 {
     for (size_t n = 0; n < N; n++) {
-        float *restrict o = db;
-        const float *restrict row = d + n * ld;
-        for (size_t c = 0; c < C; c++)
-            o[c] += row[c];
+        const float *row = d + n * ld;
+        size_t c = 0;
+        for (; c + 4 <= C; c += 4)
+            v4_store(db + c, v4_add(v4_load(db + c), v4_load(row + c)));
+        for (; c < C; c++)
+            db[c] += row[c];
     }
 }

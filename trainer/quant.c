@@ -131,10 +131,12 @@ static void dq_absmax(mt_nf4 *q, const float *amax)
     }
 }
 
-int mt_nf4_quantize_gen(mt_nf4 *q, mt_nf4_gen gen, void *ctx)
+int mt_nf4_quantize_gen(mt_nf4 *q, mt_nf4_gen gen, void *ctx, float *scratch)
 {
     float *amax = q->absmax;
-    if (q->dq) {
+    if (q->dq && scratch) {
+        amax = scratch;
+    } else if (q->dq) {
         amax = mt_alloc_n(MT_OTHER, q->nblocks ? q->nblocks : 1, sizeof(float));
         if (!amax)
             return -1;
@@ -147,7 +149,8 @@ int mt_nf4_quantize_gen(mt_nf4 *q, mt_nf4_gen gen, void *ctx)
     }
     if (q->dq) {
         dq_absmax(q, amax);
-        mt_free(amax);
+        if (amax != scratch)
+            mt_free(amax);
     }
     return 0;
 }
@@ -159,7 +162,7 @@ static void gen_array(void *ctx, float *dst, size_t i0, size_t cnt)
 
 int mt_nf4_quantize(mt_nf4 *q, const float *w)
 {
-    return mt_nf4_quantize_gen(q, gen_array, (void *)w);
+    return mt_nf4_quantize_gen(q, gen_array, (void *)w, NULL);
 }
 
 float mt_nf4_block_absmax(const mt_nf4 *q, size_t j)

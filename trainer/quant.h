@@ -45,10 +45,11 @@ int mt_nf4_init(mt_nf4 *q, size_t n, bool dq);
 void mt_nf4_free(mt_nf4 *q);
 
 /* Quantise values produced block by block by `gen(ctx, dst, i0, cnt)` (fills
- * dst[0..cnt) with elements i0..i0+cnt). With dq a temporary of nblocks
- * floats (MT_OTHER) lives during the call. */
+ * dst[0..cnt) with elements i0..i0+cnt). With dq the fp32 absmax values are
+ * kept in `scratch` (nblocks floats) until they are double-quantised; NULL
+ * allocates a temporary (MT_OTHER) for the call. */
 typedef void (*mt_nf4_gen)(void *ctx, float *dst, size_t i0, size_t cnt);
-int mt_nf4_quantize_gen(mt_nf4 *q, mt_nf4_gen gen, void *ctx);
+int mt_nf4_quantize_gen(mt_nf4 *q, mt_nf4_gen gen, void *ctx, float *scratch);
 int mt_nf4_quantize(mt_nf4 *q, const float *w);
 
 /* out[0..n) = dequantised values, stored as dt. */

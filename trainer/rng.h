@@ -42,17 +42,23 @@ static inline float mt_rng_normal(mt_rng *r)
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* Fill x[0..n) with N(0, std^2) values, two per Box-Muller draw (fast path for
- * initialising large tensors). */
+/* Fill x[0..n) with N(0, std^2) values, two per draw (Marsaglia's polar
+ * method: no trigonometry, one log per pair; a fast path for initialising
+ * large tensors). */
 static inline void mt_rng_fill_normal(mt_rng *r, float *x, size_t n, float std)
 {
     for (size_t i = 0; i < n; i += 2) {
-        float u1 = ((float)(mt_rng_u64(r) >> 40) + 1.0f) * (1.0f / 16777216.0f); /* (0,1] */
-        float u2 = (float)(mt_rng_u64(r) >> 40) * (1.0f / 16777216.0f);
-        float rad = std * sqrtf(-2.0f * logf(u1));
-        x[i] = rad * cosf(6.2831853f * u2);
+        float u, v, s;
+        do {
+            uint64_t z = mt_rng_u64(r);
+            u = (float)(int32_t)(uint32_t)z * (1.0f / 2147483648.0f);        /* [-1, 1) */
+            v = (float)(int32_t)(uint32_t)(z >> 32) * (1.0f / 2147483648.0f);
+            s = u * u + v * v;
+        } while (s >= 1.0f || s == 0.0f);
+        float f = std * sqrtf(-2.0f * logf(s) / s);
+        x[i] = u * f;
         if (i + 1 < n)
-            x[i + 1] = rad * sinf(6.2831853f * u2);
+            x[i + 1] = v * f;
     }
 }
 

@@ -3,6 +3,7 @@
  */
 #include "train.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,18 @@ struct mt_trainer {
     long step;
 };
 
+static int say(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(char *err, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, MT_ERR_LEN, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 static int fail(char *err, const char *what)
 {
     if (err)
@@ -38,10 +51,9 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
         return fail(err, "trainer");
     t->cfg = *cfg;
     if (cfg->vocab < 256) {
-        snprintf(err, MT_ERR_LEN, "vocab (%d) must be at least 256 for the byte tokenizer",
-                 cfg->vocab);
+        mt_error("vocab (%d) must be at least 256 for the byte tokenizer", cfg->vocab);
         mt_free(t);
-        return -1;
+        return fail(err, "config");
     }
     size_t N = (size_t)cfg->batch * (size_t)cfg->seq;
     mt_rng_seed(&t->rng, cfg->seed ^ 0x747261696eULL);
@@ -185,8 +197,7 @@ int mt_trainer_state_save(const mt_trainer *t, void *buf, size_t len, char *err)
 {
     size_t need = mt_trainer_state_size(t);
     if (len < need) {
-        snprintf(err, MT_ERR_LEN, "state: buffer of %zu bytes, need %zu", len, need);
-        return -1;
+        return say(err, "state: buffer of %zu bytes, need %zu", len, need);
     }
     uint8_t *p = buf;
     float scale = t->scaler.scale;
@@ -215,17 +226,14 @@ int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
     const uint8_t *p = buf;
     uint64_t h[8];
     if (len < sizeof h) {
-        snprintf(err, MT_ERR_LEN, "state: truncated");
-        return -1;
+        return say(err, "state: truncated");
     }
     memcpy(h, p, sizeof h);
     if (h[0] != STATE_MAGIC) {
-        snprintf(err, MT_ERR_LEN, "state: not a memtrain state");
-        return -1;
+        return say(err, "state: not a memtrain state");
     }
     if (h[1] != fingerprint(&t->cfg) || h[2] != mt_trainer_state_size(t) || len < h[2]) {
-        snprintf(err, MT_ERR_LEN, "state: written by a different configuration");
-        return -1;
+        return say(err, "state: written by a different configuration");
     }
     p += sizeof h;
     uint64_t sizes[3];
@@ -235,9 +243,8 @@ int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
     for (int i = 0; i < 3; i++) {
         memcpy(&sizes[i], q, 8);
         if (sizes[i] != want[i]) {
-            snprintf(err, MT_ERR_LEN, "state: section %d has %llu bytes, expected %zu", i,
-                     (unsigned long long)sizes[i], want[i]);
-            return -1;
+            return say(err, "state: section %d has %llu bytes, expected %zu", i,
+                       (unsigned long long)sizes[i], want[i]);
         }
         q += 8 + sizes[i];
     }

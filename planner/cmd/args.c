@@ -25,7 +25,7 @@ enum {
     O_GPU, O_GPUS, O_HEADROOM, O_FRAMEWORK, O_PRECISION, O_OPTIMIZER, O_ADAM8, O_CKPT, O_ATTN,
     O_BATCH, O_ACCUM, O_GLOBAL, O_SEQ, O_CE, O_CECHUNK, O_LORA, O_TARGETS, O_QUANT, O_ZERO,
     O_OFFLOAD, O_TP, O_PP, O_EP, O_LOADER, O_DATASET, O_SHUFFLE, O_DROPOUT, O_TASK, O_PREFER,
-    O_FORMAT, O_EXPLAIN, O_EMIT, O_SOLVE, O_TOP, O_MAXBATCH,
+    O_FORMAT, O_EXPLAIN, O_EMIT, O_SOLVE, O_TOP, O_MAXBATCH, O_MODELS, O_LADDER,
 };
 
 static const struct option options[] = {
@@ -49,6 +49,7 @@ static const struct option options[] = {
     {"prefer", 1, 0, O_PREFER}, {"format", 1, 0, O_FORMAT}, {"explain", 0, 0, O_EXPLAIN},
     {"emit", 1, 0, O_EMIT}, {"output", 1, 0, 'o'}, {"solve", 1, 0, O_SOLVE},
     {"top", 1, 0, O_TOP}, {"max-batch", 1, 0, O_MAXBATCH}, {"help", 0, 0, 'h'},
+    {"models", 1, 0, O_MODELS}, {"ladder", 0, 0, O_LADDER},
     {0, 0, 0, 0},
 };
 
@@ -56,6 +57,10 @@ static const char usage_text[] =
     "usage: memplan [plan] MODEL BUDGET [TECHNIQUES] [OUTPUT]\n"
     "       memplan estimate MODEL [--gpu G] TECHNIQUES [OUTPUT]\n"
     "       memplan list models|gpus|frameworks [--format text|json|csv]\n"
+    "       memplan table MODEL|--models LIST [--gpus LIST] [TECHNIQUES] [OUTPUT]\n"
+    "       memplan ladder MODEL [--gpu G] [TECHNIQUES] [OUTPUT]\n"
+    "       memplan sweep MODEL --gpu G [TECHNIQUES] [OUTPUT]\n"
+    "       memplan plot MODEL [--gpu G] [--ladder] [TECHNIQUES] [-o FILE.svg]\n"
     "\n"
     "model (one of):\n"
     "  --model NAME          a profile (memplan list models), e.g. llama-3.1-8b\n"
@@ -71,6 +76,10 @@ static const char usage_text[] =
     "  --gpus N              GPUs in the job (default 1)\n"
     "  --headroom H          fraction kept free: 0.1 or 10% (default 10%)\n"
     "  --framework F         pytorch, deepspeed, megatron, memtrain, or a calibrated CSV\n"
+    "table:\n"
+    "  --models LIST         several profiles, comma-separated: a models x GPUs matrix\n"
+    "  --gpus LIST           GPU names or sizes, comma-separated (a number is still the\n"
+    "                        GPU count); default: every GPU profile\n"
     "techniques (each one given is pinned; the rest are searched):\n"
     "  --task full|lora|qlora|any        --precision fp32|amp-bf16|amp-fp16|mixed-bf16|\n"
     "  --optimizer adamw|adamw-8bit|paged-adamw|paged-adamw-8bit|sgd|  mixed-fp16|pure-bf16\n"
@@ -84,6 +93,9 @@ static const char usage_text[] =
     "output:\n"
     "  --format text|json|csv  --explain  --top N  --solve max-batch|max-seq|max-params\n"
     "  --emit memtrain|hf|deepspeed|accelerate [-o FILE]\n"
+    "  table, ladder, sweep: --format text|markdown|csv|json [-o FILE]\n"
+    "  plot: an SVG to -o FILE or stdout; --ladder draws the ladder, else the plan and\n"
+    "        its --top alternatives\n"
     "exit status: 0 a plan fits (or the estimate was made), 1 nothing fits, 2 bad input\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
@@ -98,6 +110,19 @@ static int parse_int(const char *flag, const char *v, int64_t lo, int64_t hi, in
                          (long long)lo, (long long)hi);
     *out = (int64_t)d;
     return 0;
+}
+
+/* A number, as --gpus N takes it (else, for table, a list of GPU names or sizes). */
+static bool is_number(const char *v)
+{
+    char *end;
+    strtod(v, &end);
+    return *v && end != v && !*end;
+}
+
+static bool is_grid_cmd(const char *cmd)
+{
+    return !strcmp(cmd, "table") || !strcmp(cmd, "ladder") || !strcmp(cmd, "sweep");
 }
 
 static int parse_bool(const char *flag, const char *v, bool *out)
@@ -245,7 +270,16 @@ int cli_parse(cli *c, int argc, char **argv, const char *cmd)
         case O_BIAS: { bool b; if (parse_bool("bias", optarg, &b)) return EXIT_USAGE; f.bias = b; break; }
         case O_TIED: { bool b; if (parse_bool("tied", optarg, &b)) return EXIT_USAGE; f.tied = b; break; }
         case O_GPU: c->gpu_name = optarg; break;
-        case O_GPUS: INT("gpus", 1, 1 << 20, gpus); c->pinned |= MP_PIN_GPUS; break;
+        case O_GPUS:
+            if (!strcmp(cmd, "table") && !is_number(optarg)) { /* a list of GPU names */
+                c->gpu_list = optarg;
+                break;
+            }
+            if (!is_number(optarg))
+                return cli_error("invalid value '%s' for --gpus (a GPU count; a list of GPU names is for memplan table)", optarg);
+            INT("gpus", 1, 1 << 20, gpus);
+            c->pinned |= MP_PIN_GPUS;
+            break;
         case O_HEADROOM: {
             char *end;
             errno = 0;
@@ -300,20 +334,54 @@ int cli_parse(cli *c, int argc, char **argv, const char *cmd)
             if (!strcmp(optarg, "text")) c->format = FMT_TEXT;
             else if (!strcmp(optarg, "json")) c->format = FMT_JSON;
             else if (!strcmp(optarg, "csv")) c->format = FMT_CSV;
+            else if (is_grid_cmd(cmd) && (!strcmp(optarg, "markdown") || !strcmp(optarg, "md")))
+                c->format = FMT_MARKDOWN;
+            else if (is_grid_cmd(cmd))
+                return cli_error("invalid value '%s' for --format (text, markdown, csv or json)", optarg);
             else return cli_error("invalid value '%s' for --format (text, json or csv)", optarg);
+            if (!strcmp(cmd, "plot"))
+                return cli_error("memplan plot writes SVG: --format '%s' does not apply", optarg);
             break;
         case O_EXPLAIN: c->explain = true; break;
         case O_EMIT: c->emit = optarg; break;
         case O_SOLVE: c->solve = optarg; break;
-        case O_TOP: { int64_t t; INT("top", 0, 1000, t); c->top = (int)t; break; }
+        case O_TOP: { int64_t t; INT("top", 0, 1000, t); c->top = (int)t; c->top_given = true; break; }
         case O_MAXBATCH: INT("max-batch", 1, 1 << 16, maxb); break;
+        case O_MODELS: c->models = optarg; break;
+        case O_LADDER: c->ladder = true; break;
         case ':': return cli_error("option '%s' needs a value", argv[optind - 1]);
         default: return cli_error("unknown option '%s' (memplan --help)", argv[optind - 1]);
         }
     }
     if (optind < argc) return cli_error("unexpected argument '%s' for memplan %s", argv[optind], cmd);
 
-    if (resolve_model(c, &f)) return EXIT_USAGE;
+    /* table, ladder, sweep, plot: options that belong to one of them */
+    if (c->ladder && c->models)
+        return cli_error("--ladder draws one model: it conflicts with --models '%s'", c->models);
+    if (c->models && strcmp(cmd, "table"))
+        return cli_error("--models '%s' is for memplan table (give one --model to memplan %s)", c->models, cmd);
+    if (c->ladder && strcmp(cmd, "plot"))
+        return cli_error("--ladder is for memplan plot (memplan ladder prints the ladder as a table)");
+    if (c->models) {
+        const char *other = c->model_name ? "--model" : c->hf_config ? "--hf-config" : c->params > 0 ? "--params"
+                          : c->family ? "--family" : NULL;
+        if (other) return cli_error("--models '%s' conflicts with %s: give the models one way", c->models, other);
+        if (f.layers || f.hidden || f.heads || f.kv || f.head_dim || f.ffn || f.vocab || f.max_pos || f.experts ||
+            f.top_k || f.shared || f.expffn || f.mlp >= 0 || f.norm >= 0 || f.pos >= 0 || f.bias >= 0 || f.tied >= 0)
+            return cli_error("--models '%s' takes profiles as they are: dimension flags do not apply", c->models);
+    }
+    if (!strcmp(cmd, "table") && c->gpu_name && strchr(c->gpu_name, ',')) {
+        if (c->gpu_list) return cli_error("--gpu '%s' conflicts with --gpus '%s': give the GPUs once", c->gpu_name, c->gpu_list);
+        c->gpu_list = c->gpu_name;
+        c->gpu_name = NULL;
+    }
+    if (c->gpu_list && c->gpu_name)
+        return cli_error("--gpu '%s' conflicts with --gpus '%s': give the GPUs once", c->gpu_name, c->gpu_list);
+    if ((is_grid_cmd(cmd) || !strcmp(cmd, "plot")) && (c->emit || c->solve))
+        return cli_error("%s '%s' is for memplan plan and estimate, not memplan %s", c->emit ? "--emit" : "--solve",
+                         c->emit ? c->emit : c->solve, cmd);
+
+    if (!c->models && resolve_model(c, &f)) return EXIT_USAGE;
     char err[MP_ERR_LEN];
     if (framework) {
         c->s.framework = mp_framework_find(framework, err);
@@ -324,6 +392,7 @@ int cli_parse(cli *c, int argc, char **argv, const char *cmd)
         c->have_gpu = true;
     }
     c->s.seq = seq_given ? seq : (c->model.max_pos > 0 && c->model.max_pos < 2048 ? c->model.max_pos : 2048);
+    c->seq_given = seq_given;
     c->s.gpus = gpus, c->s.tp = tp, c->s.pp = pp, c->s.ep = ep;
     c->pinned |= MP_PIN_SEQ;
     c->opts.task = MP_TASK_ANY;

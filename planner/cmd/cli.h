@@ -31,6 +31,11 @@ typedef struct cli {
     bool explain;
     const char *emit, *out_path, *solve;
     int top;
+    /* table, ladder, sweep, plot */
+    const char *models;        /* --models LIST (table only) */
+    const char *gpu_list;      /* table: --gpus LIST, or --gpu with commas */
+    bool ladder;               /* plot --ladder */
+    bool seq_given, top_given;
 } cli;
 
 /* Parse argv (after the subcommand) into c. Returns 0, or EXIT_USAGE after
@@ -50,5 +55,96 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len);
 int cmd_plan(cli *c);
 int cmd_estimate(cli *c);
 int cmd_list(int argc, char **argv);
+
+/* ---------- table, ladder, sweep, plot (grid.c, table.c, ladder.c, sweep.c, plot.c) ---------- */
+
+/* A table of typed cells, written as aligned text, Markdown, CSV (libcsv) or
+ * JSON (jansson) under the same column names. Sizes are bytes: GiB in text
+ * and Markdown, whole bytes in CSV and JSON. An unset cell is "—" in text and
+ * Markdown, empty in CSV and null in JSON. */
+typedef enum { COL_STR, COL_INT, COL_BYTES, COL_REAL, COL_PCT, COL_BOOL } col_kind;
+typedef struct grid_col {
+    const char *name;
+    col_kind kind;
+} grid_col;
+typedef struct grid_cell {
+    char *s;                   /* COL_STR */
+    double v;
+    bool set;
+} grid_cell;
+typedef struct grid {
+    const grid_col *cols;
+    int ncols;
+    grid_cell *cells;          /* nrows x ncols */
+    size_t nrows, cap;
+} grid;
+void grid_init(grid *g, const grid_col *cols, int ncols);
+size_t grid_add_row(grid *g);  /* a row of unset cells; exits on out of memory */
+void grid_str(grid *g, size_t row, int col, const char *s);   /* NULL leaves it unset */
+void grid_num(grid *g, size_t row, int col, double v);
+void grid_write(FILE *f, const grid *g, out_format fmt);
+void grid_free(grid *g);
+
+/* Output is built in memory, then written to -o FILE atomically or to stdout. */
+typedef struct out_buf {
+    char *data;
+    size_t len;
+    FILE *f;
+} out_buf;
+FILE *out_open(out_buf *o);
+int out_finish(out_buf *o, const char *path); /* 0, or EXIT_USAGE after the error */
+
+/* Split a comma list into at most `max` trimmed items (pointers into `buf`);
+ * returns the count, or -1 after printing the error (empty list or item). */
+int split_list(const char *flag, const char *list, char *buf, size_t len, char **items, int max);
+
+/* The settings that fit a GPU, as `table` recommends them. */
+typedef struct recommendation {
+    bool fits;                 /* a plan fits on `gpus` GPUs */
+    bool multi;                /* nothing fit on the GPU count asked: ZeRO-3 over `gpus` */
+    int64_t gpus;
+    mp_task task;
+    mp_settings s;             /* the plan; when nothing fits, the least-memory plan */
+    mp_estimate e;             /* mp_estimate_run of s */
+    char note[200];
+} recommendation;
+/* Memory does not depend on the GPU (speed does), so what one search learns
+ * about a model holds for the next GPU: each task's least-memory plan, per bf16
+ * support, GPU count (level 0: the count asked; k: 2^k GPUs with ZeRO-3) and
+ * space searched (0: all; 1: the AdamW-class tier). */
+#define TC_LEVELS 13
+enum { TC_UNKNOWN, TC_KNOWN, TC_ERROR };
+typedef struct table_cache_entry {
+    int state;
+    mp_candidate least;
+} table_cache_entry;
+typedef struct table_cache {
+    table_cache_entry e[2][TC_LEVELS][MP_NTASK][2];
+    char err[MP_ERR_LEN];
+} table_cache;
+/* The model's base settings for the table: the flags, with its own default seq. */
+void table_base(const cli *c, const mp_model *m, mp_settings *s);
+/* The plan for one model on one GPU; `cache` (zeroed per model) may be NULL. */
+int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
+              table_cache *cache, recommendation *r, char *err);
+/* "full bf16", "LoRA", "QLoRA", "2x ZeRO-3", ... */
+const char *recommendation_label(const recommendation *r, char *buf, size_t len);
+
+/* The technique ladder: each step adds one technique to the one before. */
+#define LADDER_MAX 8
+typedef struct ladder_step {
+    int step, from;            /* from: the row it adds to (-1 for the baseline) */
+    char change[96];           /* "+ mixed precision (mixed-bf16)" */
+    char label[2][40];         /* two short lines for a plot */
+    mp_settings s;
+    mp_estimate e;
+    bool fits;
+} ladder_step;
+int ladder_build(const cli *c, ladder_step *rows, int *n, char *err);
+
+int cmd_table(cli *c);
+int cmd_ladder(cli *c);
+int cmd_sweep(cli *c);
+int cmd_plot(cli *c);
 
 #endif

@@ -305,8 +305,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc - first, argv + first);
-    if (strcmp(cmd, "plan") && strcmp(cmd, "estimate") && strcmp(cmd, "help"))
-        return cli_error("unknown command '%s' (plan, estimate, list; memplan --help)", cmd);
+    if (strcmp(cmd, "plan") && strcmp(cmd, "estimate") && strcmp(cmd, "help") && strcmp(cmd, "table") &&
+        strcmp(cmd, "ladder") && strcmp(cmd, "sweep") && strcmp(cmd, "plot"))
+        return cli_error("unknown command '%s' (plan, estimate, list, table, ladder, sweep, plot; memplan --help)", cmd);
     if (!strcmp(cmd, "help")) {
         char *h[] = {argv[0], "--help", NULL};
         cli c;
@@ -318,5 +319,9 @@ int main(int argc, char **argv)
     int rc = cli_parse(&c, argc - first + 1, argv + first - 1, cmd);
     if (rc) return rc;
     if (!strcmp(cmd, "estimate")) return cmd_estimate(&c);
+    if (!strcmp(cmd, "table")) return cmd_table(&c);
+    if (!strcmp(cmd, "ladder")) return cmd_ladder(&c);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(&c);
+    if (!strcmp(cmd, "plot")) return cmd_plot(&c);
     return cmd_plan(&c);
 }

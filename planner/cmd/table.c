@@ -1,0 +1,435 @@
+/* table.c — memplan table: the recommended plan of each model on each GPU.
+ *
+ * One model: a row per GPU with the plan mp_search picks (the same ranking as
+ * `memplan plan`: full fine-tuning, then LoRA, then QLoRA; AdamW-class
+ * optimizers first; then tokens/s), its memory and speed, or why nothing fits.
+ * Several models: a models x GPUs matrix naming the kind of training that fits.
+ * When nothing fits on one GPU (and the flags leave the GPU count and ZeRO
+ * open), the row gives the smallest power-of-two GPU count on which a plan fits
+ * with ZeRO-3 and no offload, and that plan. Every number comes from mp_search
+ * and mp_estimate_run; the searches are split (task by task, the AdamW-class
+ * tier first) and their least-memory results cached per model so that a
+ * 20 x 20 matrix takes well under a second, with the answers of one search
+ * over everything. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ITEMS 256
+
+void table_base(const cli *c, const mp_model *m, mp_settings *s)
+{
+    *s = c->s;
+    if (!c->seq_given) s->seq = m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+}
+
+/* The best plan of one task, or that task's least-memory candidate. */
+typedef struct task_result {
+    bool ran, fits;
+    mp_candidate best;
+} task_result;
+
+static bool adamw_class(mp_optimizer o)
+{
+    return o == MP_ADAMW || o == MP_ADAMW_8BIT || o == MP_PAGED_ADAMW || o == MP_PAGED_ADAMW_8BIT;
+}
+
+/* One search of task t; `tier0` restricts it to the AdamW-class tier (tier 0 in
+ * mp_candidate: AdamW-class optimizers, any precision but pure bf16). */
+static int search_one(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
+                      unsigned extra_pins, mp_task t, bool tier0, table_cache_entry *ce, task_result *res,
+                      char *err)
+{
+    mp_search_opts o = c->opts;
+    o.pinned |= extra_pins;
+    o.budget_bytes = g->mem_bytes;
+    o.headroom = c->headroom;
+    o.exhaustive = false;
+    o.task = t;
+    if (tier0) {
+        o.only_optimizers = 1u << MP_ADAMW | 1u << MP_ADAMW_8BIT | 1u << MP_PAGED_ADAMW | 1u << MP_PAGED_ADAMW_8BIT;
+        o.only_precisions = ((1u << MP_NPRECISION) - 1) & ~(1u << MP_PURE_BF16);
+    }
+    mp_search_result r;
+    if (mp_search(m, base, g, &o, &r, err)) {
+        if (ce) ce->state = TC_ERROR;
+        return -1;
+    }
+    memset(res, 0, sizeof *res);
+    if (r.n) {
+        res->ran = true;
+        res->fits = r.cands[0].fits;
+        res->best = r.cands[0]; /* the winner, or the least memory when none fits */
+        if (ce && ce->state != TC_KNOWN) {
+            size_t k = 0;
+            for (size_t i = 1; i < r.n; i++)
+                if (r.cands[i].device_bytes < r.cands[k].device_bytes) k = i;
+            ce->least = r.cands[k];
+            ce->state = TC_KNOWN;
+        }
+    }
+    mp_search_free(&r);
+    return 0;
+}
+
+/* Search task by task, most complete first, and stop at the first that fits.
+ * The ranking puts every fitting plan of a more complete task first, and within
+ * a task every fitting AdamW-class plan first, so searching that tier before the
+ * rest finds the plan a search of everything would pick, at a fraction of the
+ * cost. Memory does not depend on the GPU (speed does): the cache remembers each
+ * space's least-memory plan, and a GPU too small for it skips that search. */
+static int search_tasks(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
+                        unsigned extra_pins, table_cache *cache, int level, task_result res[MP_NTASK],
+                        int *winner, char *err)
+{
+    const unsigned pin = c->pinned | extra_pins;
+    const double usable = g->mem_bytes * (1 - c->headroom); /* as mp_fits */
+    /* the tier can be searched apart unless the pins make it all or nothing */
+    bool tiered = !((pin & MP_PIN_OPTIMIZER) && (pin & MP_PIN_PRECISION)) &&
+                  !((pin & MP_PIN_OPTIMIZER) && !adamw_class(base->optimizer)) &&
+                  !((pin & MP_PIN_PRECISION) && base->precision == MP_PURE_BF16);
+    *winner = -1;
+    bool any = false;
+    err[0] = 0;
+    memset(res, 0, sizeof(task_result) * MP_NTASK);
+    int b = g->bf16 ? 1 : 0;
+    for (int t = MP_TASK_FULL; t <= MP_TASK_QLORA && *winner < 0; t++) {
+        if (c->opts.task != MP_TASK_ANY && c->opts.task != (mp_task)t) continue;
+        table_cache_entry *all = cache ? &cache->e[b][level][t][0] : NULL;
+        table_cache_entry *top = cache ? &cache->e[b][level][t][1] : NULL;
+        char e2[MP_ERR_LEN];
+        if (all && all->state == TC_ERROR) {
+            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", cache->err);
+            continue;
+        }
+        if (all && all->state == TC_KNOWN && !(all->least.device_bytes <= usable)) {
+            any = true; /* known already: nothing of this task fits here */
+            res[t].ran = true;
+            res[t].best = all->least;
+            continue;
+        }
+        if (tiered && !(top && top->state == TC_ERROR) &&
+            !(top && top->state == TC_KNOWN && !(top->least.device_bytes <= usable)) &&
+            search_one(c, m, base, g, extra_pins, (mp_task)t, true, top, &res[t], e2) == 0 && res[t].fits) {
+            any = true;
+            *winner = t;
+            break;
+        }
+        if (search_one(c, m, base, g, extra_pins, (mp_task)t, false, all, &res[t], e2)) {
+            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", e2);
+            if (cache) snprintf(cache->err, sizeof cache->err, "%s", e2);
+            continue;
+        }
+        any = true;
+        if (res[t].fits) *winner = t;
+    }
+    if (!any) return -1;
+    err[0] = 0;
+    return 0;
+}
+
+int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g, table_cache *cache,
+              recommendation *rec, char *err)
+{
+    memset(rec, 0, sizeof *rec);
+    task_result res[MP_NTASK];
+    int win;
+    if (search_tasks(c, m, base, g, 0, cache, 0, res, &win, err)) return -1;
+    double usable = g->mem_bytes * (1 - c->headroom);
+    /* the least-memory plan of all tasks, for the note */
+    int least = -1;
+    for (int t = 0; t < MP_NTASK; t++)
+        if (res[t].ran && (least < 0 || res[t].best.device_bytes < res[least].best.device_bytes)) least = t;
+    if (least < 0) {
+        snprintf(err, MP_ERR_LEN, "no valid combination");
+        return -1;
+    }
+    mp_candidate fallback = res[least].best;
+
+    /* Nothing fits on one GPU: the smallest power of two on which some plan fits with
+     * ZeRO-3 and no offload (offloading parameters would trade GPUs for host RAM and
+     * PCIe time), and the best plan there. */
+    bool tried = false;
+    if (win < 0 && !(c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO))) {
+        tried = true;
+        int64_t unit = base->tp * base->pp;
+        for (int k = 1; k < TC_LEVELS && win < 0; k++) {
+            mp_settings b = *base;
+            b.gpus = ((int64_t)1 << k) * unit;
+            b.zero = 3;
+            unsigned pins = MP_PIN_GPUS | MP_PIN_ZERO;
+            if (!(c->pinned & MP_PIN_OFFLOAD)) b.offload = MP_OFFLOAD_NONE, pins |= MP_PIN_OFFLOAD;
+            char e2[MP_ERR_LEN];
+            if (search_tasks(c, m, &b, g, pins, cache, k, res, &win, e2) == 0 && win >= 0) rec->multi = true;
+        }
+    }
+
+    const mp_candidate *pick = win >= 0 ? &res[win].best : &fallback;
+    rec->s = pick->s;
+    rec->task = pick->task;
+    if (mp_estimate_run(m, &rec->s, g, &rec->e, err)) return -1;
+    rec->fits = mp_fits(&rec->e, g->mem_bytes, c->headroom);
+    rec->gpus = rec->s.gpus;
+    char a[32], b[32];
+    if (rec->multi)
+        snprintf(rec->note, sizeof rec->note, "nothing fits on one GPU: ZeRO-3 over %lld GPUs",
+                 (long long)rec->gpus);
+    else if (!rec->fits)
+        snprintf(rec->note, sizeof rec->note, "nothing fits: needs at least %s, %.1fx the usable %s%s",
+                 mp_fmt_gib(rec->e.device_bytes, a, sizeof a), rec->e.device_bytes / usable,
+                 mp_fmt_gib(usable, b, sizeof b), tried ? ", nor on 4096 GPUs with ZeRO-3" : "");
+    return 0;
+}
+
+static const char *precision_short(mp_precision p)
+{
+    switch (p) {
+    case MP_FP32: return "fp32";
+    case MP_AMP_BF16: case MP_MIXED_BF16: return "bf16";
+    case MP_AMP_FP16: case MP_MIXED_FP16: return "fp16";
+    default: return "pure bf16";
+    }
+}
+
+const char *recommendation_label(const recommendation *r, char *buf, size_t len)
+{
+    const char *task = r->task == MP_TASK_LORA ? "LoRA" : r->task == MP_TASK_QLORA ? "QLoRA" : NULL;
+    if (!r->fits) snprintf(buf, len, "\xe2\x80\x94");
+    else if (r->multi) snprintf(buf, len, "%lldx ZeRO-3%s%s", (long long)r->gpus, task ? " " : "", task ? task : "");
+    else if (task) snprintf(buf, len, "%s", task);
+    else {
+        bool bit8 = r->s.optimizer == MP_ADAMW_8BIT || r->s.optimizer == MP_PAGED_ADAMW_8BIT;
+        snprintf(buf, len, "full %s%s%s", precision_short(r->s.precision), bit8 ? " 8-bit" : "",
+                 r->s.offload != MP_OFFLOAD_NONE ? " +offload" : "");
+    }
+    return buf;
+}
+
+/* ---------- output ---------- */
+
+enum { T_MODEL, T_GPU, T_CAPACITY, T_FITS, T_GPUS, T_TASK, T_PRECISION, T_OPTIMIZER, T_QUANT, T_LORA_RANK,
+       T_LORA_TARGETS, T_CKPT, T_ATTENTION, T_CE, T_BATCH, T_ACCUM, T_SEQ, T_ZERO, T_OFFLOAD, T_DEVICE,
+       T_USED, T_TOKENS, T_NOTE, T_NCOL };
+
+static const grid_col row_cols[T_NCOL] = {
+    {"model", COL_STR}, {"gpu", COL_STR}, {"capacity_bytes", COL_BYTES}, {"fits", COL_BOOL},
+    {"gpus", COL_INT}, {"task", COL_STR}, {"precision", COL_STR}, {"optimizer", COL_STR},
+    {"quant", COL_STR}, {"lora_rank", COL_INT}, {"lora_targets", COL_STR}, {"checkpointing", COL_STR},
+    {"attention", COL_STR}, {"ce", COL_STR}, {"batch", COL_INT}, {"accum", COL_INT}, {"seq", COL_INT},
+    {"zero", COL_INT}, {"offload", COL_STR}, {"device_bytes", COL_BYTES}, {"used_pct", COL_PCT},
+    {"tokens_per_s", COL_REAL}, {"note", COL_STR},
+};
+
+/* "all", "attn", "mlp" when the bits are exactly those (the flags accept them), else "q,k,v". */
+static const char *targets_name(unsigned bits, char *buf, size_t len)
+{
+    if (bits == MP_LORA_ALL) return "all";
+    if (bits == MP_LORA_ATTN) return "attn";
+    if (bits == MP_LORA_MLP) return "mlp";
+    return mp_lora_targets_name(bits, buf, len);
+}
+
+static void add_plan_row(grid *gr, const mp_model *m, const mp_gpu *g, const recommendation *r)
+{
+    char tg[64];
+    const mp_settings *s = &r->s;
+    size_t i = grid_add_row(gr);
+    grid_str(gr, i, T_MODEL, m->name);
+    grid_str(gr, i, T_GPU, g->name);
+    grid_num(gr, i, T_CAPACITY, g->mem_bytes);
+    grid_num(gr, i, T_FITS, r->fits);
+    grid_num(gr, i, T_GPUS, (double)s->gpus);
+    grid_str(gr, i, T_TASK, mp_task_name(r->task));
+    grid_str(gr, i, T_PRECISION, mp_precision_name(s->precision));
+    grid_str(gr, i, T_OPTIMIZER, mp_optimizer_name(s->optimizer));
+    grid_str(gr, i, T_QUANT, mp_quant_name(s->quant));
+    grid_num(gr, i, T_LORA_RANK, (double)s->lora_rank);
+    grid_str(gr, i, T_LORA_TARGETS, s->lora_rank > 0 ? targets_name(s->lora_targets, tg, sizeof tg) : NULL);
+    grid_str(gr, i, T_CKPT, mp_ckpt_name(s->checkpointing));
+    grid_str(gr, i, T_ATTENTION, mp_attention_name(s->attention));
+    grid_str(gr, i, T_CE, mp_ce_name(s->ce));
+    grid_num(gr, i, T_BATCH, (double)s->batch);
+    grid_num(gr, i, T_ACCUM, (double)s->accum);
+    grid_num(gr, i, T_SEQ, (double)s->seq);
+    grid_num(gr, i, T_ZERO, s->zero);
+    grid_str(gr, i, T_OFFLOAD, mp_offload_name(s->offload));
+    grid_num(gr, i, T_DEVICE, r->e.device_bytes);
+    grid_num(gr, i, T_USED, 100 * r->e.device_bytes / g->mem_bytes);
+    if (r->e.tokens_per_s > 0) grid_num(gr, i, T_TOKENS, r->e.tokens_per_s);
+    grid_str(gr, i, T_NOTE, r->note[0] ? r->note : NULL);
+}
+
+static const char *task_words(mp_task t)
+{
+    return t == MP_TASK_FULL ? "full fine-tuning only" : t == MP_TASK_LORA ? "LoRA only"
+         : t == MP_TASK_QLORA ? "QLoRA only" : "full fine-tuning, LoRA or QLoRA";
+}
+
+int cmd_table(cli *c)
+{
+    char err[MP_ERR_LEN], buf[4096];
+    char *items[MAX_ITEMS];
+    /* the GPUs */
+    mp_gpu *gpus = NULL;
+    int ngpus = 0;
+    if (c->gpu_list) {
+        int n = split_list("gpus", c->gpu_list, buf, sizeof buf, items, MAX_ITEMS);
+        if (n < 0) return EXIT_USAGE;
+        gpus = calloc((size_t)n, sizeof *gpus);
+        for (int i = 0; i < n; i++) {
+            if (mp_gpu_lookup(items[i], &gpus[ngpus], err)) {
+                free(gpus);
+                return cli_error("--gpus '%s': %s", c->gpu_list, err);
+            }
+            for (int k = 0; k < ngpus; k++)
+                if (!strcmp(gpus[k].name, gpus[ngpus].name)) {
+                    cli_error("GPU '%s' is given twice in --gpus '%s'", items[i], c->gpu_list);
+                    free(gpus);
+                    return EXIT_USAGE;
+                }
+            ngpus++;
+        }
+    } else if (c->have_gpu) {
+        gpus = calloc(1, sizeof *gpus);
+        gpus[ngpus++] = c->gpu;
+    } else {
+        while (mp_gpu_at(ngpus)) ngpus++;
+        if (!ngpus) {
+            mp_gpu probe;
+            if (mp_gpu_lookup("rtx4090", &probe, err)) return cli_error("%s", err);
+            return cli_error("no GPU profiles in '%s'", mp_profiles_dir());
+        }
+        gpus = calloc((size_t)ngpus, sizeof *gpus);
+        for (int i = 0; i < ngpus; i++) gpus[i] = *mp_gpu_at(i);
+    }
+    /* the models */
+    mp_model *models = NULL;
+    int nmodels = 0;
+    if (c->models) {
+        int n = split_list("models", c->models, buf, sizeof buf, items, MAX_ITEMS);
+        if (n < 0) {
+            free(gpus);
+            return EXIT_USAGE;
+        }
+        models = calloc((size_t)n, sizeof *models);
+        for (int i = 0; i < n; i++) {
+            if (mp_model_lookup(items[i], &models[nmodels], err)) {
+                free(gpus), free(models);
+                return cli_error("--models '%s': %s", c->models, err);
+            }
+            for (int k = 0; k < nmodels; k++)
+                if (!strcmp(models[k].name, models[nmodels].name)) {
+                    cli_error("model '%s' is given twice in --models '%s'", items[i], c->models);
+                    free(gpus), free(models);
+                    return EXIT_USAGE;
+                }
+            nmodels++;
+        }
+    } else {
+        models = calloc(1, sizeof *models);
+        models[nmodels++] = c->model;
+    }
+
+    int n = nmodels * ngpus;
+    recommendation *recs = calloc((size_t)n, sizeof *recs);
+    int *rcs = calloc((size_t)n, sizeof *rcs);
+    char (*errs)[MP_ERR_LEN] = calloc((size_t)n, sizeof *errs);
+    table_cache *cache = calloc(1, sizeof *cache);
+    int rc = 0, failed = 0, fitting = 0, first_fail = -1;
+    if (!recs || !rcs || !errs || !cache) {
+        rc = cli_error("out of memory");
+        goto done;
+    }
+    for (int m = 0; m < nmodels; m++) {
+        mp_settings base;
+        table_base(c, &models[m], &base);
+        memset(cache, 0, sizeof *cache);
+        for (int g = 0; g < ngpus; g++) {
+            int i = m * ngpus + g;
+            rcs[i] = recommend(c, &models[m], &base, &gpus[g], cache, &recs[i], errs[i]);
+            if (rcs[i]) {
+                failed++;
+                if (first_fail < 0) first_fail = i;
+            } else fitting += recs[i].fits;
+        }
+    }
+    /* one model: its error is the same on every GPU; several: only if none could be planned */
+    if (failed && (nmodels == 1 || failed == n)) {
+        rc = cli_error("%s", errs[first_fail]);
+        goto done;
+    }
+
+    out_buf ob;
+    FILE *f = out_open(&ob);
+    grid gr;
+    char a[32], lab[64];
+    mp_settings base;
+    table_base(c, &models[0], &base);
+    if (nmodels == 1) {
+        grid_init(&gr, row_cols, T_NCOL);
+        for (int i = 0; i < n; i++) add_plan_row(&gr, &models[0], &gpus[i], &recs[i]);
+        if (c->format == FMT_TEXT) {
+            char how[220];
+            if (c->models) snprintf(how, sizeof how, "profile '%s'", models[0].name);
+            else snprintf(how, sizeof how, "%s", c->model_how);
+            fprintf(f, "memplan table: %s (%s), %s; seq %lld, %s; %.0f%% headroom kept free\n",
+                    models[0].name, how, task_words(c->opts.task), (long long)base.seq,
+                    c->pinned & MP_PIN_BATCH ? "micro-batch pinned" : "micro-batch searched", c->headroom * 100);
+            fprintf(f, "sizes per GPU in GiB (2^30 bytes); device_bytes is what nvidia-smi would show "
+                       "(--format csv or json: bytes)\n\n");
+        }
+        grid_write(f, &gr, c->format);
+        if (c->format == FMT_TEXT) {
+            bool multi = false;
+            for (int i = 0; i < n; i++) multi |= recs[i].multi;
+            if (multi)
+                fprintf(f, "\ngpus > 1: nothing fits on one GPU; the smallest power of two on which a plan fits with\n"
+                           "ZeRO-3 (parameters, gradients and optimizer state sharded), and the best plan there\n");
+        }
+        grid_free(&gr);
+    } else {
+        grid_col *cols = calloc((size_t)ngpus + 1, sizeof *cols);
+        cols[0] = (grid_col){"model", COL_STR};
+        for (int g = 0; g < ngpus; g++) cols[g + 1] = (grid_col){gpus[g].name, COL_STR};
+        grid_init(&gr, cols, ngpus + 1);
+        bool na = false;
+        for (int m = 0; m < nmodels; m++) {
+            size_t r = grid_add_row(&gr);
+            grid_str(&gr, r, 0, models[m].name);
+            for (int g = 0; g < ngpus; g++) {
+                int i = m * ngpus + g;
+                if (rcs[i]) grid_str(&gr, r, g + 1, "n/a"), na = true;
+                else if (recs[i].fits) grid_str(&gr, r, g + 1, recommendation_label(&recs[i], lab, sizeof lab));
+                /* else unset: "—" in text and Markdown, empty in CSV, null in JSON */
+            }
+        }
+        if (c->format == FMT_TEXT)
+            fprintf(f, "memplan table: the most complete training that fits each GPU (%s; %s%s; %.0f%% headroom)\n\n",
+                    task_words(c->opts.task), c->seq_given ? "seq " : "seq: each model's maximum or 2048",
+                    c->seq_given ? (snprintf(a, sizeof a, "%lld", (long long)c->s.seq), a) : "", c->headroom * 100);
+        grid_write(f, &gr, c->format);
+        if (c->format == FMT_TEXT) {
+            fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); 8-bit: 8-bit AdamW;\n"
+                       "            +offload: optimizer state in host RAM (ZeRO-Offload)\n"
+                       "LoRA        adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
+                       "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
+                       "\xe2\x80\x94           nothing fits%s\n"
+                       "details of one column: memplan table --model NAME --gpus GPU\n",
+                    c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on 4096 GPUs");
+            if (na)
+                for (int i = 0; i < n; i++)
+                    if (rcs[i]) {
+                        fprintf(f, "n/a         %s: %s\n", models[i / ngpus].name, errs[i]);
+                        break;
+                    }
+        }
+        grid_free(&gr);
+        free(cols);
+    }
+    rc = out_finish(&ob, c->out_path);
+    if (!rc && !fitting) rc = EXIT_NOFIT;
+done:
+    free(gpus), free(models), free(recs), free(rcs), free(errs), free(cache);
+    return rc;
+}

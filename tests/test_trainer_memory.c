@@ -1,0 +1,346 @@
+/*
+ * test_trainer_memory.c — the allocator, and trainer/MEMORY.md's formulas
+ * against what the trainer really allocates, byte for byte, over a matrix of
+ * configurations. predict() below is a direct transcription of MEMORY.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "check.h"
+#include "config.h"
+#include "train.h"
+
+static char err[MT_ERR_LEN];
+
+/* ---------- the allocator ---------- */
+
+static void test_alloc(void)
+{
+    mt_mem_stats s0, s;
+    mt_mem_get(&s0);
+    mt_mem_reset_peaks();
+    char *a = mt_alloc(MT_WEIGHTS, 1000), *b = mt_calloc(MT_ACTIVATIONS, 333);
+    mt_mem_get(&s);
+    CHECK(a && b && ((uintptr_t)a % 64) == 0 && ((uintptr_t)b % 64) == 0,
+          "blocks are 64-byte aligned");
+    CHECK(s.cur[MT_WEIGHTS] == s0.cur[MT_WEIGHTS] + 1000 &&
+              s.cur[MT_ACTIVATIONS] == s0.cur[MT_ACTIVATIONS] + 333,
+          "requested bytes are counted per tag (1000 weights, 333 activations)");
+    int zero = 1;
+    for (int i = 0; i < 333; i++)
+        zero &= b[i] == 0;
+    CHECK(zero && mt_alloc_size(b) == 333 && mt_alloc_tag(b) == MT_ACTIVATIONS,
+          "calloc zeroes; size and tag are kept in the header");
+    mt_free(b);
+    char *c = mt_alloc(MT_WORKSPACE, 5000);
+    mt_mem_get(&s);
+    CHECK(s.total_peak == s0.total + 1333 + 0 || s.total_peak == s0.total + 6000,
+          "total peak %zu", s.total_peak - s0.total);
+    CHECK(s.total_peak - s0.total == 6000 && s.at_peak[MT_WORKSPACE] - s0.cur[MT_WORKSPACE] == 5000 &&
+              s.at_peak[MT_ACTIVATIONS] == s0.cur[MT_ACTIVATIONS],
+          "the total peak and each tag's value at that moment");
+    CHECK(s.peak[MT_ACTIVATIONS] - s0.cur[MT_ACTIVATIONS] == 333,
+          "a tag's own peak survives its free");
+    mt_free(a);
+    mt_free(c);
+    char *d = mt_alloc(MT_DATA, 1000);
+    mt_mem_get(&s);
+    CHECK(d == a && s.nreuse > s0.nreuse, "a freed block of the same size is reused from the cache");
+    mt_free(d);
+    mt_clear_error();
+    void *huge = mt_alloc(MT_OPTIMIZER, (size_t)1 << 62);
+    CHECK(huge == NULL && strstr(mt_last_error(), "test_trainer_memory.c") &&
+              strstr(mt_last_error(), "optimizer"),
+          "a failed allocation reports where and what: %s", mt_last_error());
+    void *ovf = mt_alloc_n(MT_DATA, SIZE_MAX / 2, 4);
+    CHECK(ovf == NULL && strstr(mt_last_error(), "overflow"), "size overflow is caught: %s",
+          mt_last_error());
+    mt_mem_trim();
+    mt_mem_get(&s);
+    CHECK(s.cached == 0, "trim empties the cache");
+    CHECK(mt_rss_bytes() > 0 && mt_peak_rss_bytes() >= mt_rss_bytes(),
+          "RSS %.1f MiB, high-water mark %.1f MiB", mt_rss_bytes() / 1048576.0,
+          mt_peak_rss_bytes() / 1048576.0);
+}
+
+/* ---------- MEMORY.md, transcribed ---------- */
+
+typedef struct pred {
+    double persist[MT_NTAGS]; /* persistent bytes per tag */
+    double act_dyn;           /* per micro-batch activations at the end of forward */
+} pred;
+
+static double cdiv(double a, double b) { return ceil(a / b); }
+
+static void predict(const mt_config *c, pred *p)
+{
+    memset(p, 0, sizeof *p);
+    bool gpt2 = c->family == MT_GPT2, mixed = c->precision != MT_PREC_FP32;
+    bool lora = c->lora_rank > 0, qlora = c->quant != MT_QUANT_NONE, full_ft = !lora;
+    bool eager = c->attention == MT_ATTN_EAGER, chunked = c->ce == MT_CE_CHUNKED;
+    double B = c->batch, T = c->seq, N = B * T, C = c->hidden, L = c->layers, NH = c->heads;
+    double KV = c->kv_heads, HD = C / NH, F = c->ffn, V = c->vocab, maxpos = c->max_pos;
+    double r = c->lora_rank, QW = (NH + 2 * KV) * HD, AW = NH * HD, FW = gpt2 ? F : 2 * F;
+    double P = mixed ? 2 : 4, A = P;
+
+    double n_lin = QW * C + C * AW + FW * C + C * F;
+    double n_vec = gpt2 ? 6 * C + QW + FW : 2 * C, n_fvec = gpt2 ? 2 * C : C;
+    double n_base_all = V * C + (gpt2 ? maxpos * C : 0) + L * (n_lin + n_vec) + n_fvec +
+                        (gpt2 ? 0 : V * C);
+    double n_base = n_base_all - (qlora ? L * n_lin : 0);
+    double mods = 0;
+    unsigned t = c->lora_targets;
+    if (lora) {
+        if (gpt2) {
+            if (t & (MT_LORA_Q | MT_LORA_K | MT_LORA_V)) mods += C + 3 * C;
+            if (t & MT_LORA_O) mods += C + C;
+            if (t & MT_LORA_UP) mods += C + F;
+            if (t & MT_LORA_DOWN) mods += F + C;
+        } else {
+            if (t & MT_LORA_Q) mods += C + NH * HD;
+            if (t & MT_LORA_K) mods += C + KV * HD;
+            if (t & MT_LORA_V) mods += C + KV * HD;
+            if (t & MT_LORA_O) mods += AW + C;
+            if (t & MT_LORA_GATE) mods += C + F;
+            if (t & MT_LORA_UP) mods += C + F;
+            if (t & MT_LORA_DOWN) mods += F + C;
+        }
+    }
+    int nmods = 0;
+    if (lora) {
+        if (gpt2)
+            nmods = !!(t & (MT_LORA_Q | MT_LORA_K | MT_LORA_V)) + !!(t & MT_LORA_O) +
+                    !!(t & MT_LORA_UP) + !!(t & MT_LORA_DOWN);
+        else
+            for (int k = 0; k < 7; k++)
+                nmods += !!(t & (1u << k));
+    }
+    double n_lora = L * r * mods, n_train = full_ft ? n_base : n_lora;
+
+    /* weights, master, gradients, optimizer */
+    double nf4 = 0;
+    if (qlora) {
+        double nb = cdiv(n_lin, 64), ng = cdiv(nb, 256);
+        nf4 = cdiv(n_lin, 2) + (c->quant == MT_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
+    }
+    p->persist[MT_WEIGHTS] = n_base * P + n_lora * P + L * nf4;
+    p->persist[MT_MASTER] = mixed ? 4 * n_train : 0;
+    p->persist[MT_GRADIENTS] = P * n_train;
+    double n = n_train, blk = c->opt.block;
+    switch (c->optimizer) {
+    case MT_OPT_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
+    case MT_OPT_ADAMW8: p->persist[MT_OPTIMIZER] = 2 * n + 8 * cdiv(n, blk); break;
+    case MT_OPT_SGD_MOMENTUM: p->persist[MT_OPTIMIZER] = 4 * n; break;
+    default: break;
+    }
+
+    /* workspace */
+    double tile = c->attn_tile, ws = 0;
+    ws += eager ? 4 * T * T * (c->checkpointing == MT_CKPT_NONE ? 1 : 2)
+                : 4 * (2 * tile * tile + T + 2 * tile);
+    ws += 4 * N * (2 * C + QW + AW + FW + F);
+    if (lora)
+        ws += 4 * N * r;
+    if (chunked)
+        ws += 4 * fmin(c->ce_chunk, N) * V + 4 * N * C;
+    if (mixed) {
+        ws += 2 * 4 * fmax(fmax(1048576, C), fmax(AW, F));
+        ws += 4 * fmax(n_vec, n_fvec) * (full_ft ? 2 : 1);
+    }
+    if (qlora)
+        ws += P * n_lin;
+    if (c->optimizer == MT_OPT_ADAMW8)
+        ws += 8 * blk;
+    p->persist[MT_WORKSPACE] = ws;
+
+    /* activation slots */
+    enum { LN1, LN1M, LN1R, QKV, ATT, LSE, ATTY, RES2, LN2, LN2M, LN2R, FCH, FCG, LU, NS };
+    double el[NS] = {N * C, gpt2 ? N : 0, N, N * QW, eager ? B * NH * T * T : 0,
+                     eager ? 0 : B * NH * T, N * AW, N * C, N * C, gpt2 ? N : 0, N, N * FW,
+                     N * F, N * r * nmods};
+    bool stat[NS] = {0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0};
+    double scratch = 0, saved_layer = 0;
+    for (int s = 0; s < NS; s++) {
+        if (!el[s])
+            continue;
+        bool saved = c->checkpointing == MT_CKPT_NONE ||
+                     (c->checkpointing == MT_CKPT_SELECTIVE && s != ATT);
+        bool fp32 = stat[s] || !mixed;
+        if (saved)
+            saved_layer += el[s] * (stat[s] ? 4 : A);
+        if (!(saved && fp32) && !(s == ATT && !saved))
+            scratch += 4 * el[s];
+    }
+    if (mixed)
+        scratch += 2 * 4 * N * C;
+    p->persist[MT_ACTIVATIONS] = scratch;
+    p->act_dyn = (L + 1) * A * N * C + L * saved_layer + A * N * C + 4 * N * (gpt2 + 1) +
+                 (chunked ? 0 : 4 * N * V + 4 * N);
+
+    /* data */
+    double S = c->data_path[0] ? 0 : 327680, d = 2 * 4 * N;
+    if (c->loader == MT_LOAD_MEMORY)
+        d += 2 * S;
+    else
+        d += 65536 + 2 * c->shuffle_buffer * (T + 1) + (c->data_path[0] ? 0 : S);
+    p->persist[MT_DATA] = d;
+    /* other: rope tables and pointer tables (+ structs, not predicted) */
+    p->persist[MT_OTHER] = (gpt2 ? 0 : 2 * 4 * T * (HD / 2)) + 8 * (L + 1) + 8 * 20 * L +
+                           (qlora ? 56 * L : 0);
+}
+
+/* ---------- measured vs predicted ---------- */
+
+static int nconf;
+
+static void check_config(mt_config *c, const char *label)
+{
+    if (mt_config_finish(c, err) != 0) {
+        CHECK(0, "%s: %s", label, err);
+        return;
+    }
+    mt_mem_trim();
+    mt_mem_stats s0, s;
+    mt_mem_get(&s0);
+    mt_mem_reset_peaks();
+    mt_trainer *t;
+    if (mt_trainer_create(c, &t, err) != 0) {
+        CHECK(0, "%s: %s", label, err);
+        return;
+    }
+    mt_mem_stats sc;
+    mt_mem_get(&sc);
+    mt_step_result r;
+    size_t allocs[3];
+    for (int k = 0; k < 3; k++) {
+        mt_mem_stats a, b;
+        mt_mem_get(&a);
+        if (mt_trainer_step(t, &r, err) != 0) {
+            CHECK(0, "%s: %s", label, err);
+            mt_trainer_free(t);
+            return;
+        }
+        mt_mem_get(&b);
+        allocs[k] = b.nalloc - a.nalloc;
+    }
+    mt_mem_get(&s);
+    pred p;
+    predict(c, &p);
+    bool ok = true;
+    char detail[512] = "";
+    size_t used = 0;
+    double sum_persist = 0;
+    for (int tag = 0; tag < MT_NTAGS; tag++) {
+        double cur = (double)(s.cur[tag] - s0.cur[tag]);
+        double peak = (double)s.peak[tag] - (double)s0.cur[tag];
+        double at = (double)s.at_peak[tag] - (double)s0.cur[tag];
+        double want_cur = p.persist[tag], want_peak = want_cur;
+        if (tag == MT_ACTIVATIONS)
+            want_peak += p.act_dyn;
+        bool good;
+        if (tag == MT_OTHER) /* structs on top: a few KiB */
+            good = cur >= want_cur && cur - want_cur < 16384 && peak == cur;
+        else
+            good = cur == want_cur && peak == want_peak && at == want_peak;
+        if (!good) {
+            ok = false;
+            used += (size_t)snprintf(detail + used, sizeof detail - used,
+                                     " [%s cur %.0f want %.0f, peak %.0f want %.0f, at_peak %.0f]",
+                                     mt_tag_name(tag), cur, want_cur, peak, want_peak, at);
+            if (used >= sizeof detail)
+                used = sizeof detail - 1;
+        }
+        sum_persist += tag == MT_OTHER ? cur : want_cur;
+    }
+    double total_peak = (double)s.total_peak - (double)s0.total;
+    double want_total = sum_persist + p.act_dyn;
+    nconf++;
+    CHECK(ok && total_peak == want_total,
+          "%s: every tag matches MEMORY.md; total peak %.0f bytes (predicted %.0f)%s", label,
+          total_peak, want_total, detail);
+    CHECK(allocs[1] == allocs[2] && s.cur[MT_ACTIVATIONS] - s0.cur[MT_ACTIVATIONS] ==
+                                        (size_t)p.persist[MT_ACTIVATIONS],
+          "%s: %zu allocations per step, every step alike; activations freed after each", label,
+          allocs[2]);
+    mt_trainer_free(t);
+}
+
+static void base(mt_config *c, mt_family fam)
+{
+    mt_config_default(c);
+    c->family = fam;
+    c->layers = 2;
+    c->hidden = 48;
+    c->heads = 4;
+    c->kv_heads = fam == MT_LLAMA ? 2 : 0;
+    c->vocab = 300;
+    c->seq = 24;
+    c->batch = 3;
+    c->max_pos = 40;
+    c->ce_chunk = 20;
+    c->attn_tile = 16;
+    c->shuffle_buffer = 7;
+}
+
+int main(void)
+{
+    test_alloc();
+    static const mt_precision precs[] = {MT_PREC_FP32, MT_PREC_BF16, MT_PREC_FP16};
+    mt_config c;
+    char label[160];
+    for (int fam = 0; fam < 2; fam++)
+        for (int pr = 0; pr < 3; pr++)
+            for (int ck = 0; ck < 3; ck++)
+                for (int at = 0; at < 2; at++) {
+                    base(&c, (mt_family)fam);
+                    c.precision = precs[pr];
+                    c.checkpointing = (mt_ckpt)ck;
+                    c.attention = (mt_attention)at;
+                    c.ce = (ck + at) % 2 ? MT_CE_CHUNKED : MT_CE_FULL;
+                    c.optimizer = (mt_optimizer)((pr + ck + at) % MT_NOPT);
+                    c.loader = (pr + at) % 2 ? MT_LOAD_STREAM : MT_LOAD_MEMORY;
+                    snprintf(label, sizeof label, "%s %s %s-ckpt %s ce-%s %s %s",
+                             mt_family_name(c.family), mt_precision_name(c.precision),
+                             mt_ckpt_name(c.checkpointing), mt_attention_name(c.attention),
+                             mt_ce_name(c.ce), mt_optimizer_name(c.optimizer),
+                             mt_loader_name(c.loader));
+                    check_config(&c, label);
+                }
+    /* LoRA and QLoRA */
+    base(&c, MT_LLAMA);
+    c.lora_rank = 4;
+    c.lora_targets = MT_LORA_Q | MT_LORA_V | MT_LORA_DOWN;
+    check_config(&c, "llama lora r=4 q,v,down fp32");
+    base(&c, MT_GPT2);
+    c.lora_rank = 3;
+    c.lora_targets = MT_LORA_ALL;
+    c.precision = MT_PREC_BF16;
+    c.checkpointing = MT_CKPT_FULL;
+    check_config(&c, "gpt2 lora r=3 all (fused qkv) mixed-bf16 full-ckpt");
+    base(&c, MT_LLAMA);
+    c.lora_rank = 8;
+    c.lora_targets = MT_LORA_ALL;
+    c.quant = MT_QUANT_NF4;
+    c.precision = MT_PREC_BF16;
+    check_config(&c, "llama qlora nf4 r=8 all mixed-bf16");
+    base(&c, MT_LLAMA);
+    c.lora_rank = 2;
+    c.lora_targets = MT_LORA_ATTN;
+    c.quant = MT_QUANT_NF4_DQ;
+    c.optimizer = MT_OPT_ADAMW8;
+    c.opt.block = 64;
+    c.checkpointing = MT_CKPT_SELECTIVE;
+    c.ce = MT_CE_CHUNKED;
+    check_config(&c, "llama qlora nf4-dq r=2 attn adamw-8bit(64) selective chunked fp32");
+    base(&c, MT_GPT2);
+    c.accum = 3;
+    c.optimizer = MT_OPT_ADAMW8;
+    c.opt.block = 100;
+    check_config(&c, "gpt2 accum=3 adamw-8bit block 100");
+    CHECK(nconf == 41, "%d configurations checked", nconf);
+    return check_summary();
+}

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""memplan_callback: write memtrain metrics files (format v1) from PyTorch training, for memtop.
+
+memtop(1) follows a CSV file with one row per optimizer step. memtrain writes
+it; this module writes the same format from any PyTorch loop, so that
+``memtop run.csv`` shows a real GPU run next to memplan's prediction.
+
+Plain PyTorch::
+
+    from memplan_callback import MetricsWriter
+    with MetricsWriter("run.csv", predicted="estimate.json", steps=1000) as mw:
+        for step, batch in enumerate(loader, 1):
+            loss = train_step(batch)
+            mw.step(step, loss=loss.item(), tokens=batch.numel(), lr=sched.get_last_lr()[0])
+
+Hugging Face Trainer::
+
+    from memplan_callback import MemtopCallback
+    trainer = Trainer(..., callbacks=[MemtopCallback("run.csv", tokens_per_step=B * T * K)])
+
+``predicted`` is what ``memplan estimate ... --format json`` prints (a dict, or
+the path of a file holding it), or a plain dict {"weights": bytes, ...,
+"total": bytes}. With it, memtop shows the prediction's error per component.
+
+What PyTorch can tell: cur_total = torch.cuda.memory_allocated(), peak_total =
+torch.cuda.max_memory_allocated(), cur_overhead = memory_reserved() -
+memory_allocated() (the caching allocator's reserve). The per-component
+columns it cannot know are left empty (N/A in memtop).
+
+Dependencies: the standard library; torch when measuring; transformers only
+for MemtopCallback. The module imports without either.
+
+Self-test (no torch needed; CI and memtop's end-to-end test use it)::
+
+    python3 tools/memplan_callback.py --selftest OUT.csv [--steps N] [--delay S]
+    memtop -- python3 tools/memplan_callback.py --selftest --delay 0.2
+"""
+
+import csv
+import json
+import math
+import os
+import sys
+import time
+
+__all__ = ["MetricsWriter", "MemtopCallback", "COLUMNS", "COMPONENTS", "FORMAT_LINE"]
+
+FORMAT_LINE = "# memtrain metrics v1"
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "overhead")
+COLUMNS = (
+    ["step", "time_s", "loss", "tokens_per_s", "lr"]
+    + ["cur_" + c for c in COMPONENTS + ("total",)]
+    + ["peak_" + c for c in COMPONENTS + ("total",)]
+    + ["pred_" + c for c in COMPONENTS + ("total",)]
+    + ["rss_bytes"]
+)
+
+
+def _torch_cuda_memory():
+    """(allocated, max_allocated, reserved) of the current CUDA device, or None."""
+    try:
+        import torch  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return (
+        torch.cuda.memory_allocated(),
+        torch.cuda.max_memory_allocated(),
+        torch.cuda.memory_reserved(),
+    )
+
+
+def _torch_device():
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda:%d" % torch.cuda.current_device()
+    return "cpu"
+
+
+def _rss_bytes():
+    """Resident set size of this process (Linux /proc), or None."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _load_prediction(predicted):
+    """{column: bytes} for the pred_* columns, from memplan's JSON or a plain dict."""
+    if predicted is None:
+        return {}, {}
+    if isinstance(predicted, (str, os.PathLike)):
+        with open(predicted) as f:
+            predicted = json.load(f)
+    pred, meta = {}, {}
+    if "components" in predicted:  # memplan estimate --format json
+        comps = predicted["components"]
+        for c in COMPONENTS:
+            if comps.get(c) is not None:
+                pred["pred_" + c] = comps[c]
+        if predicted.get("total_bytes") is not None:
+            pred["pred_total"] = predicted["total_bytes"]
+        model = predicted.get("model")
+        if isinstance(model, dict) and model.get("name"):
+            meta["model"] = model["name"]
+        if isinstance(predicted.get("settings"), dict):
+            meta["settings"] = predicted["settings"]
+        if predicted.get("budget_bytes"):
+            meta["budget_bytes"] = predicted["budget_bytes"]
+    else:
+        for c in COMPONENTS + ("total",):
+            if predicted.get(c) is not None:
+                pred["pred_" + c] = predicted[c]
+    return pred, meta
+
+
+def _clean(text):
+    """One line, no characters that would break the comment line."""
+    return " ".join(str(text).split())
+
+
+def _fmt(value, fmt):
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return fmt % value
+
+
+class MetricsWriter:
+    """Append one memtrain-v1 row per optimizer step to `path`, flushed each time.
+
+    path          the CSV file (created or truncated)
+    predicted     memplan's estimate (JSON dict or its path) or {"weights": bytes, ..., "total": bytes}
+    steps         planned optimizer steps (memtop's ETA)
+    budget_bytes  the memory budget (memtop's out-of-memory line); None or 0: unknown
+    model, settings, device   written as comments; settings may be a dict or "k=v k=v"
+    memory        a callable returning (allocated, max_allocated, reserved) bytes or None;
+                  default: torch.cuda on the current device
+    clock         a callable returning seconds (default time.monotonic)
+    """
+
+    def __init__(self, path, predicted=None, steps=None, budget_bytes=None, model=None,
+                 settings=None, device=None, memory=None, clock=None):
+        pred, meta = _load_prediction(predicted)
+        self._pred = pred
+        self._memory = memory if memory is not None else _torch_cuda_memory
+        self._clock = clock or time.monotonic
+        self._t0 = self._clock()
+        self._last = self._t0
+        model = model or meta.get("model")
+        settings = settings if settings is not None else meta.get("settings")
+        if budget_bytes is None:
+            budget_bytes = meta.get("budget_bytes")
+        if device is None:
+            device = _torch_device() if memory is None else "cpu"
+        self._f = open(path, "w", newline="")
+        w = self._f.write
+        w(FORMAT_LINE + "\n")
+        if model:
+            w("# model: %s\n" % _clean(model))
+        if settings:
+            if isinstance(settings, dict):
+                settings = " ".join("%s=%s" % (_clean(k).replace(" ", "_"),
+                                               _clean(str(v).lower() if isinstance(v, bool) else v).replace(" ", "_"))
+                                    for k, v in settings.items())
+            w("# settings: %s\n" % _clean(settings))
+        if steps:
+            w("# steps: %d\n" % int(steps))
+        w("# budget_bytes: %d\n" % int(budget_bytes or 0))
+        w("# device: %s\n" % _clean(device))
+        self._csv = csv.writer(self._f, lineterminator="\n")
+        self._csv.writerow(COLUMNS)
+        self._f.flush()
+
+    def step(self, step, loss=None, tokens=None, lr=None):
+        """Write the row of optimizer step `step` (an int): loss, tokens processed
+        since the previous call (for tokens/s), learning rate; all optional."""
+        now = self._clock()
+        dt, self._last = now - self._last, now
+        row = dict.fromkeys(COLUMNS, "")
+        row["step"] = "%d" % int(step)
+        row["time_s"] = "%.3f" % (now - self._t0)
+        row["loss"] = _fmt(None if loss is None else float(loss), "%.6g")
+        if tokens is not None and dt > 0:
+            row["tokens_per_s"] = "%.1f" % (float(tokens) / dt)
+        row["lr"] = _fmt(None if lr is None else float(lr), "%.6g")
+        mem = self._memory()
+        if mem is not None:
+            allocated, max_allocated, reserved = (int(x) for x in mem)
+            row["cur_total"] = "%d" % allocated
+            row["peak_total"] = "%d" % max_allocated
+            row["cur_overhead"] = "%d" % max(0, reserved - allocated)
+        for k, v in self._pred.items():
+            row[k] = "%d" % round(v)
+        rss = _rss_bytes()
+        if rss is not None:
+            row["rss_bytes"] = "%d" % rss
+        self._csv.writerow([row[c] for c in COLUMNS])
+        self._f.flush()
+
+    def close(self):
+        if not self._f.closed:
+            self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+try:  # transformers is optional: the module imports without it
+    from transformers import TrainerCallback as _TrainerCallback
+except Exception:  # ImportError, or a broken install
+    _TrainerCallback = object
+
+
+class MemtopCallback(_TrainerCallback):
+    """A transformers.TrainerCallback writing a memtop metrics file at every optimizer step.
+
+    tokens_per_step   tokens per optimizer step (B x T x accumulation), for tokens/s
+    The loss and learning rate are the latest the Trainer logged (logging_steps).
+    """
+
+    def __init__(self, path, predicted=None, budget_bytes=None, tokens_per_step=None, model=None):
+        self.path = path
+        self.predicted = predicted
+        self.budget_bytes = budget_bytes
+        self.tokens_per_step = tokens_per_step
+        self.model = model
+        self.writer = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        settings = {
+            "batch": getattr(args, "per_device_train_batch_size", None),
+            "accum": getattr(args, "gradient_accumulation_steps", None),
+            "precision": "bf16" if getattr(args, "bf16", False) else "fp16" if getattr(args, "fp16", False) else "fp32",
+            "checkpointing": "full" if getattr(args, "gradient_checkpointing", False) else "none",
+            "optimizer": getattr(args, "optim", None),
+        }
+        settings = {k: v for k, v in settings.items() if v is not None}
+        model = self.model
+        if model is None and kwargs.get("model") is not None:
+            config = getattr(kwargs["model"], "config", None)
+            model = getattr(config, "_name_or_path", None) or type(kwargs["model"]).__name__
+        self.writer = MetricsWriter(self.path, predicted=self.predicted, steps=getattr(state, "max_steps", None),
+                                    budget_bytes=self.budget_bytes, model=model, settings=settings)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.writer is None:
+            self.on_train_begin(args, state, control, **kwargs)
+        loss = lr = None
+        for entry in reversed(getattr(state, "log_history", []) or []):
+            if loss is None and "loss" in entry:
+                loss = entry["loss"]
+            if lr is None and "learning_rate" in entry:
+                lr = entry["learning_rate"]
+            if loss is not None and lr is not None:
+                break
+        self.writer.step(state.global_step, loss=loss, tokens=self.tokens_per_step, lr=lr)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _selftest(argv):
+    """Write a metrics file with made-up numbers (no torch): memtop must read it."""
+    import argparse  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(prog="memplan_callback.py --selftest",
+                                 description="write a fake memtrain-v1 metrics file")
+    ap.add_argument("out", nargs="?", help="the CSV to write")
+    ap.add_argument("--metrics", help="the CSV to write (as memtop -- COMMAND passes it)")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds between rows")
+    a = ap.parse_args(argv)
+    out = a.metrics or a.out
+    if not out:
+        ap.error("give OUT.csv or --metrics OUT.csv")
+    gib = 1 << 30
+    state = {"alloc": 0, "max": 0}
+
+    def fake_memory():
+        s = state["step"]
+        state["alloc"] = int(6 * gib + (s % 5) * 64 * 2**20)  # weights + states + a sawtooth
+        state["max"] = max(state["max"], state["alloc"] + 2 * gib)  # activations peak inside the step
+        return state["alloc"], state["max"], state["alloc"] + 512 * 2**20
+
+    fake_time = [0.0]
+
+    def clock():  # real time when rows are spaced out, else 0.5 s per step
+        return time.monotonic() if a.delay else fake_time[0]
+
+    predicted = {"weights": 2 * gib, "gradients": 2 * gib, "optimizer": 4 * gib, "activations": 2 * gib,
+                 "overhead": gib // 2, "total": int(8.2 * gib)}
+    with MetricsWriter(out, predicted=predicted, steps=a.steps, budget_bytes=24 * gib, model="selftest-7b",
+                       settings={"precision": "mixed-bf16", "optimizer": "adamw", "batch": 4, "seq": 2048},
+                       device="cuda:0", memory=fake_memory, clock=clock) as mw:
+        for s in range(1, a.steps + 1):
+            state["step"] = s
+            fake_time[0] += 0.5
+            mw.step(s, loss=10.0 / (1 + 0.1 * s), tokens=4 * 2048, lr=3e-4)
+            if a.delay:
+                time.sleep(a.delay)
+    print("memplan_callback: wrote %d rows to %s" % (a.steps, out))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--selftest":
+        sys.exit(_selftest(sys.argv[2:]))
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) == 1 else 2)

@@ -1,0 +1,544 @@
+/*
+ * model_setup.c — the model's parameter table, initialisation, the
+ * activation-slot policy of each checkpointing mode, creation and
+ * destruction of every buffer, element accessors and checkpoint state.
+ * (Forward and backward are in model.c; sizes are documented in MEMORY.md.)
+ */
+#include "model_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "ops.h"
+#include "rng.h"
+
+/* ---------- creation ---------- */
+
+/* Initial values of one tensor copy: a stream of N(0, std^2) values (or a
+ * constant), generated INIT_CHUNK at a time from the copy's own RNG. */
+typedef struct init_stream {
+    mt_rng rng;
+    float std, constant;
+    bool normal;
+    size_t loaded; /* chunk index in buf + 1, 0: none */
+    float buf[INIT_CHUNK];
+} init_stream;
+
+static void init_stream_start(init_stream *s, const mt_model *m, int t, size_t l)
+{
+    const mt_config *c = &m->cfg;
+    mt_rng_seed(&s->rng, c->seed * 1000003ULL + (uint64_t)t * 7919ULL + (uint64_t)l * 104729ULL);
+    s->loaded = 0;
+    s->normal = m->info[t].matrix;
+    s->constant = (t == MT_P_LN1W || t == MT_P_LN2W || t == MT_P_LNFW) ? 1.0f : 0.0f;
+    s->std = c->init_std;
+    if (t == MT_P_WO || t == MT_P_WPROJ) /* residual projections, GPT-2 style */
+        s->std = c->init_std / sqrtf(2.0f * (float)c->layers);
+}
+
+/* Value i of the stream (i must not go back to an earlier chunk). */
+static float init_value(init_stream *s, size_t i)
+{
+    if (!s->normal)
+        return s->constant;
+    size_t k = i / INIT_CHUNK;
+    while (s->loaded < k + 1) {
+        mt_rng_fill_normal(&s->rng, s->buf, INIT_CHUNK, s->std);
+        s->loaded++;
+    }
+    return s->buf[i % INIT_CHUNK];
+}
+
+typedef struct qgen_ctx {
+    const mt_model *m;
+    init_stream st[4];
+} qgen_ctx;
+
+static void qlora_gen(void *ctx, float *dst, size_t i0, size_t cnt)
+{
+    qgen_ctx *q = ctx;
+    for (size_t i = 0; i < cnt; i++) {
+        size_t e = i0 + i;
+        int k = 3;
+        while (k > 0 && e < q->m->qoff[k])
+            k--;
+        dst[i] = init_value(&q->st[k], e - q->m->qoff[k]);
+    }
+}
+
+static int init_params(mt_model *m)
+{
+    static init_stream st; /* 16 KiB: kept off the stack */
+    for (int t = 0; t < MT_NPARAM; t++) {
+        size_t per = m->info[t].per_layer;
+        if (!per || (m->qlora && m->info[t].linear))
+            continue;
+        for (size_t l = 0; l < m->info[t].copies; l++) {
+            init_stream_start(&st, m, t, l);
+            size_t base = pcopy_off(m, t, l);
+            /* whole chunks, as init_value() would produce them */
+            for (size_t i0 = 0; i0 < per; i0 += INIT_CHUNK) {
+                size_t n = per - i0 < INIT_CHUNK ? per - i0 : INIT_CHUNK;
+                if (st.normal) {
+                    mt_rng_fill_normal(&st.rng, st.buf, INIT_CHUNK, st.std);
+                } else {
+                    for (size_t i = 0; i < n; i++)
+                        st.buf[i] = st.constant;
+                }
+                if (m->master)
+                    memcpy(m->master + base + i0, st.buf, n * sizeof(float));
+                mt_from_f32((char *)m->params + (base + i0) * psz(m), m->pdt, st.buf, n);
+            }
+        }
+    }
+    if (m->qlora) {
+        static qgen_ctx q;
+        q.m = m;
+        for (size_t l = 0; l < m->d.L; l++) {
+            for (int k = 0; k < 4; k++)
+                init_stream_start(&q.st[k], m, lin_tensor[k], l);
+            /* the dequantisation buffer (qn elements) holds the nblocks = qn/64
+             * fp32 block maxima until they are double-quantised */
+            if (mt_nf4_quantize_gen(&m->nf4[l], qlora_gen, &q, (float *)m->deq) != 0)
+                return -1;
+        }
+    }
+    /* LoRA: A uniform in +-1/sqrt(in), B zero */
+    for (size_t l = 0; l < m->d.L && m->nlora; l++) {
+        for (int k = 0; k < m->lora.n; k++) {
+            const mt_lora_mod *md = &m->lora.mods[k];
+            mt_rng rng;
+            mt_rng_seed(&rng, m->cfg.seed * 7777ULL + l * 131ULL + (uint64_t)k * 17ULL + 5ULL);
+            float bound = 1.0f / sqrtf((float)md->in);
+            size_t a0 = l * m->lora.per_layer + md->a_off;
+            size_t b0 = l * m->lora.per_layer + md->b_off;
+            for (size_t i = 0; i < m->lora.r * md->in; i++) {
+                float v = (2.0f * mt_rng_uniform(&rng) - 1.0f) * bound;
+                mt_store1(m->lw, m->pdt, a0 + i, v);
+                if (m->lmaster)
+                    m->lmaster[a0 + i] = v;
+            }
+            for (size_t i = 0; i < md->out * m->lora.r; i++) {
+                mt_store1(m->lw, m->pdt, b0 + i, 0.0f);
+                if (m->lmaster)
+                    m->lmaster[b0 + i] = 0.0f;
+            }
+        }
+    }
+    return 0;
+}
+
+static void param_table(mt_model *m)
+{
+    const mt_dims *d = &m->d;
+    bool g = m->gpt2;
+    size_t L = d->L, C = d->C;
+    struct {
+        int t;
+        const char *name;
+        size_t per, copies;
+        bool matrix, linear;
+    } tab[MT_NPARAM] = {
+        {MT_P_WTE, "wte", d->V * C, 1, true, false},
+        {MT_P_WPE, "wpe", g ? d->maxpos * C : 0, 1, true, false},
+        {MT_P_LN1W, "ln1_w", C, L, false, false},
+        {MT_P_LN1B, "ln1_b", g ? C : 0, L, false, false},
+        {MT_P_WQKV, "w_qkv", d->QW * C, L, true, true},
+        {MT_P_BQKV, "b_qkv", g ? d->QW : 0, L, false, false},
+        {MT_P_WO, "w_o", C * d->AW, L, true, true},
+        {MT_P_BO, "b_o", g ? C : 0, L, false, false},
+        {MT_P_LN2W, "ln2_w", C, L, false, false},
+        {MT_P_LN2B, "ln2_b", g ? C : 0, L, false, false},
+        {MT_P_WFC, "w_fc", d->FW * C, L, true, true},
+        {MT_P_BFC, "b_fc", g ? d->FW : 0, L, false, false},
+        {MT_P_WPROJ, "w_proj", C * d->F, L, true, true},
+        {MT_P_BPROJ, "b_proj", g ? C : 0, L, false, false},
+        {MT_P_LNFW, "lnf_w", C, 1, false, false},
+        {MT_P_LNFB, "lnf_b", g ? C : 0, 1, false, false},
+        {MT_P_HEAD, "head", g ? 0 : d->V * C, 1, true, false},
+    };
+    size_t off = 0;
+    m->nsegs = 0;
+    for (int t = 0; t < MT_NPARAM; t++) {
+        mt_param_info *in = &m->info[t];
+        in->name = tab[t].name;
+        in->per_layer = tab[t].per;
+        in->copies = tab[t].copies;
+        in->matrix = tab[t].matrix;
+        in->linear = tab[t].linear;
+        m->poff[t] = off;
+        if (m->qlora && in->linear)
+            continue; /* lives in the NF4 stores */
+        size_t n = in->per_layer * in->copies;
+        if (!n)
+            continue;
+        /* weight-decay segments, merged when adjacent with the same flag */
+        if (m->nsegs && m->segs[m->nsegs - 1].decay == in->matrix)
+            m->segs[m->nsegs - 1].n += n;
+        else
+            m->segs[m->nsegs++] = (mt_seg){off, n, in->matrix};
+        off += n;
+    }
+    m->nbase = off;
+    /* fp32 staging offsets of the vectors */
+    size_t vo = 0, vf = 0;
+    for (size_t i = 0; i < NLAYER_VECS; i++) {
+        m->vec_off[layer_vecs[i]] = vo;
+        vo += m->info[layer_vecs[i]].per_layer;
+    }
+    for (size_t i = 0; i < NFINAL_VECS; i++) {
+        m->vec_off[final_vecs[i]] = vf;
+        vf += m->info[final_vecs[i]].per_layer;
+    }
+    /* the NF4 layer store: [Wqkv | Wo | Wfc | Wproj] */
+    m->qn = 0;
+    for (int k = 0; k < 4; k++) {
+        m->qoff[k] = m->qn;
+        m->qn += m->info[lin_tensor[k]].per_layer;
+    }
+}
+
+static void slot_policy(mt_model *m)
+{
+    const mt_dims *d = &m->d;
+    size_t N = d->N;
+    size_t n[MT_NSLOT] = {0};
+    n[MT_S_LN1] = N * d->C;
+    n[MT_S_LN1_MEAN] = m->gpt2 ? N : 0;
+    n[MT_S_LN1_RSTD] = N;
+    n[MT_S_QKV] = N * d->QW;
+    n[MT_S_ATT] = m->cfg.attention == MT_ATTN_EAGER ? d->B * d->NH * d->T * d->T : 0;
+    n[MT_S_LSE] = m->cfg.attention == MT_ATTN_FLASH ? d->B * d->NH * d->T : 0;
+    n[MT_S_ATTY] = N * d->AW;
+    n[MT_S_RES2] = N * d->C;
+    n[MT_S_LN2] = N * d->C;
+    n[MT_S_LN2_MEAN] = m->gpt2 ? N : 0;
+    n[MT_S_LN2_RSTD] = N;
+    n[MT_S_FCH] = N * d->FW;
+    n[MT_S_FCG] = N * d->F;
+    for (int k = 0; k < m->lora.n; k++)
+        n[MT_S_LORA + k] = N * d->r;
+    for (int s = 0; s < MT_NSLOT; s++) {
+        m->slot_n[s] = n[s];
+        m->present[s] = n[s] > 0;
+        bool stat = s == MT_S_LN1_MEAN || s == MT_S_LN1_RSTD || s == MT_S_LN2_MEAN ||
+                    s == MT_S_LN2_RSTD || s == MT_S_LSE;
+        m->slot_dt[s] = stat ? MT_F32 : m->adt;
+        switch (m->cfg.checkpointing) {
+        case MT_CKPT_NONE: m->saved_slot[s] = m->present[s]; break;
+        case MT_CKPT_SELECTIVE: m->saved_slot[s] = m->present[s] && s != MT_S_ATT; break;
+        default: m->saved_slot[s] = false; break;
+        }
+    }
+}
+
+#define ALLOC(ptr, tag, n, size)                         \
+    do {                                                 \
+        if (!((ptr) = mt_alloc_n((tag), (n), (size))))   \
+            goto fail;                                   \
+    } while (0)
+#define CALLOC(ptr, tag, n, size)                        \
+    do {                                                 \
+        if (!((ptr) = mt_calloc_n((tag), (n), (size))))  \
+            goto fail;                                   \
+    } while (0)
+
+int mt_model_create(const mt_config *c, mt_model **out)
+{
+    *out = NULL;
+    mt_model *m = mt_calloc(MT_OTHER, sizeof *m);
+    if (!m)
+        return -1;
+    m->cfg = *c;
+    mt_dims *d = &m->d;
+    d->B = (size_t)c->batch;
+    d->T = (size_t)c->seq;
+    d->N = d->B * d->T;
+    d->C = (size_t)c->hidden;
+    d->L = (size_t)c->layers;
+    d->NH = (size_t)c->heads;
+    d->KV = (size_t)c->kv_heads;
+    d->HD = d->C / d->NH;
+    d->F = (size_t)c->ffn;
+    d->V = (size_t)c->vocab;
+    d->maxpos = (size_t)c->max_pos;
+    d->QW = (d->NH + 2 * d->KV) * d->HD;
+    d->AW = d->NH * d->HD;
+    m->gpt2 = c->family == MT_GPT2;
+    d->FW = m->gpt2 ? d->F : 2 * d->F;
+    d->r = (size_t)c->lora_rank;
+    m->mixed = c->precision != MT_PREC_FP32;
+    m->pdt = m->adt = c->precision == MT_PREC_BF16 ? MT_BF16
+                      : c->precision == MT_PREC_FP16 ? MT_F16
+                                                    : MT_F32;
+    m->qlora = c->quant != MT_QUANT_NONE;
+    m->base_trainable = c->lora_rank == 0;
+    mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
+                        d->KV, d->HD, d->F);
+    m->nlora = d->L * m->lora.per_layer;
+    param_table(m);
+    slot_policy(m);
+    size_t N = d->N, C = d->C, P = psz(m);
+
+    /* parameters, master copies, gradients */
+    ALLOC(m->params, MT_WEIGHTS, m->nbase, P);
+    if (m->base_trainable) {
+        if (m->mixed)
+            ALLOC(m->master, MT_MASTER, m->nbase, sizeof(float));
+        CALLOC(m->grads, MT_GRADIENTS, m->nbase, P);
+    }
+    if (m->qlora) {
+        CALLOC(m->nf4, MT_OTHER, d->L, sizeof(mt_nf4));
+        for (size_t l = 0; l < d->L; l++)
+            if (mt_nf4_init(&m->nf4[l], m->qn, c->quant == MT_QUANT_NF4_DQ) != 0)
+                goto fail;
+        ALLOC(m->deq, MT_WORKSPACE, m->qn, P);
+    }
+    if (m->nlora) {
+        ALLOC(m->lw, MT_WEIGHTS, m->nlora, P);
+        if (m->mixed)
+            ALLOC(m->lmaster, MT_MASTER, m->nlora, sizeof(float));
+        CALLOC(m->lgrad, MT_GRADIENTS, m->nlora, P);
+        m->lseg = (mt_seg){0, m->nlora, true};
+    }
+    if (init_params(m) != 0)
+        goto fail;
+
+    /* workspace: conversion tiles and vector staging (mixed precision) */
+    if (m->mixed) {
+        size_t kmax = C > d->AW ? C : d->AW;
+        kmax = kmax > d->F ? kmax : d->F;
+        m->tiles.n = MT_TILE_FLOATS > kmax ? MT_TILE_FLOATS : kmax;
+        ALLOC(m->tiles.w, MT_WORKSPACE, m->tiles.n, sizeof(float));
+        ALLOC(m->tiles.g, MT_WORKSPACE, m->tiles.n, sizeof(float));
+        size_t nv = 0, nf = 0;
+        for (size_t i = 0; i < NLAYER_VECS; i++)
+            nv += m->info[layer_vecs[i]].per_layer;
+        for (size_t i = 0; i < NFINAL_VECS; i++)
+            nf += m->info[final_vecs[i]].per_layer;
+        nv = nv > nf ? nv : nf;
+        ALLOC(m->wvec, MT_WORKSPACE, nv, sizeof(float));
+        if (m->base_trainable)
+            ALLOC(m->gvec, MT_WORKSPACE, nv, sizeof(float));
+    }
+    /* attention scratch */
+    mt_attn_dims ad = attn_dims(m);
+    size_t awn = mt_attn_ws_floats(&ad, c->attention == MT_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
+    ALLOC(m->attn_ws, MT_WORKSPACE, awn, sizeof(float));
+    /* activation gradients */
+    ALLOC(m->dres, MT_WORKSPACE, N * C, sizeof(float));
+    ALLOC(m->dln, MT_WORKSPACE, N * C, sizeof(float));
+    ALLOC(m->dqkv, MT_WORKSPACE, N * d->QW, sizeof(float));
+    ALLOC(m->datty, MT_WORKSPACE, N * d->AW, sizeof(float));
+    ALLOC(m->dfch, MT_WORKSPACE, N * d->FW, sizeof(float));
+    ALLOC(m->dfcg, MT_WORKSPACE, N * d->F, sizeof(float));
+    if (m->nlora)
+        ALLOC(m->du, MT_WORKSPACE, N * d->r, sizeof(float));
+    /* chunked cross-entropy */
+    if (c->ce == MT_CE_CHUNKED) {
+        size_t ch = (size_t)c->ce_chunk < N ? (size_t)c->ce_chunk : N;
+        ALLOC(m->ce_buf, MT_WORKSPACE, ch * d->V, sizeof(float));
+        ALLOC(m->dlnf, MT_WORKSPACE, N * C, sizeof(float));
+    }
+    /* one layer of fp32 activations (mixed precision, or full checkpointing) */
+    for (int s = 0; s < MT_NSLOT; s++) {
+        if (!m->present[s] || (m->saved_slot[s] && m->slot_dt[s] == MT_F32))
+            continue;
+        if (s == MT_S_ATT && !m->saved_slot[s])
+            continue; /* recomputed per (b,h) inside the attention scratch */
+        ALLOC(m->scr[s], MT_ACTIVATIONS, m->slot_n[s], sizeof(float));
+    }
+    if (m->mixed) {
+        ALLOC(m->x32, MT_ACTIVATIONS, N * C, sizeof(float));
+        ALLOC(m->out32, MT_ACTIVATIONS, N * C, sizeof(float));
+    }
+    /* rotary tables */
+    if (!m->gpt2) {
+        ALLOC(m->rope_cos, MT_OTHER, d->T * d->HD / 2, sizeof(float));
+        ALLOC(m->rope_sin, MT_OTHER, d->T * d->HD / 2, sizeof(float));
+        mt_rope_tables(m->rope_cos, m->rope_sin, d->T, d->HD);
+    }
+    /* per-micro-batch pointer tables */
+    CALLOC(m->res, MT_OTHER, d->L + 1, sizeof(void *));
+    CALLOC(m->saved, MT_OTHER, d->L * MT_NSLOT, sizeof(void *));
+    *out = m;
+    return 0;
+fail:
+    mt_model_free(m);
+    return -1;
+}
+
+void mt_model_free(mt_model *m)
+{
+    if (!m)
+        return;
+    if (m->res && m->saved)
+        mt_model_release(m);
+    mt_free(m->params);
+    mt_free(m->master);
+    mt_free(m->grads);
+    if (m->nf4) {
+        for (size_t l = 0; l < m->d.L; l++)
+            mt_nf4_free(&m->nf4[l]);
+        mt_free(m->nf4);
+    }
+    mt_free(m->deq);
+    mt_free(m->lw);
+    mt_free(m->lmaster);
+    mt_free(m->lgrad);
+    mt_free(m->tiles.w);
+    mt_free(m->tiles.g);
+    mt_free(m->wvec);
+    mt_free(m->gvec);
+    mt_free(m->attn_ws);
+    mt_free(m->rope_cos);
+    mt_free(m->rope_sin);
+    mt_free(m->dres);
+    mt_free(m->dln);
+    mt_free(m->dqkv);
+    mt_free(m->datty);
+    mt_free(m->dfch);
+    mt_free(m->dfcg);
+    mt_free(m->du);
+    mt_free(m->ce_buf);
+    mt_free(m->dlnf);
+    for (int s = 0; s < MT_NSLOT; s++)
+        mt_free(m->scr[s]);
+    mt_free(m->x32);
+    mt_free(m->out32);
+    mt_free(m->res);
+    mt_free(m->saved);
+    mt_free(m);
+    mt_mem_trim(); /* hand cached blocks back to the system */
+}
+
+/* ---------- accessors ---------- */
+
+const mt_config *mt_model_config(const mt_model *m) { return &m->cfg; }
+const mt_dims *mt_model_dims(const mt_model *m) { return &m->d; }
+const mt_lora_layout *mt_model_lora(const mt_model *m) { return &m->lora; }
+void mt_model_param_info(const mt_model *m, int t, mt_param_info *info) { *info = m->info[t]; }
+mt_dtype mt_model_dtype(const mt_model *m) { return m->pdt; }
+
+void mt_model_trainable(mt_model *m, mt_group *g)
+{
+    if (m->nlora) {
+        *g = (mt_group){m->nlora, m->lw, m->lmaster, m->lgrad, m->pdt, &m->lseg, 1};
+    } else {
+        *g = (mt_group){m->nbase, m->params, m->master, m->grads, m->pdt, m->segs, m->nsegs};
+    }
+}
+
+size_t mt_model_param_count(const mt_model *m, int t)
+{
+    return m->info[t].per_layer * m->info[t].copies;
+}
+
+float mt_model_param_get(const mt_model *m, int t, size_t i)
+{
+    if (m->qlora && m->info[t].linear) {
+        size_t per = m->info[t].per_layer, l = i / per, j = i % per;
+        int k = 0;
+        while (lin_tensor[k] != t)
+            k++;
+        return mt_nf4_get(&m->nf4[l], m->qoff[k] + j);
+    }
+    return mt_load1(m->params, m->pdt, m->poff[t] + i);
+}
+
+void mt_model_param_set(mt_model *m, int t, size_t i, float v)
+{
+    if (m->qlora && m->info[t].linear)
+        return;
+    mt_store1(m->params, m->pdt, m->poff[t] + i, v);
+    if (m->master)
+        m->master[m->poff[t] + i] = v;
+}
+
+float mt_model_grad_get(const mt_model *m, int t, size_t i)
+{
+    if (!m->grads || (m->qlora && m->info[t].linear))
+        return 0.0f;
+    return mt_load1(m->grads, m->pdt, m->poff[t] + i);
+}
+
+size_t mt_model_lora_count(const mt_model *m) { return m->nlora; }
+float mt_model_lora_get(const mt_model *m, size_t i) { return mt_load1(m->lw, m->pdt, i); }
+void mt_model_lora_set(mt_model *m, size_t i, float v)
+{
+    mt_store1(m->lw, m->pdt, i, v);
+    if (m->lmaster)
+        m->lmaster[i] = v;
+}
+float mt_model_lora_grad_get(const mt_model *m, size_t i) { return mt_load1(m->lgrad, m->pdt, i); }
+
+size_t mt_model_nparams(const mt_model *m)
+{
+    size_t n = m->nbase + m->nlora;
+    if (m->qlora)
+        n += m->d.L * m->qn;
+    return n;
+}
+
+size_t mt_model_ntrainable(const mt_model *m) { return m->nlora ? m->nlora : m->nbase; }
+
+/* ---------- checkpoint state ---------- */
+
+size_t mt_model_state_size(const mt_model *m)
+{
+    size_t P = psz(m), n = m->nbase * P + m->nlora * P;
+    if (m->master)
+        n += m->nbase * sizeof(float);
+    if (m->lmaster)
+        n += m->nlora * sizeof(float);
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++)
+        n += mt_nf4_state_size(&m->nf4[l]);
+    return n;
+}
+
+void mt_model_state_save(const mt_model *m, uint8_t *buf)
+{
+    size_t P = psz(m);
+    memcpy(buf, m->params, m->nbase * P);
+    buf += m->nbase * P;
+    if (m->master) {
+        memcpy(buf, m->master, m->nbase * sizeof(float));
+        buf += m->nbase * sizeof(float);
+    }
+    if (m->nlora) {
+        memcpy(buf, m->lw, m->nlora * P);
+        buf += m->nlora * P;
+    }
+    if (m->lmaster) {
+        memcpy(buf, m->lmaster, m->nlora * sizeof(float));
+        buf += m->nlora * sizeof(float);
+    }
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++) {
+        mt_nf4_state_save(&m->nf4[l], buf);
+        buf += mt_nf4_state_size(&m->nf4[l]);
+    }
+}
+
+void mt_model_state_load(mt_model *m, const uint8_t *buf)
+{
+    size_t P = psz(m);
+    memcpy(m->params, buf, m->nbase * P);
+    buf += m->nbase * P;
+    if (m->master) {
+        memcpy(m->master, buf, m->nbase * sizeof(float));
+        buf += m->nbase * sizeof(float);
+    }
+    if (m->nlora) {
+        memcpy(m->lw, buf, m->nlora * P);
+        buf += m->nlora * P;
+    }
+    if (m->lmaster) {
+        memcpy(m->lmaster, buf, m->nlora * sizeof(float));
+        buf += m->nlora * sizeof(float);
+    }
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++) {
+        mt_nf4_state_load(&m->nf4[l], buf);
+        buf += mt_nf4_state_size(&m->nf4[l]);
+    }
+}

@@ -1,0 +1,748 @@
+/*
+ * memtop.c — a terminal dashboard for LLM training memory: follow a memtrain
+ * metrics file (or start the command that writes one), or explore the
+ * planner live (--plan). See man/memtop.1.
+ *
+ *     memtop run.csv
+ *     memtop -- memtrain --config plan.cfg
+ *     memtop --plan --model llama-3.1-8b --gpu 24GB
+ *     memtop --once --format json run.csv
+ *
+ * The loop: collect (follow the file, reap the child), keep history (the
+ * ring buffer in history.c), draw (draw.c, from collected data only). It
+ * waits in getch() with a timeout, so a key redraws at once and polling keeps
+ * its cadence. Signal handlers only set flags. The terminal is restored
+ * before any error is printed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#include "draw.h"
+#include "follow.h"
+#include "format.h"
+#include "history.h"
+#include "layout.h"
+#include "memplan.h"
+#include "snapshot.h"
+#include "whatif.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+/* ---------- errors: the terminal first, then one line ---------- */
+
+static bool curses_on;
+
+static void restore_terminal(void)
+{
+    if (curses_on) {
+        endwin();
+        curses_on = false;
+    }
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(int code, const char *fmt, ...)
+{
+    restore_terminal();
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memtop: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+/* ---------- signals: flags only ---------- */
+
+static volatile sig_atomic_t got_quit, got_child;
+
+static void on_quit(int sig) { got_quit = sig; }
+static void on_child(int sig)
+{
+    (void)sig;
+    got_child = 1;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_quit; /* no SA_RESTART: getch() returns at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_child;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---------- options ---------- */
+
+typedef struct options {
+    bool once, plan, color;
+    const char *format;
+    double stale_s;
+    int interval_ms;
+    int history;
+    const char *gpu;
+    double headroom;
+    const char *file;
+    char **cmd;
+    int ncmd;
+    /* planner flags, applied once the model is known */
+    const char *model, *params, *hf;
+    const char *precision, *optimizer, *ckpt, *attention, *ce, *quant, *targets;
+    int64_t seq, batch, accum, lora, gpus, zero;
+} options;
+
+enum {
+    O_ONCE = 256, O_FORMAT, O_STALE, O_INTERVAL, O_NOCOLOR, O_HISTORY, O_GPU, O_HEADROOM,
+    O_PLAN, O_MODEL, O_PARAMS, O_HF, O_SEQ, O_BATCH, O_ACCUM, O_PRECISION, O_OPTIMIZER,
+    O_CKPT, O_ATTN, O_CE, O_LORA, O_TARGETS, O_QUANT, O_GPUS, O_ZERO, O_VERSION,
+};
+
+static const struct option longopts[] = {
+    {"once", 0, 0, O_ONCE}, {"format", 1, 0, O_FORMAT}, {"stale", 1, 0, O_STALE},
+    {"interval", 1, 0, O_INTERVAL}, {"no-color", 0, 0, O_NOCOLOR}, {"history", 1, 0, O_HISTORY},
+    {"gpu", 1, 0, O_GPU}, {"headroom", 1, 0, O_HEADROOM}, {"plan", 0, 0, O_PLAN},
+    {"model", 1, 0, O_MODEL}, {"params", 1, 0, O_PARAMS}, {"hf-config", 1, 0, O_HF},
+    {"seq", 1, 0, O_SEQ}, {"batch", 1, 0, O_BATCH}, {"accum", 1, 0, O_ACCUM},
+    {"precision", 1, 0, O_PRECISION}, {"optimizer", 1, 0, O_OPTIMIZER},
+    {"checkpointing", 1, 0, O_CKPT}, {"attention", 1, 0, O_ATTN}, {"ce", 1, 0, O_CE},
+    {"lora-rank", 1, 0, O_LORA}, {"lora-targets", 1, 0, O_TARGETS}, {"quant", 1, 0, O_QUANT},
+    {"gpus", 1, 0, O_GPUS}, {"zero", 1, 0, O_ZERO}, {"help", 0, 0, 'h'},
+    {"version", 0, 0, O_VERSION}, {0, 0, 0, 0},
+};
+
+static const char usage_text[] =
+    "usage: memtop [OPTIONS] FILE                 follow a memtrain metrics file\n"
+    "       memtop [OPTIONS] -- COMMAND [ARGS]    run COMMAND --metrics TMPFILE and follow it\n"
+    "       memtop --plan MODEL [--gpu G] [SETTINGS]   the planner, live (what-if view)\n"
+    "options:\n"
+    "  --once                print one snapshot to stdout and exit (no terminal needed)\n"
+    "  --format json|csv     the snapshot's format (default json)\n"
+    "  --stale SECONDS       mark the data stale after this long without a row (default 10)\n"
+    "  --interval MS         refresh interval in milliseconds (default 1000)\n"
+    "  --history N           steps kept for the charts (default 4096)\n"
+    "  --gpu G               budget: a GPU profile (memplan list gpus) or a size (24GB, 24GiB);\n"
+    "                        in the run view it overrides the file's budget_bytes\n"
+    "  --headroom H          fraction kept free below the budget: 0.1 or 10% (default 10%)\n"
+    "  --no-color            no colours (also when NO_COLOR is set)\n"
+    "  -h, --help            this text;  --version  the version\n"
+    "planner (with --plan):\n"
+    "  --model NAME | --params N | --hf-config FILE\n"
+    "  --seq T  --batch B  --accum K  --precision P  --optimizer O  --checkpointing C\n"
+    "  --attention eager|flash  --ce full|chunked  --lora-rank R  --lora-targets LIST\n"
+    "  --quant none|int8|nf4|nf4-dq  --gpus N  --zero 0..3\n"
+    "keys: h or ? help, q quit, Tab select; the what-if keys are in the help screen\n"
+    "exit status: 0 done, 1 a runtime error, 2 bad usage; with -- COMMAND, the command's status\n";
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memtop: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (memtop --help)\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(d) || d < lo || d > hi)
+        return usage_error("invalid value '%s' for --%s (%g to %g)", v, flag, lo, hi);
+    *out = d;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    double d;
+    if (parse_num(flag, v, (double)lo, (double)hi, &d)) return EXIT_USAGE;
+    if (d != floor(d)) return usage_error("invalid value '%s' for --%s (an integer)", v, flag);
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->format = "json";
+    o->stale_s = 10;
+    o->interval_ms = 1000;
+    o->history = 4096;
+    o->headroom = 0.10;
+    o->color = true;
+    o->seq = o->batch = o->accum = o->lora = o->gpus = o->zero = -1;
+    /* Everything after "--" is the command. */
+    int end = argc;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            end = i;
+            break;
+        }
+    if (end < argc) {
+        o->cmd = argv + end + 1;
+        o->ncmd = argc - end - 1;
+        if (o->ncmd == 0) return usage_error("no command after '--'");
+    }
+    opterr = 0;
+    optind = 1;
+    int c;
+    double d;
+    while ((c = getopt_long(end, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_ONCE: o->once = true; break;
+        case O_FORMAT:
+            if (strcmp(optarg, "json") && strcmp(optarg, "csv"))
+                return usage_error("invalid value '%s' for --format (json or csv)", optarg);
+            o->format = optarg;
+            break;
+        case O_STALE:
+            if (parse_num("stale", optarg, 0.1, 1e9, &o->stale_s)) return EXIT_USAGE;
+            break;
+        case O_INTERVAL:
+            if (parse_num("interval", optarg, 10, 3600000, &d)) return EXIT_USAGE;
+            o->interval_ms = (int)d;
+            break;
+        case O_HISTORY:
+            if (parse_num("history", optarg, 16, 1e7, &d)) return EXIT_USAGE;
+            o->history = (int)d;
+            break;
+        case O_NOCOLOR: o->color = false; break;
+        case O_GPU: o->gpu = optarg; break;
+        case O_HEADROOM: {
+            char *e;
+            errno = 0;
+            double h = strtod(optarg, &e);
+            if (*e == '%' && e[1] == 0) h /= 100, e++;
+            if (!*optarg || *e || errno || !(h >= 0 && h < 1))
+                return usage_error("invalid value '%s' for --headroom (0 to 0.99, or 0%% to 99%%)", optarg);
+            o->headroom = h;
+            break;
+        }
+        case O_PLAN: o->plan = true; break;
+        case O_MODEL: o->model = optarg; break;
+        case O_PARAMS: o->params = optarg; break;
+        case O_HF: o->hf = optarg; break;
+        case O_SEQ: if (parse_int("seq", optarg, 1, 1 << 24, &o->seq)) return EXIT_USAGE; break;
+        case O_BATCH: if (parse_int("batch", optarg, 1, 1 << 20, &o->batch)) return EXIT_USAGE; break;
+        case O_ACCUM: if (parse_int("accum", optarg, 1, 1 << 20, &o->accum)) return EXIT_USAGE; break;
+        case O_LORA: if (parse_int("lora-rank", optarg, 0, 1 << 16, &o->lora)) return EXIT_USAGE; break;
+        case O_GPUS: if (parse_int("gpus", optarg, 1, 1 << 20, &o->gpus)) return EXIT_USAGE; break;
+        case O_ZERO: if (parse_int("zero", optarg, 0, 3, &o->zero)) return EXIT_USAGE; break;
+        case O_PRECISION: o->precision = optarg; break;
+        case O_OPTIMIZER: o->optimizer = optarg; break;
+        case O_CKPT: o->ckpt = optarg; break;
+        case O_ATTN: o->attention = optarg; break;
+        case O_CE: o->ce = optarg; break;
+        case O_QUANT: o->quant = optarg; break;
+        case O_TARGETS: o->targets = optarg; break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case O_VERSION: puts("memtop 1.0 (memplan; metrics format v1)"); exit(0);
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    int nrest = end - optind;
+    if (o->plan) {
+        if (o->cmd || nrest) return usage_error("--plan takes no FILE or COMMAND");
+        if (!o->model && !o->params && !o->hf) return usage_error("--plan needs --model, --params or --hf-config");
+    } else {
+        if (o->model || o->params || o->hf || o->seq > 0 || o->batch > 0 || o->precision)
+            return usage_error("model and settings flags need --plan");
+        if (o->cmd && nrest) return usage_error("give a FILE or '-- COMMAND', not both");
+        if (!o->cmd && nrest != 1)
+            return usage_error(nrest ? "one FILE at a time" : "no metrics FILE, '-- COMMAND' or --plan");
+        if (!o->cmd) o->file = argv[optind];
+    }
+    return 0;
+}
+
+/* The planner's model and settings from the --plan flags. */
+static int plan_setup(const options *o, mp_model *m, mp_settings *s, mp_gpu *g, bool *have_gpu)
+{
+    char err[MP_ERR_LEN];
+    if ((o->model != NULL) + (o->params != NULL) + (o->hf != NULL) > 1)
+        return usage_error("give one of --model, --params, --hf-config");
+    if (o->model && mp_model_lookup(o->model, m, err)) return usage_error("%s", err);
+    if (o->params) {
+        double n;
+        if (mp_parse_count(o->params, &n, err) || mp_model_from_params(n, m, err)) return usage_error("%s", err);
+    }
+    if (o->hf && mp_model_from_hf_config(o->hf, m, err)) return usage_error("%s", err);
+    mp_settings_default(s, m);
+#define ENUM(str, parse, field, flag, choices)                                                \
+    if (str && parse(str, &s->field))                                                         \
+        return usage_error("invalid value '%s' for --%s (%s)", str, flag, choices);
+    ENUM(o->precision, mp_precision_parse, precision, "precision",
+         "fp32, amp-bf16, amp-fp16, mixed-bf16, mixed-fp16, pure-bf16")
+    ENUM(o->optimizer, mp_optimizer_parse, optimizer, "optimizer",
+         "adamw, adamw-8bit, paged-adamw, paged-adamw-8bit, sgd, sgd-momentum, adafactor, lion")
+    ENUM(o->ckpt, mp_ckpt_parse, checkpointing, "checkpointing", "none, selective, full")
+    ENUM(o->attention, mp_attention_parse, attention, "attention", "eager, flash")
+    ENUM(o->ce, mp_ce_parse, ce, "ce", "full, chunked")
+    ENUM(o->quant, mp_quant_parse, quant, "quant", "none, int8, nf4, nf4-dq")
+#undef ENUM
+    if (o->targets && mp_lora_targets_parse(o->targets, &s->lora_targets))
+        return usage_error("invalid value '%s' for --lora-targets (q,k,v,o,gate,up,down, attn, mlp, all)", o->targets);
+    if (o->seq > 0) s->seq = o->seq;
+    if (o->batch > 0) s->batch = o->batch;
+    if (o->accum > 0) s->accum = o->accum;
+    if (o->lora >= 0) s->lora_rank = o->lora;
+    if (o->gpus > 0) s->gpus = o->gpus;
+    if (o->zero >= 0) s->zero = (int)o->zero;
+    *have_gpu = false;
+    if (o->gpu) {
+        if (mp_gpu_lookup(o->gpu, g, err)) return usage_error("%s", err);
+        *have_gpu = true;
+    }
+    return 0;
+}
+
+/* ---------- the child: memtop -- COMMAND ---------- */
+
+typedef struct child {
+    mtop_child_view view;
+    char dir[4096], metrics[4200], log[4200];
+    char tail[256];
+    bool stopped_by_us;
+} child;
+
+static int spawn(child *c, char **cmd, int ncmd)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(c->dir, sizeof c->dir, "%s/memtop.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(c->dir)) return fail(EXIT_RUNTIME, "cannot create a directory in '%s': %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    snprintf(c->metrics, sizeof c->metrics, "%s/metrics.csv", c->dir);
+    snprintf(c->log, sizeof c->log, "%s/child.log", c->dir);
+    char **argv = calloc((size_t)ncmd + 3, sizeof *argv);
+    if (!argv) return fail(EXIT_RUNTIME, "out of memory");
+    for (int i = 0; i < ncmd; i++) argv[i] = cmd[i];
+    argv[ncmd] = "--metrics";
+    argv[ncmd + 1] = c->metrics;
+    int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (logfd < 0) {
+        free(argv);
+        return fail(EXIT_RUNTIME, "cannot create '%s': %s", c->log, strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(argv);
+        close(logfd);
+        return fail(EXIT_RUNTIME, "cannot start '%s': %s", cmd[0], strerror(errno));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGCHLD, &sa, NULL);
+        sigaction(SIGPIPE, &sa, NULL); /* memtop ignores it; the command should not */
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0) dup2(nul, 0);
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        execvp(argv[0], argv);
+        dprintf(2, "memtop: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(logfd);
+    free(argv);
+    c->view.active = true;
+    c->view.running = true;
+    c->view.pid = pid;
+    const char *slash = strrchr(cmd[0], '/');
+    c->view.cmd = slash && slash[1] ? slash + 1 : cmd[0];
+    c->view.log = c->log;
+    c->view.log_tail = c->tail;
+    return 0;
+}
+
+/* The last non-empty line of the child's log, printable characters only. */
+static void read_tail(child *c)
+{
+    c->tail[0] = 0;
+    int fd = open(c->log, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buf[4096];
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, from);
+    close(fd);
+    if (n <= 0) return;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) n--;
+    buf[n] = 0;
+    char *start = strrchr(buf, '\n');
+    start = start ? start + 1 : buf;
+    size_t o = 0;
+    for (; *start && o + 1 < sizeof c->tail; start++)
+        c->tail[o++] = (*start >= 32 && *start < 127) ? *start : ' ';
+    c->tail[o] = 0;
+}
+
+/* Reap the child if it ended; true when its state changed. */
+static bool reap(child *c, bool block)
+{
+    if (!c->view.active || !c->view.running) return false;
+    int st;
+    pid_t r;
+    do r = waitpid(c->view.pid, &st, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r != c->view.pid) return false;
+    c->view.running = false;
+    c->view.status = st;
+    read_tail(c);
+    return true;
+}
+
+/* Stop a running child: SIGTERM to its process group, SIGKILL after 3 s. */
+static void stop_child(child *c)
+{
+    if (!c->view.active || !c->view.running) return;
+    c->stopped_by_us = true;
+    kill(-c->view.pid, SIGTERM);
+    for (int i = 0; i < 60; i++) {
+        if (reap(c, false)) return;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(-c->view.pid, SIGKILL);
+    reap(c, true);
+}
+
+static int child_exit_code(const child *c)
+{
+    if (!c->view.active || c->view.running || c->stopped_by_us) return 0;
+    if (WIFEXITED(c->view.status)) return WEXITSTATUS(c->view.status);
+    if (WIFSIGNALED(c->view.status)) return 128 + WTERMSIG(c->view.status);
+    return EXIT_RUNTIME;
+}
+
+/* ---------- --once ---------- */
+
+static int print_text(char *text)
+{
+    if (!text) return fail(EXIT_RUNTIME, "out of memory");
+    fputs(text, stdout);
+    free(text);
+    if (fflush(stdout) != 0) return fail(EXIT_RUNTIME, "cannot write the snapshot: %s", strerror(errno));
+    return 0;
+}
+
+static double budget_override(const options *o, int *rc)
+{
+    *rc = 0;
+    if (!o->gpu) return 0;
+    mp_gpu g;
+    char err[MP_ERR_LEN];
+    if (mp_gpu_lookup(o->gpu, &g, err)) {
+        *rc = usage_error("%s", err);
+        return 0;
+    }
+    return g.mem_bytes;
+}
+
+static int once_run(const options *o, const char *path, child *c)
+{
+    mtop_follow f;
+    mtop_history h;
+    int rc;
+    mtop_snap_opts so;
+    mtop_snap_opts_default(&so);
+    so.stale_s = o->stale_s;
+    so.headroom = o->headroom;
+    so.budget_bytes = budget_override(o, &rc);
+    if (rc) return rc;
+    if (mtop_follow_init(&f, path) || mtop_history_init(&h, o->history)) return fail(EXIT_RUNTIME, "out of memory");
+    f.read_limit = (size_t)-1;
+    int r = mtop_follow_poll(&f, &h, now_s());
+    if (r < 0 || f.state != MTOP_FOLLOW_OPEN) {
+        int e = f.state == MTOP_FOLLOW_WAITING ? ENOENT : f.err_no;
+        mtop_history_free(&h);
+        mtop_follow_free(&f);
+        return fail(EXIT_RUNTIME, "cannot read '%s': %s", path, strerror(e));
+    }
+    struct stat st;
+    double age = -1;
+    if (h.pushed && stat(path, &st) == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        age = (double)(ts.tv_sec - st.st_mtim.tv_sec) + (ts.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+        if (age < 0) age = 0;
+    }
+    mtop_snapshot s;
+    mtop_snapshot_make(&s, &f, &h, &so, age);
+    rc = print_text(strcmp(o->format, "csv") ? mtop_snapshot_json(&s) : mtop_snapshot_csv(&s));
+    mtop_history_free(&h);
+    mtop_follow_free(&f);
+    if (rc) return rc;
+    if (c && c->view.active) {
+        char a[128];
+        fprintf(stderr, "memtop: %s %s; log %s\n", c->view.cmd, mtop_child_text(&c->view, a, sizeof a), c->log);
+        return child_exit_code(c);
+    }
+    return 0;
+}
+
+/* ---------- the interactive loop ---------- */
+
+typedef struct app {
+    options *o;
+    mtop_view view, back;
+    mtop_layout L;
+    int sel;
+    bool dirty;
+    char message[160];
+    /* run view */
+    bool following;
+    mtop_follow f;
+    mtop_history h;
+    mtop_snap_opts so;
+    mtop_snapshot snap;
+    child *c;
+    /* what changed since the last draw */
+    long sig_rows, sig_bad, sig_resets; /* sig_bad: bad lines + comments (meta changes) */
+    const char *sig_state;
+    long sig_age;
+    bool sig_running;
+    /* what-if view */
+    mtop_whatif *w;
+} app;
+
+static void relayout(app *a)
+{
+    mtop_layout_compute(LINES, COLS, a->view, &a->L);
+    a->dirty = true;
+}
+
+static double row_age(const app *a, double t)
+{
+    if (a->f.last_row_at >= 0) return t - a->f.last_row_at;
+    if (a->f.opened_at >= 0) return t - a->f.opened_at;
+    return -1;
+}
+
+static void collect(app *a, double t)
+{
+    if (a->c && (got_child || a->c->view.running)) {
+        got_child = 0;
+        reap(a->c, false);
+    }
+    if (!a->following) return;
+    if (mtop_follow_poll(&a->f, &a->h, t) < 0)
+        snprintf(a->message, sizeof a->message, "cannot read '%s': %s", a->f.path, strerror(a->f.err_no));
+    double age = row_age(a, t);
+    mtop_snapshot_make(&a->snap, &a->f, &a->h, &a->so, age);
+    long age_shown = a->snap.stale ? (long)age : -1;
+    bool running = a->c && a->c->view.running;
+    if (a->h.pushed != a->sig_rows || a->f.parser.bad + a->f.parser.comments != a->sig_bad || a->f.resets != a->sig_resets ||
+        a->snap.state != a->sig_state || age_shown != a->sig_age || running != a->sig_running) {
+        a->dirty = true;
+        a->sig_rows = a->h.pushed;
+        a->sig_bad = a->f.parser.bad + a->f.parser.comments;
+        a->sig_resets = a->f.resets;
+        a->sig_state = a->snap.state;
+        a->sig_age = age_shown;
+        a->sig_running = running;
+    }
+}
+
+static void draw(app *a)
+{
+    erase();
+    mtop_draw_ctx ctx = {.sel = a->sel, .back = a->back, .child = a->c ? &a->c->view : NULL,
+                         .message = a->message, .interval_ms = a->o->interval_ms};
+    if (a->L.too_small) mtop_draw_too_small(LINES, COLS);
+    else if (a->view == MTOP_VIEW_HELP) mtop_draw_help(&a->L, &ctx);
+    else if (a->view == MTOP_VIEW_WHATIF) mtop_draw_whatif(&a->L, a->w, &ctx);
+    else mtop_draw_run(&a->L, &a->snap, &a->h, &ctx);
+    refresh();
+    a->dirty = false;
+}
+
+/* Returns false to quit. */
+static bool key(app *a, int ch)
+{
+    a->message[0] = 0;
+    a->dirty = true;
+    if (ch == KEY_RESIZE) {
+        relayout(a);
+        return true;
+    }
+    mtop_view base = a->view == MTOP_VIEW_HELP ? a->back : a->view;
+    mtop_action act = mtop_key_action(ch, base == MTOP_VIEW_WHATIF);
+    if (act == MTOP_ACT_QUIT) return false;
+    if (a->view == MTOP_VIEW_HELP) { /* any other key returns */
+        a->view = a->back;
+        relayout(a);
+        return true;
+    }
+    int ncomp = a->view == MTOP_VIEW_WHATIF ? MTOP_NCOMP : MTOP_NGROUP;
+    switch (act) {
+    case MTOP_ACT_HELP:
+        a->back = a->view;
+        a->view = MTOP_VIEW_HELP;
+        relayout(a);
+        break;
+    case MTOP_ACT_NEXT: a->sel = (a->sel + 1) % ncomp; break;
+    case MTOP_ACT_PREV: a->sel = (a->sel + ncomp - 1) % ncomp; break;
+    case MTOP_ACT_REDRAW: clearok(curscr, TRUE); break;
+    case MTOP_ACT_NONE:
+        if (ch == 27) break; /* Esc: nothing to close */
+        if (ch >= 32 && ch < 127) snprintf(a->message, sizeof a->message, "unknown key '%c' (h for help)", ch);
+        else snprintf(a->message, sizeof a->message, "unknown key (h for help)");
+        break;
+    default:
+        if (a->view == MTOP_VIEW_WHATIF) mtop_whatif_apply(a->w, act);
+        break;
+    }
+    return true;
+}
+
+static int interactive(app *a)
+{
+    if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
+        return fail(EXIT_RUNTIME, "standard input and output must be a terminal (use --once for a snapshot)");
+    const char *no_color = getenv("NO_COLOR");
+    bool color = a->o->color && !(no_color && *no_color);
+    SCREEN *scr = newterm(NULL, stdout, stdin);
+    if (!scr) return fail(EXIT_RUNTIME, "cannot use the terminal '%s'", getenv("TERM") ? getenv("TERM") : "");
+    curses_on = true;
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    mtop_draw_colors(color);
+    relayout(a);
+
+    double next_poll = 0;
+    for (;;) {
+        if (got_quit) break;
+        double t = now_s();
+        if (t >= next_poll || got_child) {
+            collect(a, t);
+            next_poll = a->following && a->f.pending ? t : t + a->o->interval_ms / 1000.0;
+        }
+        if (a->dirty) draw(a);
+        int wait = (int)ceil((next_poll - now_s()) * 1000);
+        timeout(wait < 0 ? 0 : wait > a->o->interval_ms ? a->o->interval_ms : wait);
+        int ch = getch();
+        if (ch == ERR) continue;
+        if (!key(a, ch)) break;
+    }
+    restore_terminal();
+    delscreen(scr);
+    if (got_quit && got_quit != SIGINT) { /* terminated or hung up: say so, exit 128 + signal */
+        fprintf(stderr, "memtop: %s\n", strsignal(got_quit));
+        return 128 + got_quit;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc) return rc;
+    install_signals();
+    signal(SIGPIPE, SIG_IGN);
+
+    if (o.plan) {
+        static mtop_whatif w; /* large: keep it off the stack */
+        mp_model m;
+        mp_settings s;
+        mp_gpu g;
+        bool have_gpu = false;
+        if ((rc = plan_setup(&o, &m, &s, &g, &have_gpu))) return rc;
+        mtop_whatif_init(&w, &m, &s, have_gpu ? &g : NULL, o.headroom);
+        if (o.once) {
+            rc = print_text(strcmp(o.format, "csv") ? mtop_whatif_json(&w) : mtop_whatif_csv(&w));
+            if (rc) return rc;
+            return w.ok ? 0 : fail(EXIT_USAGE, "%s", w.err);
+        }
+        app a = {.o = &o, .view = MTOP_VIEW_WHATIF, .back = MTOP_VIEW_WHATIF, .w = &w};
+        return interactive(&a);
+    }
+
+    static child c;
+    double budget = budget_override(&o, &rc); /* checked before anything starts */
+    if (rc) return rc;
+    if (o.cmd) {
+        if ((rc = spawn(&c, o.cmd, o.ncmd))) return rc;
+        o.file = c.metrics;
+    }
+    if (o.once) {
+        while (o.cmd && c.view.running) { /* wait for the command; Ctrl-C stops it */
+            if (got_quit) {
+                stop_child(&c);
+                fprintf(stderr, "memtop: stopped %s (pid %ld); metrics and log kept in %s\n", c.view.cmd,
+                        (long)c.view.pid, c.dir);
+                return 128 + got_quit;
+            }
+            if (!reap(&c, false)) {
+                struct timespec ts = {0, 50 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        return once_run(&o, o.file, o.cmd ? &c : NULL);
+    }
+    app a = {.o = &o, .view = MTOP_VIEW_RUN, .back = MTOP_VIEW_RUN, .following = true, .c = o.cmd ? &c : NULL,
+             .sig_age = -1};
+    mtop_snap_opts_default(&a.so);
+    a.so.stale_s = o.stale_s;
+    a.so.headroom = o.headroom;
+    a.so.budget_bytes = budget;
+    if (mtop_follow_init(&a.f, o.file) || mtop_history_init(&a.h, o.history)) {
+        stop_child(&c);
+        return fail(EXIT_RUNTIME, "out of memory");
+    }
+    rc = interactive(&a);
+    bool was_running = c.view.active && c.view.running;
+    stop_child(&c);
+    if (c.view.active) {
+        char t[128];
+        if (was_running) fprintf(stderr, "memtop: stopped %s (pid %ld); ", c.view.cmd, (long)c.view.pid);
+        else fprintf(stderr, "memtop: %s %s; ", c.view.cmd, mtop_child_text(&c.view, t, sizeof t));
+        fprintf(stderr, "metrics and log kept in %s\n", c.dir);
+    }
+    if (a.f.state == MTOP_FOLLOW_ERROR && rc == 0)
+        rc = fail(EXIT_RUNTIME, "cannot read '%s': %s", o.file, strerror(a.f.err_no));
+    mtop_history_free(&a.h);
+    mtop_follow_free(&a.f);
+    return rc ? rc : child_exit_code(&c);
+}

@@ -1,0 +1,118 @@
+/*
+ * metrics.h — the memtrain metrics file, format v1: a pure parser.
+ *
+ * The file is comment lines ('#'), one CSV header row, then one row per
+ * optimizer step (see man/memtop.1, METRICS FILE, for the full text):
+ *
+ *     # memtrain metrics v1
+ *     # model: gpt2
+ *     # settings: precision=fp32 optimizer=adamw batch=8 seq=1024
+ *     # steps: 1000
+ *     # budget_bytes: 25769803776
+ *     # device: cuda:0
+ *     step,time_s,loss,tokens_per_s,lr,cur_weights,...,pred_total,rss_bytes
+ *     1,0.84,10.95,9752.4,0.0003,497664,...,,1832140800
+ *
+ * Columns may come in any order (they are found by their header names),
+ * unknown columns are ignored, a missing column or an empty field is N/A.
+ * Every value carries a valid bit. The parser never allocates, never does
+ * I/O and never fails hard: a line it cannot use is reported as
+ * MTOP_LINE_BAD with a reason, and the caller skips and counts it.
+ *
+ *     mtop_parser p;  mtop_row r;
+ *     mtop_parser_init(&p);
+ *     if (mtop_parse_line(&p, line, len, &r) == MTOP_LINE_ROW) use(&r);
+ */
+#ifndef MTOP_METRICS_H
+#define MTOP_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Groups of byte columns: the five planner components (same order as
+ * MP_WEIGHTS..MP_OVERHEAD) and their total. */
+enum { MTOP_NCOMP = 5, MTOP_TOTAL = 5, MTOP_NGROUP = 6 };
+
+/* Every column memtop knows, in the order of the v1 header. */
+enum {
+    MTOP_STEP, MTOP_TIME_S, MTOP_LOSS, MTOP_TOKENS_PER_S, MTOP_LR,
+    MTOP_CUR0,                          /* cur_weights .. cur_total (6 fields) */
+    MTOP_PEAK0 = MTOP_CUR0 + MTOP_NGROUP,   /* peak_weights .. peak_total */
+    MTOP_PRED0 = MTOP_PEAK0 + MTOP_NGROUP,  /* pred_weights .. pred_total */
+    MTOP_RSS = MTOP_PRED0 + MTOP_NGROUP,    /* rss_bytes */
+    MTOP_NFIELD
+};
+#define MTOP_CUR(g) (MTOP_CUR0 + (g))
+#define MTOP_PEAK(g) (MTOP_PEAK0 + (g))
+#define MTOP_PRED(g) (MTOP_PRED0 + (g))
+
+/* The header name of a field ("step", "cur_weights", "rss_bytes"), or NULL. */
+const char *mtop_field_name(int field);
+/* The field of a header name, or -1 for an unknown column. */
+int mtop_field_find(const char *name, size_t len);
+/* True for the byte columns (cur_*, peak_*, pred_*, rss_bytes). */
+bool mtop_field_is_bytes(int field);
+
+typedef struct mtop_row {
+    double v[MTOP_NFIELD];
+    uint32_t valid;                    /* bit f: v[f] was present */
+} mtop_row;
+
+static inline bool mtop_row_ok(const mtop_row *r, int f) { return (r->valid >> f) & 1u; }
+static inline void mtop_row_set(mtop_row *r, int f, double x)
+{
+    r->v[f] = x;
+    r->valid |= 1u << f;
+}
+
+#define MTOP_MAX_COLS 64               /* a wider header is a bad line */
+#define MTOP_MAX_KV 32
+#define MTOP_TEXT_LEN 128
+
+typedef struct mtop_meta {
+    bool magic;                        /* saw "# memtrain metrics vN" */
+    int version;                       /* N, 0 if not seen */
+    char model[MTOP_TEXT_LEN];         /* "" if absent */
+    char device[MTOP_TEXT_LEN];
+    char settings[512];                /* the raw "key=value ..." text */
+    int nkv;                           /* settings split at spaces */
+    struct { char key[32]; char val[64]; } kv[MTOP_MAX_KV];
+    bool has_steps;
+    int64_t steps;                     /* planned optimizer steps */
+    bool has_budget;                   /* budget_bytes > 0 */
+    double budget_bytes;
+} mtop_meta;
+
+typedef enum {
+    MTOP_LINE_EMPTY,                   /* blank line: ignored, not counted */
+    MTOP_LINE_COMMENT,                 /* '#': meta data updated */
+    MTOP_LINE_HEADER,                  /* the column names: mapping updated */
+    MTOP_LINE_ROW,                     /* a data row: *row filled */
+    MTOP_LINE_BAD,                     /* skipped: see parser.reason */
+} mtop_line_kind;
+
+typedef struct mtop_parser {
+    mtop_meta meta;
+    bool have_header;
+    int ncols;
+    signed char col[MTOP_MAX_COLS];    /* column -> field, -1 unknown */
+    uint32_t present;                  /* bit f: the header has field f */
+    long rows, bad, comments;          /* lines seen of each kind */
+    char reason[96];                   /* why the last bad line was bad */
+} mtop_parser;
+
+void mtop_parser_init(mtop_parser *p);
+/* One line without its newline (a trailing '\r' is dropped). */
+mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mtop_row *row);
+
+/* Split one CSV record (RFC 4180: commas, "quoted" fields with "" escapes)
+ * in place: fields[i] point into `line`, NUL-terminated, quotes removed.
+ * Returns the field count, or -1 on an unterminated quote or more than
+ * `max` fields. `line` must have room for a NUL at `len`. */
+int mtop_csv_split(char *line, size_t len, char **fields, int max);
+
+/* The meta value of a settings key ("batch"), or NULL. */
+const char *mtop_meta_setting(const mtop_meta *m, const char *key);
+
+#endif
