@@ -86,6 +86,7 @@ test-unit: $(TESTS)
 	@tests/run-unit.sh $(BUILD)
 test-cli: $(PROGS)
 	@tests/run-cli.sh $(BIN)
+	@tests/test_memtop_e2e.sh $(BIN)
 test-validate: $(PROGS)
 	@tests/validate.sh $(BIN) quick
 test: test-unit test-cli test-validate
@@ -95,7 +96,7 @@ check:
 	$(MAKE) test
 	$(MAKE) SANITIZE=address,undefined test
 
-bench: $(PROGS) $(BUILD)/bench/bench_planner
+bench: $(PROGS) $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 	@bench/run.sh $(BUILD)
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)

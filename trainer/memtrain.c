@@ -206,7 +206,7 @@ static void usage(FILE *f)
 
 /* ---------- the planner's prediction for this config ---------- */
 
-static int predict(const mt_config *c, bool tied, mp_estimate *e, char *err)
+static int predict(const mt_config *c, bool tied, mp_estimate *e, char *name, size_t name_len, char *err)
 {
     mp_model m;
     memset(&m, 0, sizeof m);
@@ -216,6 +216,7 @@ static int predict(const mt_config *c, bool tied, mp_estimate *e, char *err)
     m.tied = tied;
     snprintf(m.name, sizeof m.name, "memtrain-%s-%dx%d", mt_family_name(c->family), c->layers, c->hidden);
     if (mp_model_finish(&m, err)) return -1;
+    snprintf(name, name_len, "%s", m.name);
     mp_settings s;
     mp_settings_default(&s, &m);
     s.framework = mp_framework_find("memtrain", err);
@@ -404,17 +405,17 @@ static void metrics_row(FILE *f, long step, double t, double loss, double tps, d
     snprintf(v, sizeof v, "%.6f", loss), csv_put(f, v, false);
     snprintf(v, sizeof v, "%.1f", tps), csv_put(f, v, false);
     snprintf(v, sizeof v, "%g", lr), csv_put(f, v, false);
-    double sum = 0;
-    for (int k = 0; k < MP_NCOMP; k++) snprintf(v, sizeof v, "%.0f", cur[k]), csv_put(f, v, false), sum += cur[k];
-    snprintf(v, sizeof v, "%zu", st->total), csv_put(f, v, false);
+    /* totals leave out the data loader (host memory on a GPU), so they are the
+     * components' sum now and the device-side peak */
+    for (int k = 0; k < MP_NCOMP; k++) snprintf(v, sizeof v, "%.0f", cur[k]), csv_put(f, v, false);
+    snprintf(v, sizeof v, "%zu", st->total - st->cur[MT_DATA]), csv_put(f, v, false);
     for (int k = 0; k < MP_NCOMP; k++) snprintf(v, sizeof v, "%.0f", pk[k]), csv_put(f, v, false);
-    snprintf(v, sizeof v, "%zu", st->total_peak), csv_put(f, v, false);
+    snprintf(v, sizeof v, "%zu", st->total_peak - st->at_peak[MT_DATA]), csv_put(f, v, false);
     for (int k = 0; k < MP_NCOMP; k++) snprintf(v, sizeof v, "%.0f", pred->peak[k]), csv_put(f, v, false);
     snprintf(v, sizeof v, "%.0f", pred->total_bytes), csv_put(f, v, false);
     snprintf(v, sizeof v, "%zu", mt_rss_bytes()), csv_put(f, v, false);
     fputc('\n', f);
     fflush(f);
-    (void)sum;
 }
 
 /* ---------- the run ---------- */
@@ -512,7 +513,8 @@ int main(int argc, char **argv)
     /* The prediction comes first, from the planner, never from what we allocate. */
     mp_estimate pred;
     char perr[MP_ERR_LEN];
-    if (predict(&c, family_tied, &pred, perr)) return usage_error("%s", perr);
+    char model_name[MP_NAME_LEN];
+    if (predict(&c, family_tied, &pred, model_name, sizeof model_name, perr)) return usage_error("%s", perr);
     char a[32], b[32];
     if (o.mem_limit > 0 && pred.total_bytes > o.mem_limit) {
         fprintf(stderr, "memtrain: error: the plan is predicted to need %s, above --mem-limit %s: not starting\n",
@@ -531,7 +533,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     FILE *mf = NULL;
-    if (o.metrics && !(mf = metrics_open(o.metrics, &c, o.steps, o.mem_limit, "memtrain"))) {
+    if (o.metrics && !(mf = metrics_open(o.metrics, &c, o.steps, o.mem_limit, model_name))) {
         fprintf(stderr, "memtrain: error: cannot open metrics '%s': %s\n", o.metrics, strerror(errno));
         mt_trainer_free(t);
         return EXIT_USAGE;

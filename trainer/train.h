@@ -15,7 +15,8 @@
  *   mt_trainer_free(t);
  *
  * Functions return 0 on success, -1 on failure with a one-line message in
- * err (MT_ERR_LEN bytes). Nothing prints, nothing exits. Not thread-safe.
+ * err (MT_ERR_LEN bytes; may be NULL). Nothing prints, nothing exits. Not
+ * thread-safe.
  */
 #ifndef MT_TRAIN_H
 #define MT_TRAIN_H
