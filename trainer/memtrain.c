@@ -600,9 +600,9 @@ int main(int argc, char **argv)
         }
         printf("  %-12s %14s %14s %+7.2f%%\n", "total peak", mp_fmt_gib(device_peak, a, sizeof a),
                mp_fmt_gib(pred.total_bytes, b, sizeof b), 100 * (device_peak - pred.total_bytes) / pred.total_bytes);
-        printf("  %-12s %14s   (peak RSS %s above the %s baseline, from /proc/self/status)\n", "RSS",
-               mp_fmt_gib((double)(peak_rss - baseline_rss), a, sizeof a), mp_fmt_gib((double)peak_rss, b, sizeof b),
-               mp_fmt_gib((double)baseline_rss, perr, sizeof perr));
+        printf("  %-12s %14s   (peak RSS %s minus the %s at start, from /proc/self/status)\n",
+               "RSS growth", mp_fmt_gib((double)(peak_rss - baseline_rss), a, sizeof a),
+               mp_fmt_gib((double)peak_rss, b, sizeof b), mp_fmt_gib((double)baseline_rss, perr, sizeof perr));
         printf("  %-12s %14s   (host: data loader)\n", "data", mp_fmt_gib((double)st.peak[MT_DATA], a, sizeof a));
     }
     if (o.report) {
