@@ -51,6 +51,8 @@ void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_e
 void print_csv_header(FILE *f);
 void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e, bool fits);
 const char *plan_summary(const mp_settings *s, char *buf, size_t len);
+/* Plans that differ only in fp16 vs bf16 or paged vs not are one kind of plan. */
+bool same_kind(const mp_settings *s, const mp_settings *t);
 
 int cmd_plan(cli *c);
 int cmd_estimate(cli *c);

@@ -177,23 +177,6 @@ static void fill_bar(bar *b, const mp_estimate *e, bool fits)
     b->fits = fits;
 }
 
-/* Plans that differ only in fp16 vs bf16 or paged vs not are one kind of plan. */
-static int precision_class(mp_precision p)
-{
-    return p == MP_AMP_FP16 ? MP_AMP_BF16 : p == MP_MIXED_FP16 ? MP_MIXED_BF16 : (int)p;
-}
-static int optimizer_class(mp_optimizer o)
-{
-    return o == MP_PAGED_ADAMW ? MP_ADAMW : o == MP_PAGED_ADAMW_8BIT ? MP_ADAMW_8BIT : (int)o;
-}
-static bool same_kind(const mp_settings *s, const mp_settings *t)
-{
-    return precision_class(s->precision) == precision_class(t->precision) &&
-           optimizer_class(s->optimizer) == optimizer_class(t->optimizer) &&
-           s->checkpointing == t->checkpointing && s->attention == t->attention && s->ce == t->ce &&
-           s->quant == t->quant && (s->lora_rank > 0) == (t->lora_rank > 0) && s->zero == t->zero &&
-           s->offload == t->offload;
-}
 
 static void plan_lines(bar *b, int rank, const mp_settings *s, const char *tag)
 {
