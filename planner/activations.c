@@ -77,12 +77,10 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
                         (s->attention == MP_ATTN_EAGER ? 2 * a * scores : a * sb * (QD + 2 * KVD));
 }
 
-void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens,
-                  double *fwd, double *bwd)
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd)
 {
     const double V = (double)m->vocab;
     const double a = s->precision == MP_FP32 ? 4 : 2;
-    (void)all_tokens;
     /* Forward end: the head's output and the saved fp32 log-softmax.
      * Loss backward: the fp32 gradient of the log-softmax and of its input. */
     *fwd = (a + 4) * tokens * V;

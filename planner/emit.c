@@ -54,7 +54,7 @@ static void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
         (long long)s->shuffle_buffer);
 }
 
-static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s, const mp_search_opts *o)
+static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     char tg[64];
     const char *mods[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
@@ -122,10 +122,9 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s, const mp_s
         s->checkpointing != MP_CKPT_NONE ? "True" : "False", optim, s->lora_rank ? "2e-4" : "2e-5");
     put(b, "Trainer(model=model, args=args, train_dataset=ds,\n"
            "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n");
-    (void)o;
 }
 
-static void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s, const mp_search_opts *o)
+static void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     int64_t dp = s->gpus / (s->tp * s->pp);
     bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 || s->precision == MP_PURE_BF16;
@@ -151,7 +150,6 @@ static void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s, con
     put(b, "  \"activation_checkpointing\": {\"partition_activations\": %s, \"contiguous_memory_optimization\": false},\n",
         s->checkpointing == MP_CKPT_FULL ? "true" : "false");
     put(b, "  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n");
-    (void)o;
 }
 
 static void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
@@ -178,13 +176,12 @@ static void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
     put(b, "main_training_function: main\nuse_cpu: false\n");
 }
 
-int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, const mp_search_opts *o,
-            char **out, char *err)
+int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err)
 {
     sbuf b = {0};
     if (strcmp(kind, "memtrain") == 0) emit_memtrain(&b, m, s);
-    else if (strcmp(kind, "hf") == 0) emit_hf(&b, m, s, o);
-    else if (strcmp(kind, "deepspeed") == 0) emit_deepspeed(&b, m, s, o);
+    else if (strcmp(kind, "hf") == 0) emit_hf(&b, m, s);
+    else if (strcmp(kind, "deepspeed") == 0) emit_deepspeed(&b, m, s);
     else if (strcmp(kind, "accelerate") == 0) emit_accelerate(&b, m, s);
     else {
         snprintf(err, MP_ERR_LEN, "unknown --emit '%s' (memtrain, hf, deepspeed, accelerate)", kind);

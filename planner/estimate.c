@@ -59,7 +59,7 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
     if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
     if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
-    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos + 0)
+    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos)
         BAD("--seq '%lld' exceeds the model's %lld learned positions", (long long)s->seq,
             (long long)m->max_pos);
     if (s->gpus < 1) BAD("invalid --gpus '%lld' (at least 1)", (long long)s->gpus);
@@ -93,9 +93,6 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
     if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
-    if (s->precision == MP_PURE_BF16 && s->optimizer == MP_ADAMW_8BIT) {
-        /* allowed: bitsandbytes 8-bit states with bf16 params */
-    }
     return 0;
 #undef BAD
 }
@@ -374,7 +371,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     double tokens_logits = B * T;
     if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, B * T);
     double logits_fwd, logits_bwd;
-    logits_model(m, s, tokens_logits, B * T, &logits_fwd, &logits_bwd);
+    logits_model(m, s, tokens_logits, &logits_fwd, &logits_bwd);
     logits_fwd /= tp, logits_bwd /= tp;
     term(e, explain, MP_ACTIVATIONS, "logits and loss", logits_fwd,
          "%.0f tokens x %.0f vocab%s", tokens_logits, V,

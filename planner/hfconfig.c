@@ -117,9 +117,8 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
         if (get_bool(root, "parallel_attn", true) && !get_bool(root, "new_decoder_architecture", false))
             m->norms_per_layer = 1;
     }
-    if (!strcmp(type, "gpt_neox") || !strcmp(type, "phi")) m->pos = MP_POS_ROPE, m->fused_qkv = !strcmp(type, "gpt_neox");
-    if (!strcmp(type, "phi")) m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false;
-    if (!strcmp(type, "gpt_neox")) m->norms_per_layer = 2;
+    if (!strcmp(type, "gpt_neox")) m->pos = MP_POS_ROPE, m->fused_qkv = true;
+    if (!strcmp(type, "phi")) m->pos = MP_POS_ROPE, m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false;
     if (!strcmp(type, "qwen2") || !strcmp(type, "qwen2_moe")) m->qkv_bias = true;
     if (!strcmp(type, "phi3")) m->fused_qkv = true;
     json_t *ab = json_object_get(root, "attention_bias");

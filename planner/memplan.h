@@ -141,6 +141,8 @@ typedef struct mp_framework {
 /* Where the profile CSVs live: $MEMPLAN_PROFILES, next to the executable,
  * or the install prefix. Loaded once; thread-unsafe on first call. */
 const char *mp_profiles_dir(void);
+/* Load the profiles now (every lookup does it on first use); 0, or -1 with err. */
+int mp_profiles_load(char *err);
 int mp_model_lookup(const char *name, mp_model *m, char *err);
 int mp_gpu_lookup(const char *name_or_size, mp_gpu *g, char *err);
 int mp_framework_lookup(const char *name, mp_framework *f, char *err);
@@ -345,8 +347,7 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 /* ---------- output ---------- */
 
 /* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate". */
-int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, const mp_search_opts *o,
-            char **out, char *err);
+int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err);
 /* Write `data` to `path` atomically (temp file, fsync, rename). */
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
 

@@ -332,6 +332,8 @@ static int ensure_loaded(char *err)
     return 0;
 }
 
+int mp_profiles_load(char *err) { return ensure_loaded(err); }
+
 const mp_model *mp_model_at(int i)
 {
     char err[MP_ERR_LEN];

@@ -43,8 +43,7 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
     double t_compute = e->flops_per_step / (peak * util * gpus_compute);
 
     /* Weights are read three times per micro-batch (forward, backward, recompute). */
-    double weight_bytes = e->at_peak[MP_WEIGHTS] > 0 ? e->peak[MP_WEIGHTS] : 0;
-    double t_weights = (double)s->accum * 3 * weight_bytes / fmax(gpu->bandwidth, 1e9);
+    double t_weights = (double)s->accum * 3 * e->peak[MP_WEIGHTS] / fmax(gpu->bandwidth, 1e9);
 
     double link = gpu->pcie > 0 ? gpu->pcie : 16e9;
     double t_offload = 0;

@@ -36,8 +36,7 @@ int cmd_list(int argc, char **argv)
         return cli_error("memplan list needs 'models', 'gpus' or 'frameworks'%s%s%s", what ? " (got '" : "",
                          what ? what : "", what ? "')" : "");
     char err[MP_ERR_LEN];
-    mp_model probe;
-    if (mp_model_lookup("gpt2", &probe, err) && !mp_model_at(0)) return cli_error("%s", err);
+    if (mp_profiles_load(err)) return cli_error("%s", err);
     json_t *arr = json_array();
     char v[64];
     if (!strcmp(what, "models")) {

@@ -26,7 +26,7 @@ static const char *task_label(mp_task t)
 static int do_emit(cli *c, const mp_settings *s)
 {
     char err[MP_ERR_LEN], *text = NULL;
-    if (mp_emit(c->emit, &c->model, s, &c->opts, &text, err)) return cli_error("%s", err);
+    if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
     int rc = 0;
     if (c->out_path) {
         if (mp_write_file_atomic(c->out_path, text, strlen(text), err)) rc = cli_error("%s", err);
