@@ -288,6 +288,20 @@ static int err_attr(const mtop_val *e)
     return mtop_attr(a <= 10 ? MTOP_C_OK : a <= 25 ? MTOP_C_WARN : MTOP_C_CRIT);
 }
 
+/* A table row: highlighted across the width and marked '>' when selected.
+ * Returns the attribute the row's cells start from. */
+static int table_row_start(const mtop_rect *r, int row, bool selected)
+{
+    if (selected && row < r->h) {
+        attron(mtop_attr(MTOP_C_SELECTED));
+        mvhline(r->y + row, r->x, ' ', r->w);
+        attroff(mtop_attr(MTOP_C_SELECTED));
+    }
+    int base = selected ? mtop_attr(MTOP_C_SELECTED) : 0;
+    put(r, row, 0, base, selected ? ">" : " ");
+    return base;
+}
+
 static void run_table(const mtop_rect *r, const mtop_snapshot *s, int sel)
 {
     char a[48];
@@ -298,14 +312,7 @@ static void run_table(const mtop_rect *r, const mtop_snapshot *s, int sel)
     double budget = s->budget.ok ? s->budget.v : 0, hr = s->headroom.ok ? s->headroom.v : 0;
     for (int g = 0; g < MTOP_NGROUP; g++) {
         int row = 1 + g;
-        bool selected = g == sel;
-        if (selected && row < r->h) {
-            attron(mtop_attr(MTOP_C_SELECTED));
-            mvhline(r->y + row, r->x, ' ', r->w);
-            attroff(mtop_attr(MTOP_C_SELECTED));
-        }
-        int base = selected ? mtop_attr(MTOP_C_SELECTED) : 0;
-        put(r, row, 0, base, selected ? ">" : " ");
+        int base = table_row_start(r, row, g == sel);
         if (g < MTOP_NCOMP) {
             char gl[2] = {mtop_seg_glyph[g], 0};
             put(r, row, 1, seg_attr(g) | base, gl);
@@ -587,14 +594,7 @@ static void whatif_table(const mtop_rect *r, const mtop_whatif *w, int sel)
     const mp_estimate *e = &w->e;
     for (int g = 0; g < MTOP_NCOMP; g++) {
         int row = 1 + g;
-        bool selected = g == sel;
-        if (selected && row < r->h) {
-            attron(mtop_attr(MTOP_C_SELECTED));
-            mvhline(r->y + row, r->x, ' ', r->w);
-            attroff(mtop_attr(MTOP_C_SELECTED));
-        }
-        int base = selected ? mtop_attr(MTOP_C_SELECTED) : 0;
-        put(r, row, 0, base, selected ? ">" : " ");
+        int base = table_row_start(r, row, g == sel);
         char gl[2] = {mtop_seg_glyph[g], 0};
         put(r, row, 1, seg_attr(g) | base, gl);
         put(r, row, 3, base, mp_component_name(g));

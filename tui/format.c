@@ -1,8 +1,10 @@
 /* format.c — exact, pure formatters for memtop's numbers and bars. */
 #include "format.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memplan.h"
@@ -166,5 +168,21 @@ char *mtop_fit(const char *s, int width, char *out, size_t len)
     memcpy(out, s, w - 1);
     out[w - 1] = '~';
     out[w] = 0;
+    return out;
+}
+
+char *mtop_json_text(json_t *o)
+{
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    json_decref(o);
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    char *out = realloc(text, n + 2);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    out[n] = '\n';
+    out[n + 1] = 0;
     return out;
 }

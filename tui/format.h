@@ -67,4 +67,10 @@ char *mtop_bar_text(const signed char *cells, int width, int oom, int headroom, 
  * it does not fit (ASCII only). Returns out. */
 char *mtop_fit(const char *s, int width, char *out, size_t len);
 
+/* The snapshot text of a JSON object: indented, key order kept, one trailing
+ * newline. Takes the reference to `o`; the caller frees the result. NULL on
+ * failure. */
+typedef struct json_t json_t;
+char *mtop_json_text(json_t *o);
+
 #endif

@@ -164,18 +164,7 @@ char *mtop_snapshot_json(const mtop_snapshot *s)
     json_object_set_new(o, "skipped", json_integer(s->skipped));
     json_object_set_new(o, "resets", json_integer(s->resets));
     json_object_set_new(o, "stale", json_boolean(s->stale));
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-    json_decref(o);
-    if (!text) return NULL;
-    size_t n = strlen(text);
-    char *out = realloc(text, n + 2);
-    if (!out) {
-        free(text);
-        return NULL;
-    }
-    out[n] = '\n';
-    out[n + 1] = 0;
-    return out;
+    return mtop_json_text(o);
 }
 
 /* ---------- CSV ---------- */

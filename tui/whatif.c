@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
+
 #define RUN 1u
 #define WHATIF 2u
 #define BOTH 3u
@@ -208,18 +210,7 @@ char *mtop_whatif_json(const mtop_whatif *w)
     json_object_set_new(o, "reserved", w->ok ? jbytes(w->e.reserved_bytes) : json_null());
     json_object_set_new(o, "device", w->ok ? jbytes(w->e.device_bytes) : json_null());
     json_object_set_new(o, "host", w->ok ? jbytes(w->e.host_bytes) : json_null());
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-    json_decref(o);
-    if (!text) return NULL;
-    size_t n = strlen(text);
-    char *out = realloc(text, n + 2);
-    if (!out) {
-        free(text);
-        return NULL;
-    }
-    out[n] = '\n';
-    out[n + 1] = 0;
-    return out;
+    return mtop_json_text(o);
 }
 
 static void cquote(FILE *f, const char *s)
