@@ -1,23 +1,7 @@
 #!/bin/sh
 # End-to-end tests of the commands: real invocations, exit codes, messages, formats.
 bin=${1:-build/bin}
-export MEMPLAN_PROFILES="$(pwd)/profiles"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-
-# expect CODE DESCRIPTION -- command...: exit status CODE
-expect() {
-    code=$1 what=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ $rc -eq "$code" ]; then ok "$what (exit $rc)"; else bad "$what: exit $rc, wanted $code"; sed 's/^/    /' "$tmp/err" | head -5; fi
-}
-# the last command's stderr or stdout contains TEXT
-has() { if grep -qF -- "$2" "$tmp/$1"; then ok "$1 says '$2'"; else bad "$1 lacks '$2'"; sed 's/^/    /' "$tmp/$1" | head -5; fi; }
+. tests/lib.sh
 one_line_err() { n=$(wc -l <"$tmp/err"); if [ "$n" -eq 1 ]; then ok "one-line error"; else bad "error has $n lines"; fi; }
 
 mp="$bin/memplan"

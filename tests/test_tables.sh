@@ -4,22 +4,8 @@
 # Markdown and SVG parse back, bad input gives one error line and exit 2.
 # Usage: tests/test_tables.sh [BIN]   (run from the repository root; needs python3, xmllint)
 bin=${1:-build/bin}
-export MEMPLAN_PROFILES="$(pwd)/profiles"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+. tests/lib.sh
 mp="$bin/memplan"
-
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-# expect CODE DESCRIPTION -- command...: exit status CODE
-expect() {
-    code=$1 what=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ $rc -eq "$code" ]; then ok "$what (exit $rc)"; else bad "$what: exit $rc, wanted $code"; sed 's/^/    /' "$tmp/err" | head -5; fi
-}
-has() { if grep -qF -- "$2" "$tmp/$1"; then ok "$1 says '$2'"; else bad "$1 lacks '$2'"; sed 's/^/    /' "$tmp/$1" | head -5; fi; }
 # py DESCRIPTION [ARGS] <SCRIPT: a python3 check read from stdin, ok when it exits 0
 py() {
     what=$1; shift
