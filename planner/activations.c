@@ -11,6 +11,8 @@
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
 {
+    const mp_framework *fw = settings_framework(s);
+    const bool torch = fw->kind == MP_FW_PYTORCH;
     const double sb = (double)s->batch * (double)s->seq, T = (double)s->seq;
     const double C = (double)m->hidden, NH = (double)m->heads;
     const double QD = NH * (double)m->head_dim, KVD = (double)m->kv_heads * (double)m->head_dim;
@@ -18,26 +20,37 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     const double a = s->precision == MP_FP32 ? 4 : 2;   /* activation element */
     const double r = amp ? 4 : a;                        /* the residual stream stays fp32 under autocast */
     const double scores = (double)s->batch * NH * T * T; /* B*NH*T*T */
+    /* A dropout mask: a bool per element on GPUs (native_dropout), the
+     * activation's own type where the framework multiplies by a float mask. */
+    const double mask = fw->dropout_mask_bytes > 0 ? fw->dropout_mask_bytes : a;
 
     /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
-     * Hugging Face's eager RMSNorm also keeps its normalised input. */
+     * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
+     * the normalised input (in the input's type) for the weight's gradient, and
+     * on torch 1.x mean() keeps x^2 as well. */
     double norm = r * sb * C + (m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
-    if (m->norm == MP_NORM_RMS && settings_framework(s)->kind == MP_FW_PYTORCH) norm += r * sb * C;
+    if (m->norm == MP_NORM_RMS && torch)
+        norm = 4 * sb * C + r * sb * C + 4 * sb + (fw->mean_keeps_input ? 4 * sb * C : 0);
     /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
     double attn = norm + a * sb * C;
-    attn += a * sb * (QD + KVD); /* Q and K (after rotary) for Q K^T */
-    attn += a * sb * KVD;        /* V for the probabilities times V */
+    /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
+     * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
+    double kv_saved = s->attention == MP_ATTN_EAGER && torch ? QD : KVD;
+    attn += a * sb * (QD + 2 * kv_saved);
     double core = 0;
     if (s->attention == MP_ATTN_EAGER) {
-        /* softmax output; under autocast softmax runs in fp32 and its 16-bit
-         * cast is saved by the next matmul too */
-        core = (amp ? 4 + 2 : a) * scores;
-        if (s->dropout) core += (1 + a) * scores; /* mask and dropped probabilities */
-        attn += a * sb * QD;                       /* attention output: o-proj input */
+        /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
+         * the next matmul, where autocast runs softmax in fp32 (CUDA) or the model
+         * asks for it (Llama-lineage code: softmax(..., dtype=float32)); CPU
+         * autocast leaves GPT-2-style softmax in 16 bits. */
+        bool fp32_softmax = amp && (fw->autocast_softmax_fp32 || m->norm == MP_NORM_RMS);
+        core = (fp32_softmax ? 4 + 2 : a) * scores;
+        if (s->dropout) core += (mask + a) * scores; /* mask and dropped probabilities */
+        attn += a * sb * QD;                           /* attention output: o-proj input */
     } else {
-        attn += a * sb * QD + 4 * sb * NH;         /* output and row logsumexp */
+        attn += a * sb * QD + 4 * sb * NH;             /* output and row logsumexp */
     }
-    if (s->dropout) attn += sb * C;                /* mask after the o-proj */
+    if (s->dropout) attn += mask * sb * C;             /* mask after the o-proj */
 
     double mlp = norm + a * sb * C;
     double f = (double)(m->experts ? m->expert_ffn : m->ffn);
@@ -53,7 +66,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     } else {
         mlp += one_mlp;
     }
-    if (s->dropout) mlp += sb * C;
+    if (s->dropout) mlp += mask * sb * C;
 
     /* LoRA: each adapted module saves A's output (rank r); its input is shared. */
     double lora = 0;
@@ -72,6 +85,8 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->attn_core = core;
     ab->total = attn + core + mlp + lora;
     ab->layer_input = r * sb * C;
+    ab->final_norm = norm + a * sb * C;
+    ab->embed_mask = s->dropout ? mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
                         (s->attention == MP_ATTN_EAGER ? 2 * a * scores : a * sb * (QD + 2 * KVD));
@@ -81,11 +96,19 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
 {
     const double V = (double)m->vocab;
     const double a = s->precision == MP_FP32 ? 4 : 2;
-    /* Forward end: the head's output and the saved fp32 log-softmax.
-     * Loss backward: the fp32 gradient of the log-softmax and of its input. */
-    *fwd = (a + 4) * tokens * V;
-    if (a == 4 && !settings_framework(s)->fp32_logits) *fwd = 4 * tokens * V; /* log-softmax in place of the copy */
-    *bwd = 8 * tokens * V;
+    /* fwd: the loss's peak in forward; bwd: what the loss's backward adds to it. */
+    if (settings_framework(s)->fp32_logits) {
+        /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)
+         * and the fp32 log-softmax are live together while the loss is computed.
+         * In the loss's backward the logits are gone (the Trainer keeps only the
+         * loss): the saved log-softmax, the NLL's gradient and the log-softmax
+         * input's gradient, all fp32, 12 bytes per logit. */
+        *fwd = (a + (a == 2 ? 4 : 0) + 4) * tokens * V;
+        *bwd = 12 * tokens * V - *fwd;
+    } else {
+        *fwd = a == 4 ? 4 * tokens * V : (a + 4) * tokens * V; /* log-softmax in place of the copy */
+        *bwd = 8 * tokens * V;
+    }
 }
 
 void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded, bool explain)

@@ -40,7 +40,8 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
 /* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
 static const mp_framework builtin_pytorch = {
     .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
-    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true};
+    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
+    .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
@@ -277,14 +278,25 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
              "prefetch 2 layers x %.0f params", P / L / split);
     }
     /* Autocast keeps 16-bit copies of the weights it casts until backward. */
-    double cast_cache = 0;
+    double cast_cache = 0, cast_after_fwd = 0;
     if (amp && fw->autocast_cache) {
-        double castable = lora ? (s->quant == MP_QUANT_NONE ? frozen_lin : 0) + trainable
-                               : linear_params(m) + (m->tied ? 0 : e->params.head);
+        /* the head's matrix is cast too, the embedding's when the head is tied */
+        double head_matrix = (double)m->vocab * (double)m->hidden;
+        double castable = lora ? (s->quant == MP_QUANT_NONE ? frozen_lin + head_matrix : 0) + trainable
+                               : linear_params(m) + head_matrix;
         cast_cache = castable * 2 / split / (s->zero >= 3 ? dp : 1);
         if (s->zero >= 3) cast_cache = 2.0 * (P / L) * 2 / split; /* per layer in flight */
         term(e, explain, MP_WEIGHTS, "autocast 16-bit weight copies", cast_cache,
              "%.0f params x 2 B, cached from forward to backward", castable / split);
+        /* Under full checkpointing the layers' copies are made without a graph:
+         * they go when autocast's cache is cleared at the end of forward, and
+         * each layer's are made again when it is recomputed. The head's stay. */
+        if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!lora || s->quant == MP_QUANT_NONE)) {
+            double head_cast = head_matrix * 2 / split;
+            cast_after_fwd = head_cast + (cast_cache - head_cast) / L;
+        } else {
+            cast_after_fwd = cast_cache;
+        }
     }
 
     /* ---------------- gradients ---------------- */
@@ -335,11 +347,12 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     if (s->offload == MP_OFFLOAD_NONE && !memtrain) {
         if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
             fw->kind == MP_FW_PYTORCH)
-            opt_temp = trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
+            opt_temp = fw->adam_temps * trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
         if (half && s->precision != MP_PURE_BF16 && !lora)
             opt_temp = fmax(opt_temp, trainable * 4 / split / zero_div_o);
         term(e, explain, MP_OPTIMIZER, "step temporaries", opt_temp,
-             "one fp32 tensor per parameter during the step");
+             "%.0f parameter-sized tensor(s) during the step (%s profile)",
+             fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
     }
 
     /* ---------------- activations ---------------- */
@@ -376,8 +389,13 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     term(e, explain, MP_ACTIVATIONS, "logits and loss", logits_fwd,
          "%.0f tokens x %.0f vocab%s", tokens_logits, V,
          s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
-    double final_norm = ab.layer_input / tp * 2; /* final norm input and output */
+    double final_norm = (ab.final_norm + ab.embed_mask) / tp;
     double act_bwd_temp = ab.backward_temp / tp;
+    /* a calibrated profile may scale the activations as a whole */
+    if (fw->act_scale > 0 && fw->act_scale != 1) {
+        double k = fw->act_scale;
+        saved_layers *= k, recompute *= k, logits_fwd *= k, logits_bwd *= k, final_norm *= k, act_bwd_temp *= k;
+    }
     term(e, explain, MP_ACTIVATIONS, "backward temporaries", act_bwd_temp,
          "activation gradients of one layer");
 
@@ -395,6 +413,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     c[MP_OPTIMIZER] = optimizer, c[MP_ACTIVATIONS] = acts_fwd, c[MP_OVERHEAD] = fixed;
     phase(e, "forward end", c);
 
+    c[MP_WEIGHTS] = weights + gathered + cast_after_fwd;
     c[MP_ACTIVATIONS] = acts_fwd + logits_bwd;
     phase(e, "loss backward", c);
 
@@ -405,6 +424,8 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     c[MP_ACTIVATIONS] = saved_layers + final_norm + recompute + act_bwd_temp;
     phase(e, "backward start", c);
 
+    /* autocast's 16-bit weight copies went with the graph */
+    c[MP_WEIGHTS] = weights + gathered;
     c[MP_GRADIENTS] = grads + ddp_buckets;
     c[MP_ACTIVATIONS] = act_bwd_temp;
     phase(e, "backward end", c);

@@ -9,6 +9,8 @@ typedef struct act_breakdown {
     double total;          /* everything saved for backward, no checkpointing */
     double attn_core;      /* T x T scores and friends: what selective recompute drops */
     double layer_input;    /* the layer's input: what full checkpointing keeps */
+    double final_norm;     /* the final norm's saved tensors and the head's input */
+    double embed_mask;     /* the embedding dropout's mask (with --dropout) */
     double backward_temp;  /* activation gradients alive while one layer runs backward */
 } act_breakdown;
 

@@ -135,6 +135,13 @@ typedef struct mp_framework {
     double fixed_bytes;       /* other fixed allocations */
     bool autocast_cache;      /* autocast keeps 16-bit weight copies */
     bool fp32_logits;         /* loss computed on an fp32 copy of the logits */
+    /* Behaviour that differs between PyTorch versions and devices (measured
+     * in tests/validation/; defaults are CUDA PyTorch 2.x): */
+    double adam_temps;        /* parameter-sized fp32 temporaries in the AdamW step */
+    double dropout_mask_bytes;/* per masked element; 0: the activation's element size */
+    bool autocast_softmax_fp32; /* autocast runs softmax in fp32 (CUDA), not 16-bit (CPU) */
+    bool mean_keeps_input;    /* mean() keeps its input for backward (torch 1.x) */
+    double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;
 

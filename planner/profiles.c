@@ -95,6 +95,11 @@ static double num(const table *t, char **row, const char *name)
 {
     return strtod(field(t, row, name), NULL);
 }
+static double num_or(const table *t, char **row, const char *name, double absent)
+{
+    const char *v = field(t, row, name);
+    return v[0] ? strtod(v, NULL) : absent;
+}
 static int64_t inum(const table *t, char **row, const char *name)
 {
     return strtoll(field(t, row, name), NULL, 10);
@@ -290,6 +295,12 @@ static void framework_from_row(const table *t, char **row, mp_framework *f)
     f->fixed_bytes = num(t, row, "fixed_mib") * 1048576.0;
     f->autocast_cache = flag(t, row, "autocast_cache");
     f->fp32_logits = flag(t, row, "fp32_logits");
+    /* columns added later: absent means PyTorch 2.x on a GPU */
+    f->adam_temps = num_or(t, row, "adam_temps", 1);
+    f->dropout_mask_bytes = num_or(t, row, "dropout_mask_bytes", 1);
+    f->autocast_softmax_fp32 = num_or(t, row, "autocast_softmax_fp32", 1) != 0;
+    f->mean_keeps_input = num_or(t, row, "mean_keeps_input", 0) != 0;
+    f->act_scale = num_or(t, row, "act_scale", 1);
     snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
 }
 
