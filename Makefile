@@ -2,6 +2,8 @@
 #   make                 build bin/memplan, bin/memtrain, bin/memtop
 #   make check           unit + CLI tests, then the same tests under ASan/UBSan
 #   make bench           benchmarks (stable, parseable "bench:" lines)
+#   make validate        memtrain measured against memplan's prediction, 20 configurations
+#   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
 
@@ -50,9 +52,16 @@ TUI_LIB    := $(BUILD)/libmemtop.a
 # A command is built once its main file exists.
 PROGS      := $(BIN)/memplan $(if $(wildcard trainer/memtrain.c),$(BIN)/memtrain) $(if $(wildcard tui/memtop.c),$(BIN)/memtop)
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+# The allocation counter PyTorch runs with (LD_PRELOAD): never sanitized, since
+# a sanitizer runtime cannot be preloaded into Python.
+COUNTER    := $(BUILD)/lib/libmpcount.so
+# Debian's python3-torch lives in the system Python; PYTORCH=no skips its tests.
+PYTHON_TORCH ?= /usr/bin/python3
+PYTORCH    ?= yes
 
-.PHONY: all check test test-unit test-cli test-validate bench validate install uninstall clean
-all: $(PROGS) $(TESTS)
+.PHONY: all check test test-unit test-cli test-validate test-pytorch bench validate validate-pytorch \
+        install uninstall clean
+all: $(PROGS) $(TESTS) $(COUNTER)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,7 +98,17 @@ test-cli: $(PROGS)
 	@tests/test_memtop_e2e.sh $(BIN)
 test-validate: $(PROGS)
 	@tests/validate.sh $(BIN) quick
-test: test-unit test-cli test-validate
+# The PyTorch validation's quick set; once per check (its subject is memplan's
+# arithmetic, which the sanitizer build adds nothing to).
+test-pytorch: $(PROGS) $(COUNTER)
+ifeq ($(PYTORCH)$(SANITIZE),yes)
+	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --quick
+endif
+test: test-unit test-cli test-validate test-pytorch
+
+$(COUNTER): tests/validation/mpcount.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -shared -fPIC -o $@ $<
 
 # Tests in the normal build, then again under AddressSanitizer and UBSan.
 check:
@@ -104,6 +123,8 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
+validate-pytorch: $(PROGS) $(COUNTER)
+	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --out $(BUILD)/pytorch-measurements.csv
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1

@@ -9,6 +9,25 @@
 #include <string.h>
 
 
+/* How many copies of a norm's output the linears reading it keep (those
+ * answering to the bits). Without autocast they share the one tensor. Under
+ * autocast each linear casts its fp32 input to 16 bits for itself, so separate
+ * q, k and v projections keep three copies where a fused qkv keeps one. With a
+ * frozen base only the adapted linears keep one (their adapter's A casts it). */
+static double norm_output_copies(const mp_model *m, const mp_settings *s, unsigned bits)
+{
+    const bool amp = s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16;
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16), copies = 0, readers = 0;
+    for (int i = 0; i < n && i < 16; i++) {
+        if (!(lin[i].target & bits)) continue;
+        readers++;
+        if (s->lora_rank == 0 || (lin[i].target & s->lora_targets)) copies++;
+    }
+    if (readers == 0) return 0;
+    return amp ? copies : copies > 0;
+}
+
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
 {
     const mp_framework *fw = settings_framework(s);
@@ -28,11 +47,15 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
      * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
      * the normalised input (in the input's type) for the weight's gradient, and
      * on torch 1.x mean() keeps x^2 as well. */
+    const bool frozen = s->lora_rank > 0;
     double norm = r * sb * C + (m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
     if (m->norm == MP_NORM_RMS && torch)
-        norm = 4 * sb * C + r * sb * C + 4 * sb + (fw->mean_keeps_input ? 4 * sb * C : 0);
-    /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
-    double attn = norm + a * sb * C;
+        norm = 4 * sb * C + (frozen ? 0 : r * sb * C) + 4 * sb + (fw->mean_keeps_input ? 4 * sb * C : 0);
+    /* The norm's output is the next linear's input (a 16-bit cast under autocast).
+     * Autograd keeps a linear's input only for its weight's gradient: with a
+     * frozen base, only where an adapter reads it. */
+#define KEEPS(bits) (!frozen || (s->lora_targets & (bits)))
+    double attn = norm + norm_output_copies(m, s, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * C;
     /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
      * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
     double kv_saved = s->attention == MP_ATTN_EAGER && torch ? QD : KVD;
@@ -46,23 +69,24 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
         bool fp32_softmax = amp && (fw->autocast_softmax_fp32 || m->norm == MP_NORM_RMS);
         core = (fp32_softmax ? 4 + 2 : a) * scores;
         if (s->dropout) core += (mask + a) * scores; /* mask and dropped probabilities */
-        attn += a * sb * QD;                           /* attention output: o-proj input */
+        if (KEEPS(MP_LORA_O)) attn += a * sb * QD;     /* attention output: o-proj input */
     } else {
         attn += a * sb * QD + 4 * sb * NH;             /* output and row logsumexp */
     }
     if (s->dropout) attn += mask * sb * C;             /* mask after the o-proj */
 
-    double mlp = norm + a * sb * C;
+    double mlp = norm + norm_output_copies(m, s, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
     double f = (double)(m->experts ? m->expert_ffn : m->ffn);
-    double one_mlp = m->mlp == MP_MLP_GATED ? 4 * a * sb * f  /* gate, silu(gate), up, product */
-                                            : 2 * a * sb * f; /* GELU input and output */
+    double down_in = KEEPS(MP_LORA_DOWN) ? 1 : 0;    /* the down projection's input */
+    double one_mlp = m->mlp == MP_MLP_GATED ? (3 + down_in) * a * sb * f  /* gate, silu(gate), up, product */
+                                            : (1 + down_in) * a * sb * f; /* GELU input and output */
     if (m->experts) {
         double k = (double)m->top_k;
         mlp += k * one_mlp;                        /* each token through top_k experts */
         mlp += k * a * sb * C;                     /* tokens gathered per expert */
         mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
         if (m->shared_experts)
-            mlp += (m->mlp == MP_MLP_GATED ? 4 : 2) * a * sb * (double)m->shared_ffn;
+            mlp += (m->mlp == MP_MLP_GATED ? 3 + down_in : 1 + down_in) * a * sb * (double)m->shared_ffn;
     } else {
         mlp += one_mlp;
     }
@@ -85,7 +109,8 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->attn_core = core;
     ab->total = attn + core + mlp + lora;
     ab->layer_input = r * sb * C;
-    ab->final_norm = norm + a * sb * C;
+    ab->final_norm = norm + (frozen ? 0 : a * sb * C); /* a frozen head keeps no input */
+#undef KEEPS
     ab->embed_mask = s->dropout ? mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +

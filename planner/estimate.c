@@ -432,6 +432,8 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
 
     c[MP_WEIGHTS] = weights;
     c[MP_OPTIMIZER] = optimizer + opt_temp;
+    /* between steps: the weights and the optimizer's state (gradients are set to None) */
+    e->resident_bytes = weights + optimizer + fixed;
     c[MP_ACTIVATIONS] = 0;
     phase(e, "optimizer step", c);
 

@@ -274,6 +274,7 @@ typedef struct mp_estimate {
     double act_per_layer;         /* saved activations of one layer, no checkpointing */
     double model_states_bytes;    /* weights + gradients + optimizer state and master
                                      weights, as the ZeRO paper counts them */
+    double resident_bytes;        /* allocated between steps (the step's starting point) */
     /* Speed model */
     double flops_per_step;        /* incl. recomputation, all GPUs */
     double step_seconds;          /* one optimizer step (accum micro-batches) */

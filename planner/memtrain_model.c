@@ -153,6 +153,7 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     e->total_bytes = e->reserved_bytes = e->device_bytes = e->phases[0].total;
     e->host_bytes = e->host_data_bytes = data;
     e->model_states_bytes = weights + grads + master + opt;
+    e->resident_bytes = e->model_states_bytes; /* memtrain allocates gradients once, with the weights */
     e->act_per_layer = saved_layer;
 
     if (explain) {

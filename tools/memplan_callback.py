@@ -27,6 +27,19 @@ torch.cuda.max_memory_allocated(), cur_overhead = memory_reserved() -
 memory_allocated() (the caching allocator's reserve). The per-component
 columns it cannot know are left empty (N/A in memtop).
 
+Calibration: ``record_measurement`` appends one measured run to the file
+``memplan calibrate`` reads (the format tests/validation/harness.py writes)::
+
+    from memplan_callback import record_measurement
+    torch.cuda.reset_peak_memory_stats()
+    ...train a few steps...
+    record_measurement("runs.csv", model="llama-2-7b", batch=4, seq=2048,
+                       precision="amp-bf16", optimizer="adamw", checkpointing="full")
+
+or pass ``measurements="runs.csv", measurement_config={...}`` to MemtopCallback,
+which records the run when training ends. Then ``memplan calibrate runs.csv
+-o my-gpu.csv`` and ``memplan ... --framework my-gpu.csv``.
+
 Dependencies: the standard library; torch when measuring; transformers only
 for MemtopCallback. The module imports without either.
 
@@ -43,7 +56,8 @@ import os
 import sys
 import time
 
-__all__ = ["MetricsWriter", "MemtopCallback", "COLUMNS", "COMPONENTS", "FORMAT_LINE"]
+__all__ = ["MetricsWriter", "MemtopCallback", "COLUMNS", "COMPONENTS", "FORMAT_LINE",
+           "MEASUREMENT_COLUMNS", "record_measurement", "write_measurements"]
 
 FORMAT_LINE = "# memtrain metrics v1"
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "overhead")
@@ -54,6 +68,62 @@ COLUMNS = (
     + ["pred_" + c for c in COMPONENTS + ("total",)]
     + ["rss_bytes"]
 )
+
+
+# One measured training run per row: what `memplan calibrate` reads. The
+# configuration columns are memplan's option names (model is a profile name;
+# or family plus dimensions); empty cells mean memplan's default.
+MEASUREMENT_COLUMNS = [
+    "name", "framework", "device", "torch", "model", "family", "layers", "hidden",
+    "heads", "kv_heads", "ffn", "vocab", "max_pos", "batch", "seq", "accum",
+    "precision", "optimizer", "checkpointing", "attention", "lora_rank",
+    "lora_targets", "quant", "dropout", "ce", "params", "step_base_bytes",
+    "allocated_peak_bytes", "reserved_peak_bytes", "device_peak_bytes", "peak_phase",
+]
+
+
+def write_measurements(path, rows):
+    """Write rows (dicts keyed by MEASUREMENT_COLUMNS) atomically: a temporary file, then rename."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=MEASUREMENT_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in MEASUREMENT_COLUMNS})
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def record_measurement(path, name=None, framework="pytorch", **config):
+    """Append this process's CUDA peaks since the last reset to `path` as one measured run.
+
+    config: memplan's options for the run (model=, batch=, seq=, precision=,
+    optimizer=, checkpointing=, attention=, lora_rank=, ... see MEASUREMENT_COLUMNS).
+    allocated_peak_bytes = torch.cuda.max_memory_allocated(), reserved_peak_bytes =
+    max_memory_reserved(), device_peak_bytes = the reserved peak plus what the
+    device holds outside the allocator now (CUDA context, libraries: total - free
+    - reserved, from torch.cuda.mem_get_info()).
+    """
+    import torch  # noqa: PLC0415
+
+    unknown = set(config) - set(MEASUREMENT_COLUMNS)
+    if unknown:
+        raise ValueError("record_measurement: unknown column(s) %s" % ", ".join(sorted(unknown)))
+    free, total = torch.cuda.mem_get_info()
+    reserved_peak = torch.cuda.max_memory_reserved()
+    outside = max(0, (total - free) - torch.cuda.memory_reserved())
+    row = dict(config, name=name or config.get("model") or "run", framework=framework,
+               device=torch.cuda.get_device_name(), torch=torch.__version__,
+               allocated_peak_bytes=torch.cuda.max_memory_allocated(),
+               reserved_peak_bytes=reserved_peak, device_peak_bytes=reserved_peak + outside)
+    rows = []
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    rows.append(row)
+    write_measurements(path, rows)
+    return row
 
 
 def _torch_cuda_memory():
@@ -227,10 +297,17 @@ class MemtopCallback(_TrainerCallback):
     """A transformers.TrainerCallback writing a memtop metrics file at every optimizer step.
 
     tokens_per_step   tokens per optimizer step (B x T x accumulation), for tokens/s
+    measurements      a measurements CSV for `memplan calibrate`: the run's peaks are
+                      appended when training ends (record_measurement), described by
+                      what the Trainer's arguments tell plus measurement_config (a dict
+                      of memplan options: model=, seq=, optimizer=, lora_rank=, ...)
     The loss and learning rate are the latest the Trainer logged (logging_steps).
     """
 
-    def __init__(self, path, predicted=None, budget_bytes=None, tokens_per_step=None, model=None):
+    def __init__(self, path, predicted=None, budget_bytes=None, tokens_per_step=None, model=None,
+                 measurements=None, measurement_config=None):
+        self.measurements = measurements
+        self.measurement_config = measurement_config or {}
         self.path = path
         self.predicted = predicted
         self.budget_bytes = budget_bytes
@@ -270,6 +347,14 @@ class MemtopCallback(_TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.writer is not None:
             self.writer.close()
+        if self.measurements:
+            cfg = {"batch": getattr(args, "per_device_train_batch_size", None),
+                   "accum": getattr(args, "gradient_accumulation_steps", None),
+                   "checkpointing": "full" if getattr(args, "gradient_checkpointing", False) else "none",
+                   "precision": "amp-bf16" if getattr(args, "bf16", False)
+                   else "amp-fp16" if getattr(args, "fp16", False) else "fp32"}
+            cfg.update(self.measurement_config)
+            record_measurement(self.measurements, **{k: v for k, v in cfg.items() if v is not None})
 
 
 def _selftest(argv):

@@ -155,6 +155,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "components", comp);
     json_object_set_new(o, "at_peak", atp);
     json_object_set_new(o, "logits_bytes", bytes_json(e->logits_bytes));
+    json_object_set_new(o, "resident_bytes", bytes_json(e->resident_bytes));
     json_object_set_new(o, "peak_phase", json_string(e->phases[e->peak_phase].name));
     json_t *ph = json_array();
     for (int i = 0; i < e->nphases; i++) {

@@ -2,6 +2,7 @@
 """Measure what a PyTorch training step allocates and compare it with memplan.
 
   harness.py run CONFIGS.csv --memplan BIN --counter LIB [--quick] [--out FILE]
+             [--device cpu|cuda] [--framework F]
       measures every configuration in a fresh process with the counting
       allocator preloaded, asks `memplan estimate --framework F` for the same
       configuration, prints the table and, last, the line
@@ -10,6 +11,10 @@
   harness.py measure CONFIG_JSON
       (run by `run`, under LD_PRELOAD=LIB) one configuration: two training
       steps, the second measured; prints one JSON object.
+
+On a GPU (--device cuda) the caching allocator's own counters replace the
+interposer (torch.cuda.memory_allocated / max_memory_allocated), and the
+reserved and device peaks are recorded too, for `memplan calibrate`.
 
 What is measured: the bytes live in the process, counted by the interposed
 allocator (mpcount.c), relative to the count just before the model is built.
@@ -30,12 +35,9 @@ import subprocess
 import sys
 import time
 
-# The measurements format, shared with `memplan calibrate` and memplan_callback.py.
-COLUMNS = ["name", "framework", "device", "torch", "model", "family", "layers", "hidden",
-           "heads", "kv_heads", "ffn", "vocab", "max_pos", "batch", "seq", "accum",
-           "precision", "optimizer", "checkpointing", "attention", "lora_rank",
-           "lora_targets", "quant", "dropout", "ce", "params", "step_base_bytes",
-           "allocated_peak_bytes", "reserved_peak_bytes", "device_peak_bytes", "peak_phase"]
+# The measurements format is the callback's (one definition for both).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from memplan_callback import MEASUREMENT_COLUMNS as COLUMNS, write_measurements  # noqa: E402
 
 CONFIG_KEYS = {"name": str, "family": str, "layers": int, "hidden": int, "heads": int,
                "kv_heads": int, "ffn": int, "vocab": int, "max_pos": int, "batch": int,
@@ -68,21 +70,35 @@ def measure(cfg):
     import torch
     import hfmodels
 
-    counter = ctypes.CDLL(None)
-    try:
-        current, peak, reset = counter.mpcount_current, counter.mpcount_peak, counter.mpcount_reset
-    except AttributeError:
-        sys.exit("harness: error: the counting allocator is not preloaded (LD_PRELOAD=libmpcount.so)")
-    current.restype = peak.restype = ctypes.c_longlong
+    device = cfg.get("device", "cpu")
+    if device == "cuda":
+        # the caching allocator's own counters: what max_memory_allocated reports
+        current, peak = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
+        reset = torch.cuda.reset_peak_memory_stats
+    else:
+        counter = ctypes.CDLL(None)
+        try:
+            current, peak, reset = counter.mpcount_current, counter.mpcount_peak, counter.mpcount_reset
+        except AttributeError:
+            sys.exit("harness: error: the counting allocator is not preloaded (LD_PRELOAD=libmpcount.so)")
+        current.restype = peak.restype = ctypes.c_longlong
+
+    # The counter must see a tensor's bytes: 64 MiB in, 64 MiB out.
+    before = current()
+    probe = torch.empty(16 << 20, dtype=torch.float32)
+    grew = current() - before
+    del probe
+    if not (64 << 20) <= grew <= (64 << 20) + 65536 or abs(current() - before) > 65536:
+        sys.exit(f"harness: error: the allocation counter saw {grew} bytes for a 67108864-byte tensor")
 
     torch.manual_seed(0)
     torch.set_num_threads(1)  # per-thread library scratch would make counts vary by machine
     b, t, k = cfg["batch"], cfg["seq"], cfg["accum"]
-    batches = [torch.randint(0, cfg["vocab"], (b, t)) for _ in range(k)]
+    batches = [torch.randint(0, cfg["vocab"], (b, t)).to(device) for _ in range(k)]
     amp = cfg["precision"] == "amp-bf16"
 
     base = current()
-    model = hfmodels.build(cfg)
+    model = hfmodels.build(cfg).to(device)
     model.train()
     model.checkpointing = cfg["checkpointing"] == "full"
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -98,7 +114,7 @@ def measure(cfg):
         phases = {"forward": 0, "backward": 0, "optimizer step": 0}
         for ids in batches:
             reset()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
                 loss = model(ids, ids)[0]  # the logits are dropped, as the Trainer does
             phases["forward"] = max(phases["forward"], peak() - base)
             reset()
@@ -115,10 +131,17 @@ def measure(cfg):
     step_base = current() - base
     phases = step()
     at = max(phases, key=phases.get)
+    extra = {}
+    if device == "cuda":
+        free, total = torch.cuda.mem_get_info()
+        extra = {"reserved_peak_bytes": torch.cuda.max_memory_reserved(),
+                 "device_peak_bytes": torch.cuda.max_memory_reserved() +
+                 max(0, total - free - torch.cuda.memory_reserved()),
+                 "device_name": torch.cuda.get_device_name()}
     base_params = sum(p.numel() for n, p in model.named_parameters() if "lora_" not in n)
     return {"params": base_params, "step_base_bytes": step_base,
             "allocated_peak_bytes": phases[at], "peak_phase": at, "phases": phases,
-            "torch": torch.__version__}
+            "torch": torch.__version__, **extra}
 
 
 # ------------------------------------------------------------- comparing
@@ -148,7 +171,9 @@ def predict(memplan, cfg, framework):
 
 
 def measure_in_child(cfg, counter):
-    env = dict(os.environ, LD_PRELOAD=counter, OMP_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if cfg.get("device", "cpu") == "cpu":
+        env["LD_PRELOAD"] = counter
     here = os.path.dirname(os.path.abspath(__file__))
     p = subprocess.run([sys.executable, os.path.join(here, "harness.py"), "measure", json.dumps(cfg)],
                        capture_output=True, text=True, env=env)
@@ -166,20 +191,26 @@ def run(argv):
     ap = argparse.ArgumentParser(prog="harness.py run")
     ap.add_argument("configs")
     ap.add_argument("--memplan", required=True)
-    ap.add_argument("--counter", required=True)
-    ap.add_argument("--framework", default="pytorch-cpu")
+    ap.add_argument("--counter", help="libmpcount.so (needed on the CPU)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: measure with torch.cuda.max_memory_allocated on the GPU")
+    ap.add_argument("--framework", help="memplan's profile (default: pytorch-cpu, or pytorch on cuda)")
     ap.add_argument("--quick", action="store_true", help="only the configurations marked quick")
     ap.add_argument("--out", help="write the measurements (calibrate's format) here")
     ap.add_argument("--median-target", type=float, default=3.0)
     ap.add_argument("--worst-target", type=float, default=8.0)
     o = ap.parse_args(argv)
-    cfgs = [c for c in read_configs(o.configs) if c["quick"] or not o.quick]
+    cfgs = [dict(c, device=o.device) for c in read_configs(o.configs) if c["quick"] or not o.quick]
+    o.framework = o.framework or ("pytorch" if o.device == "cuda" else "pytorch-cpu")
+    if o.device == "cpu" and not o.counter:
+        sys.exit("harness: error: measuring on the CPU needs --counter libmpcount.so")
     if not cfgs:
         sys.exit("harness: error: no configurations to run")
 
-    print(f"{'config':<28} {'phase (meas/pred)':<32} {'predicted':>9} {'measured':>9} "
-          f"{'error':>7}   MiB; step rise pred/meas")
-    errors, rows = [], []
+    print(f"{'':<28} {'':<32} {'peak (MiB)':^27}   {'the step alone (MiB)':^27}")
+    print(f"{'config':<28} {'peak phase (meas/pred)':<32} {'predicted':>9} {'measured':>9} "
+          f"{'error':>7}   {'predicted':>9} {'measured':>9} {'error':>7}")
+    errors, rise_errors, rows = [], [], []
     t0 = time.time()
     for cfg in cfgs:
         m = measure_in_child(cfg, o.counter)
@@ -191,12 +222,18 @@ def run(argv):
         err = (pred - meas) / meas * 100
         errors.append(abs(err))
         rise_meas = meas - m["step_base_bytes"]
+        rise_pred = pred - e["resident_bytes"]
+        rise_err = (rise_pred - rise_meas) / rise_meas * 100
+        rise_errors.append(abs(rise_err))
         phase = f"{m['peak_phase']} / {e['peak_phase']}"
         print(f"{cfg['name']:<28} {phase:<32} {mib(pred)} {mib(meas)} {err:+6.2f}%   "
-              f"rise {mib(rise_meas).strip()}")
+              f"{mib(rise_pred)} {mib(rise_meas)} {rise_err:+6.2f}%")
         row = {k: "" for k in COLUMNS}
         row.update({k: cfg[k] for k in cfg if k in row})
-        row.update(name=cfg["name"], framework=o.framework, device="cpu", torch=m["torch"],
+        row.update(name=cfg["name"], framework=o.framework, torch=m["torch"],
+                   device=m.get("device_name", "cpu"),
+                   reserved_peak_bytes=m.get("reserved_peak_bytes", ""),
+                   device_peak_bytes=m.get("device_peak_bytes", ""),
                    attention="eager", quant="none", ce="full",
                    dropout=1 if cfg["dropout"] > 0 else 0,
                    lora_targets=cfg["lora_targets"] if cfg["lora_rank"] else "",
@@ -204,14 +241,11 @@ def run(argv):
                    allocated_peak_bytes=meas, peak_phase=m["peak_phase"])
         rows.append(row)
     if o.out:
-        tmp = o.out + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=COLUMNS)
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, o.out)
+        write_measurements(o.out, rows)
     med, worst = statistics.median(errors), max(errors)
-    print(f"({len(cfgs)} configurations measured in {time.time() - t0:.0f} s)")
+    print(f"({len(cfgs)} configurations measured in {time.time() - t0:.0f} s; the step alone, its peak "
+          f"minus what was allocated before it: median abs error {statistics.median(rise_errors):.2f}%, "
+          f"worst {max(rise_errors):.2f}%)")
     print(f"median abs error {med:.2f}%, worst {worst:.2f}% over {len(cfgs)} configs")
     return 0 if med <= o.median_target and worst <= o.worst_target else 1
 

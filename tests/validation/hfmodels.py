@@ -12,12 +12,13 @@ is named:
     scaled_dot_product_attention);
   - the loss follows ForCausalLMLoss: logits upcast to fp32, the labels (not
     the logits) shifted, mean cross-entropy with ignore_index -100;
-  - causal masks are built per forward, not kept as a buffer, so the weights
-    are only the parameters;
+  - the boolean causal mask is made once per length and kept (the library
+    keeps it as a buffer); Llama's additive mask is built per forward, as there;
   - gradient checkpointing wraps each block in torch.utils.checkpoint (the
     reentrant variant, the library's default).
 LoRA follows peft: y = base(x) + B(A(x)) * alpha/r, A Kaiming-uniform, B zero.
 """
+import functools
 import math
 
 import torch
@@ -59,7 +60,9 @@ class LoRA(nn.Module):
         return self.base(x) + self.lora_B(self.lora_A(x)) * self.scaling
 
 
+@functools.lru_cache(maxsize=None)
 def causal_mask(t, device):
+    """One mask per length, kept like the library's causal-mask buffer (made in the first step)."""
     return torch.ones(t, t, dtype=torch.bool, device=device).tril().view(1, 1, t, t)
 
 
@@ -255,7 +258,7 @@ class LlamaForCausalLM(nn.Module):
         self.checkpointing = False
 
     def rotary(self, b, t):
-        pos = torch.arange(t, dtype=torch.float32).view(1, t, 1).expand(b, t, 1)
+        pos = torch.arange(t, dtype=torch.float32, device=self.inv_freq.device).view(1, t, 1).expand(b, t, 1)
         freqs = pos * self.inv_freq.view(1, 1, -1)
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
@@ -266,10 +269,13 @@ class LlamaForCausalLM(nn.Module):
         if self.checkpointing and not x.requires_grad:
             x.requires_grad_(True)
         cos, sin = self.rotary(b, t)
-        dtype = torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else x.dtype
+        if ids.is_cuda:
+            dtype = torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else x.dtype
+        else:
+            dtype = torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else x.dtype
         cos, sin = cos.to(dtype), sin.to(dtype)
         # the library's additive 4-D causal mask, in the attention's dtype
-        mask = torch.zeros(1, 1, t, t, dtype=dtype).masked_fill_(~causal_mask(t, ids.device),
+        mask = torch.zeros(1, 1, t, t, dtype=dtype, device=ids.device).masked_fill_(~causal_mask(t, ids.device),
                                                                  torch.finfo(dtype).min)
         for layer in self.layers:
             if self.checkpointing:
