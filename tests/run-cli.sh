@@ -108,6 +108,134 @@ has out "max-seq: 1024"
 expect 0 "help" -- "$mp" --help
 has out "usage: memplan"
 
+# --- calibrate: fit a framework profile to measured runs (man memplan, CALIBRATION)
+# Ground truth by construction: tests/data/make_calibrate_synthetic.py estimates a set of runs
+# with the known profile tests/data/calibrate_known.csv (act_scale 1.25, fixed 300 MiB, frag
+# 0.07, context 700 MiB) and writes them as measurements. Recovering those constants tests the
+# fitting routine, not the estimator (the same estimator made the rows); the real PyTorch
+# measurements further down test both.
+syn="$tmp/synthetic.csv"
+if python3 tests/data/make_calibrate_synthetic.py "$mp" > "$syn"; then ok "synthetic measurements made"; else bad "make_calibrate_synthetic.py"; fi
+expect 0 "calibrate synthetic" -- "$mp" calibrate "$syn" --format json -o "$tmp/cal.csv"
+cp "$tmp/out" "$tmp/cal.json"
+if python3 - "$tmp/cal.json" "$tmp/cal.csv" "$syn" <<'EOF'
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+c = d["constants"]
+MiB = 2**20
+assert abs(c["act_scale"]["value"] - 1.25) < 1e-3, c["act_scale"]
+assert abs(c["fixed_bytes"]["value"] - 300 * MiB) < 1e-3 * 300 * MiB, c["fixed_bytes"]
+assert abs(c["frag"]["value"] - 0.07) < 1e-4, c["frag"]
+assert abs(c["context_bytes"]["value"] - 700 * MiB) < 1e-3 * 700 * MiB, c["context_bytes"]
+assert c["workspace_bytes"]["value"] == 8 * MiB and c["round_bytes"]["value"] == 512, c
+assert d["runs"] == 8 and len(d["rows"]) == 8 and d["converged"], d
+assert d["rms_pct"] < 0.01 and d["worst_pct"] < 0.01 and d["base_rms_pct"] > 5, d
+assert d["written"] == sys.argv[2] and d["name"] == "pytorch-calibrated", d
+rows = list(csv.reader(open(sys.argv[2])))
+assert rows[0] == next(csv.reader(open("profiles/frameworks.csv"))), rows[0]
+assert len(rows) == 2 and rows[1][0] == "pytorch-calibrated", rows
+p = dict(zip(rows[0], rows[1]))
+assert abs(float(p["fixed_mib"]) - 292) < 0.3 and abs(float(p["act_scale"]) - 1.25) < 1e-3, p
+assert p["source"].startswith("calibrated by memplan calibrate from %s: 8 runs, residual RMS" % sys.argv[3]), p
+EOF
+then ok "calibrate recovers act_scale 1.25, fixed 300 MiB, frag 0.07, context 700 MiB"; else bad "calibrate synthetic constants"; fi
+# the written profile loads back and predicts the fitted column, byte for byte
+if python3 - "$mp" "$syn" "$tmp/cal.csv" "$tmp/cal.json" <<'EOF'
+import csv, json, subprocess, sys
+mp, syn, prof, fit = sys.argv[1:]
+fitted = {r["name"]: r for r in json.load(open(fit))["rows"]}
+flags = {"model": "--model", "family": "--family", "layers": "--layers", "hidden": "--hidden",
+         "heads": "--heads", "kv_heads": "--kv-heads", "ffn": "--ffn", "vocab": "--vocab",
+         "max_pos": "--max-pos", "batch": "--batch", "seq": "--seq", "accum": "--accum",
+         "precision": "--precision", "optimizer": "--optimizer", "checkpointing": "--checkpointing",
+         "attention": "--attention", "lora_rank": "--lora-rank", "lora_targets": "--lora-targets",
+         "quant": "--quant", "ce": "--ce"}
+n = 0
+for r in csv.DictReader(l for l in open(syn) if not l.startswith("#")):
+    args = [mp, "estimate", "--framework", prof, "--format", "json"]
+    for k, f in flags.items():
+        if r[k]:
+            args += [f, r[k]]
+    if r["dropout"] not in ("", "0"):
+        args.append("--dropout")
+    e = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    want = fitted[r["name"]]
+    assert e["total_bytes"] == want["fitted_bytes"], (r["name"], e["total_bytes"], want["fitted_bytes"])
+    assert e["reserved_bytes"] == want["fitted_reserved_bytes"] and e["device_bytes"] == want["fitted_device_bytes"], r["name"]
+    n += 1
+assert n == 8, n
+EOF
+then ok "--framework OUT.csv reproduces the fitted predictions"; else bad "calibrated profile does not load back"; fi
+expect 0 "calibrate text report" -- "$mp" calibrate "$syn"
+has out "act_scale"
+has out "kept from pytorch"
+has out "(use -o FILE to write the profile)"
+expect 0 "calibrate --name" -- "$mp" calibrate "$syn" --name pytorch-h100-test -o "$tmp/named.csv"
+if sed -n 2p "$tmp/named.csv" | grep -q "^pytorch-h100-test,"; then ok "--name names the profile"; else bad "--name"; fi
+has out "profile written to $tmp/named.csv"
+# real measurements: PyTorch 1.13 on the CPU, written by tests/validation/harness.py run --out
+real=tests/data/pytorch_cpu_measurements.csv
+if [ -f "$real" ]; then
+    expect 0 "calibrate real runs on pytorch-cpu" -- "$mp" calibrate "$real" --framework pytorch-cpu --format json
+    if python3 -c "
+import json
+d = json.load(open('$tmp/out'))
+k, fixed = d['constants']['act_scale']['value'], d['constants']['fixed_bytes']['value']
+assert d['runs'] >= 10 and 0.97 <= k <= 1.03 and abs(fixed) < 2 * 2**20, (k, fixed)
+"; then ok "pytorch-cpu already fits its measurements (act_scale ~1, fixed ~0)"; else bad "pytorch-cpu calibration"; fi
+    expect 0 "calibrate real runs on the GPU profile" -- "$mp" calibrate "$real" --framework pytorch --format json
+    if python3 -c "
+import json
+d = json.load(open('$tmp/out'))
+assert d['base_rms_pct'] > d['rms_pct'], (d['base_rms_pct'], d['rms_pct'])
+"; then ok "fitting the pytorch profile to CPU runs lowers its residuals"; else bad "pytorch calibration on CPU runs"; fi
+else
+    bad "$real is missing"
+fi
+# bad measurements: exit 2, one line "memplan: error: ..." naming QUOTED, no output created, an
+# existing -o file left as it was
+cal_bad() {
+    what=$1 quoted=$2 file=$3
+    rm -f "$tmp/cal-new.csv"
+    "$mp" calibrate "$file" -o "$tmp/cal-new.csv" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    echo "keep" > "$tmp/cal-keep.csv"
+    "$mp" calibrate "$file" -o "$tmp/cal-keep.csv" >/dev/null 2>&1
+    n=$(wc -l <"$tmp/err")
+    if [ $rc -eq 2 ] && [ "$n" -eq 1 ] && grep -q "^memplan: error: " "$tmp/err" && grep -qF -- "$quoted" "$tmp/err" &&
+        [ ! -s "$tmp/out" ] && [ ! -e "$tmp/cal-new.csv" ] && [ "$(cat "$tmp/cal-keep.csv")" = keep ]; then
+        ok "calibrate $what: exit 2, one line naming $quoted, nothing written"
+    else
+        bad "calibrate $what: exit $rc, $n lines, wanted one naming $quoted"; sed 's/^/    /' "$tmp/err" | head -3
+    fi
+}
+grep -v '^#' "$syn" > "$tmp/cal-m.csv"
+sed '1s/allocated_peak_bytes/allocated/' "$tmp/cal-m.csv" > "$tmp/cal-nocol.csv"
+cal_bad "missing column" "has no 'allocated_peak_bytes' column" "$tmp/cal-nocol.csv"
+cal_edit() { awk -F, -v OFS=, -v line="$1" -v col="$2" -v val="$3" 'NR == line { $col = val } { print }' "$tmp/cal-m.csv"; }
+cal_edit 3 15 12x > "$tmp/cal-nonnum.csv"
+cal_bad "non-number" "row 2: column 'seq' is not a number: '12x'" "$tmp/cal-nonnum.csv"
+cal_edit 4 14 0 > "$tmp/cal-zero.csv"
+cal_bad "bad value for an option" "row 3: invalid value '0' for --batch" "$tmp/cal-zero.csv"
+cal_edit 5 28 -942049280 > "$tmp/cal-neg.csv"
+cal_bad "negative bytes" "row 4: column 'allocated_peak_bytes' must be a positive byte count, not '-942049280'" "$tmp/cal-neg.csv"
+head -3 "$tmp/cal-m.csv" > "$tmp/cal-two.csv"
+cal_bad "two runs" "needs at least 3 measured runs to fit, '$tmp/cal-two.csv' has 2" "$tmp/cal-two.csv"
+: > "$tmp/cal-empty.csv"
+cal_bad "empty file" "'$tmp/cal-empty.csv' is empty" "$tmp/cal-empty.csv"
+cal_bad "missing file" "cannot open measurements '$tmp/cal-nope.csv'" "$tmp/cal-nope.csv"
+{ head -1 "$tmp/cal-m.csv"; sed -n 3p "$tmp/cal-m.csv"; sed -n 3p "$tmp/cal-m.csv"; sed -n 3p "$tmp/cal-m.csv"; } > "$tmp/cal-same.csv"
+cal_bad "singular fit" "all have the same activations" "$tmp/cal-same.csv"
+expect 2 "calibrate: unknown base" -- "$mp" calibrate "$syn" --framework pytorh
+has err "unknown framework 'pytorh'"
+one_line_err
+expect 2 "calibrate: a name without the base's prefix" -- "$mp" calibrate "$syn" --name a100
+has err "must begin with 'pytorch'"
+expect 2 "calibrate without a file" -- "$mp" calibrate
+one_line_err
+expect 0 "calibrate --help" -- "$mp" calibrate --help
+has out "usage: memplan calibrate"
+
 # --- memtrain: the plan contract, checkpoints and bad input
 mt="$bin/memtrain"
 if [ -x "$mt" ]; then

@@ -57,6 +57,8 @@ bool same_kind(const mp_settings *s, const mp_settings *t);
 int cmd_plan(cli *c);
 int cmd_estimate(cli *c);
 int cmd_list(int argc, char **argv);
+/* memplan calibrate MEASUREMENTS.csv ... (calibrate.c): argv[0] is the program. */
+int cmd_calibrate(int argc, char **argv);
 
 /* ---------- table, ladder, sweep, plot (grid.c, table.c, ladder.c, sweep.c, plot.c) ---------- */
 

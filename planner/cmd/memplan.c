@@ -1,4 +1,4 @@
-/* memplan.c — the command: plan (default), estimate, list. */
+/* memplan.c — the command: plan (default), estimate, list; the others dispatch from main. */
 #include "cli.h"
 
 #include <jansson.h>
@@ -288,9 +288,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc - first, argv + first);
+    if (!strcmp(cmd, "calibrate")) {
+        argv[first - 1] = argv[0]; /* getopt wants argv[0] in front */
+        return cmd_calibrate(argc - first + 1, argv + first - 1);
+    }
     if (strcmp(cmd, "plan") && strcmp(cmd, "estimate") && strcmp(cmd, "help") && strcmp(cmd, "table") &&
         strcmp(cmd, "ladder") && strcmp(cmd, "sweep") && strcmp(cmd, "plot"))
-        return cli_error("unknown command '%s' (plan, estimate, list, table, ladder, sweep, plot; memplan --help)", cmd);
+        return cli_error("unknown command '%s' (plan, estimate, list, table, ladder, sweep, plot, calibrate; "
+                         "memplan --help)", cmd);
     if (!strcmp(cmd, "help")) {
         char *h[] = {argv[0], "--help", NULL};
         cli c;
