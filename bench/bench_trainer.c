@@ -6,7 +6,9 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void)
@@ -73,10 +75,19 @@ static void run(const char *name, int layers, int hidden, int heads, int vocab, 
     mt_trainer_free(t);
 }
 
-int main(void)
+/* With names on the command line, only those runs (bench/side_by_side.sh). */
+static bool wanted(int argc, char **argv, const char *name)
 {
-    run("gpt2_124m_b4_t64", 12, 768, 12, 50257, 64, 4);
-    run("gpt2_124m_b4_t256", 12, 768, 12, 50257, 256, 2);
-    run("4x256_b4_t64", 4, 256, 4, 50257, 64, 10);
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name)) return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    if (wanted(argc, argv, "gpt2_124m_b4_t64")) run("gpt2_124m_b4_t64", 12, 768, 12, 50257, 64, 4);
+    if (wanted(argc, argv, "gpt2_124m_b4_t256")) run("gpt2_124m_b4_t256", 12, 768, 12, 50257, 256, 2);
+    if (wanted(argc, argv, "4x256_b4_t64")) run("4x256_b4_t64", 4, 256, 4, 50257, 64, 10);
     return 0;
 }
