@@ -102,7 +102,12 @@ test-validate: $(PROGS)
 # arithmetic, which the sanitizer build adds nothing to).
 test-pytorch: $(PROGS) $(COUNTER)
 ifeq ($(PYTORCH)$(SANITIZE),yes)
-	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --quick
+	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --quick --out $(BUILD)/pytorch-quick.csv
+	@# the calibration flow on what was just measured: fit, write, load back
+	@$(BIN)/memplan calibrate $(BUILD)/pytorch-quick.csv --framework pytorch-cpu \
+	    -o $(BUILD)/pytorch-quick-profile.csv | tail -1
+	@$(BIN)/memplan estimate --model gpt2 --batch 4 --seq 128 \
+	    --framework $(BUILD)/pytorch-quick-profile.csv >/dev/null && echo "ok   the calibrated profile loads"
 endif
 test: test-unit test-cli test-validate test-pytorch
 
