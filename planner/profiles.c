@@ -1,7 +1,7 @@
 /* profiles.c — models, GPUs and frameworks read from the CSV files in profiles/ (libcsv). */
 #include "memplan.h"
+#include "csv_table.h"
 
-#include <csv.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -15,92 +15,24 @@
 #define MEMPLAN_DATADIR "/usr/local/share/memplan/profiles"
 #endif
 
-#define MAX_FIELDS 40
 #define MAX_ALIASES 256
 
-/* One CSV table: the header's names and, per row, its fields. */
-typedef struct table {
-    char *head[MAX_FIELDS];
-    int nhead;
-    char ***rows;
-    int nrows, cap;
-    char *cur[MAX_FIELDS];
-    int ncur;
-    int row_no;
-} table;
-
-static void on_field(void *s, size_t len, void *data)
-{
-    table *t = data;
-    char *f = malloc(len + 1);
-    if (!f) return;
-    memcpy(f, s, len);
-    f[len] = 0;
-    if (t->ncur < MAX_FIELDS) t->cur[t->ncur++] = f;
-    else free(f);
-}
-
-static void on_row(int c, void *data)
-{
-    table *t = data;
-    (void)c;
-    if (t->row_no++ == 0) {
-        memcpy(t->head, t->cur, sizeof(char *) * (size_t)t->ncur);
-        t->nhead = t->ncur;
-    } else {
-        if (t->nrows == t->cap) {
-            t->cap = t->cap ? 2 * t->cap : 64;
-            t->rows = realloc(t->rows, sizeof(char **) * (size_t)t->cap);
-        }
-        char **r = calloc(MAX_FIELDS, sizeof(char *));
-        memcpy(r, t->cur, sizeof(char *) * (size_t)t->ncur);
-        t->rows[t->nrows++] = r;
-    }
-    t->ncur = 0;
-}
-
-static int read_table(const char *path, table *t, char *err)
-{
-    memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, MP_ERR_LEN, "cannot open profile '%.180s': %s", path, strerror(errno));
-        return -1;
-    }
-    struct csv_parser p;
-    csv_init(&p, CSV_APPEND_NULL);
-    char buf[8192];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (csv_parse(&p, buf, n, on_field, on_row, t) != n) {
-            snprintf(err, MP_ERR_LEN, "malformed profile '%.180s': %s", path,
-                     csv_strerror(csv_error(&p)));
-            rc = -1;
-            break;
-        }
-    csv_fini(&p, on_field, on_row, t);
-    csv_free(&p);
-    fclose(f);
-    return rc;
-}
-
-static const char *field(const table *t, char **row, const char *name)
+static const char *field(const csv_table *t, char **row, const char *name)
 {
     for (int i = 0; i < t->nhead; i++)
         if (strcmp(t->head[i], name) == 0) return row[i] ? row[i] : "";
     return "";
 }
-static double num(const table *t, char **row, const char *name)
+static double num(const csv_table *t, char **row, const char *name)
 {
     return strtod(field(t, row, name), NULL);
 }
-static double num_or(const table *t, char **row, const char *name, double absent)
+static double num_or(const csv_table *t, char **row, const char *name, double absent)
 {
     const char *v = field(t, row, name);
     return v[0] ? strtod(v, NULL) : absent;
 }
-static int64_t inum(const table *t, char **row, const char *name)
+static int64_t inum(const csv_table *t, char **row, const char *name)
 {
     return strtoll(field(t, row, name), NULL, 10);
 }
@@ -159,7 +91,7 @@ static int nframeworks;
 static int loaded;
 static char load_err[MP_ERR_LEN];
 
-static bool flag(const table *t, char **row, const char *name) { return inum(t, row, name) != 0; }
+static bool flag(const csv_table *t, char **row, const char *name) { return inum(t, row, name) != 0; }
 
 static int parse_enum(const char *v, const char *a, const char *b, const char *c)
 {
@@ -169,24 +101,14 @@ static int parse_enum(const char *v, const char *a, const char *b, const char *c
     return -1;
 }
 
-static void free_table(table *t)
-{
-    for (int i = 0; i < t->nhead; i++) free(t->head[i]);
-    for (int r = 0; r < t->nrows; r++) {
-        for (int i = 0; i < MAX_FIELDS; i++) free(t->rows[r][i]);
-        free(t->rows[r]);
-    }
-    for (int i = 0; i < t->ncur; i++) free(t->cur[i]);
-    free(t->rows);
-}
 
 static int load_models(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/models.csv", dir);
-    table t;
-    if (read_table(path, &t, err)) {
-        free_table(&t);
+    csv_table t;
+    if (csv_table_read(path, "profile", &t, err)) {
+        csv_table_free(&t);
         return -1;
     }
     models = calloc((size_t)t.nrows + 1, sizeof *models);
@@ -208,7 +130,7 @@ static int load_models(const char *dir, char *err)
         if (norm < 0 || mlp < 0 || pos < 0) {
             snprintf(err, MP_ERR_LEN, "profile '%.120s': model '%s' has a bad norm, mlp or pos", path,
                      m->name);
-            free_table(&t);
+            csv_table_free(&t);
             return -1;
         }
         m->norm = (mp_norm)norm, m->mlp = mlp ? MP_MLP_GATED : MP_MLP_GELU, m->pos = (mp_pos)pos;
@@ -227,14 +149,14 @@ static int load_models(const char *dir, char *err)
         char merr[MP_ERR_LEN];
         if (mp_model_finish(m, merr)) {
             snprintf(err, MP_ERR_LEN, "profile '%.80s': model '%.40s': %.100s", path, m->name, merr);
-            free_table(&t);
+            csv_table_free(&t);
             return -1;
         }
         const char *al = field(&t, row, "aliases");
         model_aliases[nmodels] = strdup(al);
         nmodels++;
     }
-    free_table(&t);
+    csv_table_free(&t);
     return 0;
 }
 
@@ -242,9 +164,9 @@ static int load_gpus(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/gpus.csv", dir);
-    table t;
-    if (read_table(path, &t, err)) {
-        free_table(&t);
+    csv_table t;
+    if (csv_table_read(path, "profile", &t, err)) {
+        csv_table_free(&t);
         return -1;
     }
     gpus = calloc((size_t)t.nrows + 1, sizeof *gpus);
@@ -262,14 +184,14 @@ static int load_gpus(const char *dir, char *err)
         snprintf(g->source, sizeof g->source, "%s", field(&t, row, "source"));
         if (g->mem_bytes <= 0) {
             snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name);
-            free_table(&t);
+            csv_table_free(&t);
             return -1;
         }
         snprintf(g->how, sizeof g->how, "profile %.40s: %.0f MiB", g->name, g->mem_bytes / 1048576.0);
         gpu_aliases[ngpus] = strdup(field(&t, row, "aliases"));
         ngpus++;
     }
-    free_table(&t);
+    csv_table_free(&t);
     return 0;
 }
 
@@ -283,7 +205,7 @@ static mp_fw_kind framework_kind(const char *name)
     return MP_FW_OTHER;
 }
 
-static void framework_from_row(const table *t, char **row, mp_framework *f)
+static void framework_from_row(const csv_table *t, char **row, mp_framework *f)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
@@ -308,9 +230,9 @@ static int load_frameworks(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/frameworks.csv", dir);
-    table t;
-    if (read_table(path, &t, err)) {
-        free_table(&t);
+    csv_table t;
+    if (csv_table_read(path, "profile", &t, err)) {
+        csv_table_free(&t);
         return -1;
     }
     frameworks = calloc((size_t)t.nrows + 1, sizeof *frameworks);
@@ -321,7 +243,7 @@ static int load_frameworks(const char *dir, char *err)
         framework_from_row(&t, row, f);
         nframeworks++;
     }
-    free_table(&t);
+    csv_table_free(&t);
     return 0;
 }
 
@@ -507,17 +429,17 @@ const mp_framework *mp_framework_find(const char *name, char *err)
 
 int mp_framework_load_file(const char *path, mp_framework *f, char *err)
 {
-    table t;
-    if (read_table(path, &t, err)) {
-        free_table(&t);
+    csv_table t;
+    if (csv_table_read(path, "profile", &t, err)) {
+        csv_table_free(&t);
         return -1;
     }
     if (t.nrows < 1 || !field(&t, t.rows[0], "name")[0]) {
         snprintf(err, MP_ERR_LEN, "framework profile '%s' has no rows", path);
-        free_table(&t);
+        csv_table_free(&t);
         return -1;
     }
     framework_from_row(&t, t.rows[0], f);
-    free_table(&t);
+    csv_table_free(&t);
     return 0;
 }

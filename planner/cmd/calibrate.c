@@ -8,6 +8,7 @@
  * device peaks, when measured, give frag and the context. The result is a one-row
  * frameworks.csv that --framework FILE loads. */
 #include "cli.h"
+#include "csv_table.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -29,121 +30,14 @@
 
 /* ---------------------------------------------------------------- reading the CSV */
 
-typedef struct mtable {
-    char **head;
-    int nhead;
-    char ***rows;             /* nrows x (nfields[r]) */
-    int *nfields;
-    int nrows, cap;
-    char **cur;
-    int ncur, curcap;
-    int records;              /* records seen, header included */
-    bool oom;
-} mtable;
-
-static void t_field(void *s, size_t len, void *data)
+/* Read the whole file (planner/csv_table.c). 0, or EXIT_USAGE after the error. */
+static int read_measurements(const char *path, csv_table *t)
 {
-    mtable *t = data;
-    if (t->ncur == t->curcap) {
-        int cap = t->curcap ? 2 * t->curcap : 32;
-        char **p = realloc(t->cur, sizeof *p * (size_t)cap);
-        if (!p) { t->oom = true; return; }
-        t->cur = p, t->curcap = cap;
-    }
-    char *f = malloc(len + 1);
-    if (!f) { t->oom = true; return; }
-    if (len) memcpy(f, s, len);
-    f[len] = 0;
-    t->cur[t->ncur++] = f;
+    char err[MP_ERR_LEN];
+    return csv_table_read(path, "measurements", t, err) ? cli_error("%s", err) : 0;
 }
 
-static void t_row(int c, void *data)
-{
-    mtable *t = data;
-    (void)c;
-    char **fields = malloc(sizeof *fields * (size_t)(t->ncur ? t->ncur : 1));
-    if (!fields) { t->oom = true; return; }
-    if (t->ncur) memcpy(fields, t->cur, sizeof *fields * (size_t)t->ncur);
-    if (t->records++ == 0) {
-        t->head = fields, t->nhead = t->ncur;
-    } else {
-        if (t->nrows == t->cap) {
-            int cap = t->cap ? 2 * t->cap : 32;
-            char ***r = realloc(t->rows, sizeof *r * (size_t)cap);
-            int *n = realloc(t->nfields, sizeof *n * (size_t)cap);
-            if (r) t->rows = r;
-            if (n) t->nfields = n;
-            if (!r || !n) { t->oom = true; for (int i = 0; i < t->ncur; i++) free(fields[i]); free(fields); t->ncur = 0; return; }
-            t->cap = cap;
-        }
-        t->rows[t->nrows] = fields;
-        t->nfields[t->nrows++] = t->ncur;
-    }
-    t->ncur = 0;
-}
-
-static void t_free(mtable *t)
-{
-    for (int i = 0; i < t->nhead; i++) free(t->head[i]);
-    free(t->head);
-    for (int r = 0; r < t->nrows; r++) {
-        for (int i = 0; i < t->nfields[r]; i++) free(t->rows[r][i]);
-        free(t->rows[r]);
-    }
-    free(t->rows);
-    free(t->nfields);
-    for (int i = 0; i < t->ncur; i++) free(t->cur[i]);
-    free(t->cur);
-    memset(t, 0, sizeof *t);
-}
-
-/* Read the whole file with libcsv. Lines starting with '#' where a record would start are
- * comments (as in tests/validation/configs.csv). 0, or EXIT_USAGE after the error. */
-static int read_measurements(const char *path, mtable *t)
-{
-    memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (!f) return cli_error("cannot open measurements '%s': %s", path, strerror(errno));
-    struct csv_parser p;
-    if (csv_init(&p, CSV_APPEND_NULL | CSV_STRICT | CSV_STRICT_FINI)) {
-        fclose(f);
-        return cli_error("out of memory");
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    bool at_start = true;     /* the next line begins a record */
-    int rc = 0;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        if (at_start && line[0] == '#') continue;
-        int before = t->records;
-        if (csv_parse(&p, line, (size_t)n, t_field, t_row, t) != (size_t)n) {
-            rc = cli_error("'%s' is not valid CSV (record %d): %s", path, t->records + 1,
-                           csv_strerror(csv_error(&p)));
-            break;
-        }
-        bool blank = strspn(line, " \t\r\n") == (size_t)n;
-        at_start = t->records != before || (at_start && blank);
-    }
-    if (!rc && ferror(f)) rc = cli_error("cannot read '%s': %s", path, strerror(errno));
-    if (!rc && csv_fini(&p, t_field, t_row, t))
-        rc = cli_error("'%s' is not valid CSV (record %d): %s", path, t->records + 1,
-                       csv_strerror(csv_error(&p)));
-    if (!rc && t->oom) rc = cli_error("out of memory reading '%s'", path);
-    free(line);
-    csv_free(&p);
-    fclose(f);
-    return rc;
-}
-
-static int col(const mtable *t, const char *name)
-{
-    for (int i = 0; i < t->nhead; i++)
-        if (!strcmp(t->head[i], name)) return i;
-    return -1;
-}
-
-static const char *cell(const mtable *t, int r, int c)
+static const char *cell(const csv_table *t, int r, int c)
 {
     return c >= 0 && c < t->nfields[r] ? t->rows[r][c] : "";
 }
@@ -227,7 +121,7 @@ __attribute__((format(printf, 3, 4))) static int row_error(const char *path, int
 }
 
 /* A measured byte count: required, or optional (empty: absent). */
-static int read_bytes(const char *path, const mtable *t, int r, int c, const char *name, bool required,
+static int read_bytes(const char *path, const csv_table *t, int r, int c, const char *name, bool required,
                       double *v, bool *present)
 {
     const char *x = cell(t, r, c);
@@ -239,26 +133,26 @@ static int read_bytes(const char *path, const mtable *t, int r, int c, const cha
     return 0;
 }
 
-static int load_runs(const char *path, const mtable *t, run **out, int *nruns)
+static int load_runs(const char *path, const csv_table *t, run **out, int *nruns)
 {
     *out = NULL, *nruns = 0;
     if (t->records == 0) return cli_error("'%s' is empty: no header and no measured runs", path);
     const char *need[] = {"allocated_peak_bytes", "batch", "seq"};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
-        if (col(t, need[i]) < 0) return cli_error("'%s' has no '%s' column", path, need[i]);
-    int cmodel = col(t, "model"), cfamily = col(t, "family");
+        if (csv_table_col(t, need[i]) < 0) return cli_error("'%s' has no '%s' column", path, need[i]);
+    int cmodel = csv_table_col(t, "model"), cfamily = csv_table_col(t, "family");
     if (cmodel < 0 && cfamily < 0) return cli_error("'%s' has no 'model' or 'family' column", path);
     if (cmodel < 0) {
         const char *dims[] = {"layers", "hidden", "heads"};
         for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
-            if (col(t, dims[i]) < 0) return cli_error("'%s' has no '%s' column (needed with 'family')", path, dims[i]);
+            if (csv_table_col(t, dims[i]) < 0) return cli_error("'%s' has no '%s' column (needed with 'family')", path, dims[i]);
     }
     if (t->nrows < MIN_RUNS)
         return cli_error("needs at least %d measured runs to fit, '%s' has %d", MIN_RUNS, path, t->nrows);
-    int cname = col(t, "name"), calloc_ = col(t, "allocated_peak_bytes");
-    int cres = col(t, "reserved_peak_bytes"), cdev = col(t, "device_peak_bytes");
+    int cname = csv_table_col(t, "name"), calloc_ = csv_table_col(t, "allocated_peak_bytes");
+    int cres = csv_table_col(t, "reserved_peak_bytes"), cdev = csv_table_col(t, "device_peak_bytes");
     int cols[NROW_OPTS];
-    for (size_t k = 0; k < NROW_OPTS; k++) cols[k] = col(t, row_opts[k].col);
+    for (size_t k = 0; k < NROW_OPTS; k++) cols[k] = csv_table_col(t, row_opts[k].col);
 
     run *runs = calloc((size_t)t->nrows, sizeof *runs);
     cli *c = malloc(sizeof *c);
@@ -739,7 +633,7 @@ int cmd_calibrate(int argc, char **argv)
     if (!name) name = default_name;
     if (check_name(name, &base)) return EXIT_USAGE;
 
-    mtable t;
+    csv_table t;
     run *runs = NULL;
     int n = 0, rc = read_measurements(path, &t);
     if (!rc) rc = load_runs(path, &t, &runs, &n);
@@ -794,6 +688,6 @@ int cmd_calibrate(int argc, char **argv)
     }
     free(text);
     free(runs);
-    t_free(&t);
+    csv_table_free(&t);
     return rc;
 }
