@@ -14,12 +14,11 @@
  * autocast each linear casts its fp32 input to 16 bits for itself, so separate
  * q, k and v projections keep three copies where a fused qkv keeps one. With a
  * frozen base only the adapted linears keep one (their adapter's A casts it). */
-static double norm_output_copies(const mp_model *m, const mp_settings *s, unsigned bits)
+static double norm_output_copies(const mp_linear *lin, int n, const mp_settings *s, unsigned bits)
 {
     const bool amp = s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16;
-    mp_linear lin[16];
-    int n = mp_model_linears(m, lin, 16), copies = 0, readers = 0;
-    for (int i = 0; i < n && i < 16; i++) {
+    int copies = 0, readers = 0;
+    for (int i = 0; i < n; i++) {
         if (!(lin[i].target & bits)) continue;
         readers++;
         if (s->lora_rank == 0 || (lin[i].target & s->lora_targets)) copies++;
@@ -42,6 +41,9 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* A dropout mask: a bool per element on GPUs (native_dropout), the
      * activation's own type where the framework multiplies by a float mask. */
     const double mask = fw->dropout_mask_bytes > 0 ? fw->dropout_mask_bytes : a;
+    mp_linear lin[16];
+    int nlin = mp_model_linears(m, lin, 16);
+    if (nlin > 16) nlin = 16;
 
     /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
      * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
@@ -55,7 +57,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
      * Autograd keeps a linear's input only for its weight's gradient: with a
      * frozen base, only where an adapter reads it. */
 #define KEEPS(bits) (!frozen || (s->lora_targets & (bits)))
-    double attn = norm + norm_output_copies(m, s, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * C;
+    double attn = norm + norm_output_copies(lin, nlin, s, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * C;
     /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
      * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
     double kv_saved = s->attention == MP_ATTN_EAGER && torch ? QD : KVD;
@@ -75,7 +77,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     }
     if (s->dropout) attn += mask * sb * C;             /* mask after the o-proj */
 
-    double mlp = norm + norm_output_copies(m, s, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
+    double mlp = norm + norm_output_copies(lin, nlin, s, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
     double f = (double)(m->experts ? m->expert_ffn : m->ffn);
     double down_in = KEEPS(MP_LORA_DOWN) ? 1 : 0;    /* the down projection's input */
     double one_mlp = m->mlp == MP_MLP_GATED ? (3 + down_in) * a * sb * f  /* gate, silu(gate), up, product */
@@ -95,9 +97,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* LoRA: each adapted module saves A's output (rank r); its input is shared. */
     double lora = 0;
     if (s->lora_rank > 0) {
-        mp_linear lin[16];
-        int n = mp_model_linears(m, lin, 16);
-        for (int i = 0; i < n && i < 16; i++) {
+        for (int i = 0; i < nlin; i++) {
             unsigned bit = lin[i].target;
             if (bit & s->lora_targets) {
                 double tok = m->experts && (bit & MP_LORA_MLP) ? sb * (double)m->top_k : sb;
@@ -115,6 +115,10 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
                         (s->attention == MP_ATTN_EAGER ? 2 * a * scores : a * sb * (QD + 2 * KVD));
+    /* a calibrated profile scales every activation term alike */
+    const double k = fw->act_scale > 0 ? fw->act_scale : 1;
+    ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
+    ab->embed_mask *= k, ab->backward_temp *= k;
 }
 
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd)
@@ -134,6 +138,8 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
         *fwd = a == 4 ? 4 * tokens * V : (a + 4) * tokens * V; /* log-softmax in place of the copy */
         *bwd = 8 * tokens * V;
     }
+    const double k = settings_framework(s)->act_scale;
+    if (k > 0) *fwd *= k, *bwd *= k;
 }
 
 void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded, bool explain)

@@ -205,7 +205,6 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         return memtrain_estimate(m, s, e, explain, err);
     }
     const mp_framework *fw = settings_framework(s);
-    bool memtrain = fw->kind == MP_FW_MEMTRAIN;
     mp_param_count(m, &e->params);
     const double P = e->params.total;
     const double B = (double)s->batch, T = (double)s->seq;
@@ -344,7 +343,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
      * all parameters at once; mixed precision unscales into an fp32 copy. */
     double opt_temp = 0;
-    if (s->offload == MP_OFFLOAD_NONE && !memtrain) {
+    if (s->offload == MP_OFFLOAD_NONE) {
         if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
             fw->kind == MP_FW_PYTORCH)
             opt_temp = fw->adam_temps * trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
@@ -391,11 +390,6 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
          s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     double final_norm = (ab.final_norm + ab.embed_mask) / tp;
     double act_bwd_temp = ab.backward_temp / tp;
-    /* a calibrated profile may scale the activations as a whole */
-    if (fw->act_scale > 0 && fw->act_scale != 1) {
-        double k = fw->act_scale;
-        saved_layers *= k, recompute *= k, logits_fwd *= k, logits_bwd *= k, final_norm *= k, act_bwd_temp *= k;
-    }
     term(e, explain, MP_ACTIVATIONS, "backward temporaries", act_bwd_temp,
          "activation gradients of one layer");
 
