@@ -17,13 +17,18 @@ size_t mt_attn_ws_floats(const mt_attn_dims *d, int flash, int probs_saved)
     return d->T * d->T * (probs_saved ? 1 : 2);
 }
 
-/* Softmax of row s[0..n) in place: s = exp(s - max) / sum. */
-static void softmax_row(float *s, size_t n)
+static float row_max(const float *s, size_t n)
 {
     float mx = s[0];
     for (size_t j = 1; j < n; j++)
         mx = s[j] > mx ? s[j] : mx;
-    v4 vm = v4_set(mx), acc = v4_set(0.0f);
+    return mx;
+}
+
+/* s = exp(s - m) in place over s[0..n); returns the sum. */
+static float exp_shifted(float *s, size_t n, float m)
+{
+    v4 vm = v4_set(m), acc = v4_set(0.0f);
     size_t j = 0;
     for (; j + 4 <= n; j += 4) {
         v4 e = v4_exp(v4_sub(v4_load(s + j), vm));
@@ -32,7 +37,7 @@ static void softmax_row(float *s, size_t n)
     }
     float sum = v4_hsum(acc);
     if (j < n) {
-        v4 e = v4_exp(v4_sub(v4_load_part(s + j, n - j, mx), vm));
+        v4 e = v4_exp(v4_sub(v4_load_part(s + j, n - j, m), vm));
         float t[4];
         v4_store(t, e);
         for (size_t k = 0; k < n - j; k++) {
@@ -40,7 +45,13 @@ static void softmax_row(float *s, size_t n)
             sum += t[k];
         }
     }
-    float inv = 1.0f / sum;
+    return sum;
+}
+
+/* Softmax of row s[0..n) in place: s = exp(s - max) / sum. */
+static void softmax_row(float *s, size_t n)
+{
+    float inv = 1.0f / exp_shifted(s, n, row_max(s, n));
     for (size_t k = 0; k < n; k++)
         s[k] *= inv;
 }
@@ -164,23 +175,10 @@ void mt_attn_flash_fwd(float *atty, float *lse, const float *qkv, const mt_attn_
                             memset(s, 0, nk * sizeof(float));
                             continue;
                         }
-                        float mx = s[0];
-                        for (size_t j = 1; j < jn; j++)
-                            mx = s[j] > mx ? s[j] : mx;
+                        float mx = row_max(s, jn);
                         float mnew = mx > mrow[r] ? mx : mrow[r];
                         float corr = mrow[r] == -INFINITY ? 0.0f : mt_expf(mrow[r] - mnew);
-                        v4 vm = v4_set(mnew), acc = v4_set(0.0f);
-                        size_t j = 0;
-                        for (; j + 4 <= jn; j += 4) {
-                            v4 e = v4_exp(v4_sub(v4_load(s + j), vm));
-                            v4_store(s + j, e);
-                            acc = v4_add(acc, e);
-                        }
-                        float sum = v4_hsum(acc);
-                        for (; j < jn; j++) {
-                            s[j] = mt_expf(s[j] - mnew);
-                            sum += s[j];
-                        }
+                        float sum = exp_shifted(s, jn, mnew);
                         memset(s + jn, 0, (nk - jn) * sizeof(float));
                         lrow[r] = lrow[r] * corr + sum;
                         mrow[r] = mnew;
