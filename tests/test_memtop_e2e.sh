@@ -43,13 +43,18 @@ if [ ! -x "$memtop" ]; then
 fi
 
 T() { tmux -S "$sock" "$@"; }
+# A session that lives for the whole script, so that killing the test's session never
+# leaves the server empty: an empty tmux server exits, and a new-session racing with that
+# exit fails with "server exited unexpectedly" (seen in CI under load).
+T new-session -d -s keep -x 120 -y 40 "sleep 86400" || { echo "FAIL tmux cannot start"; echo "0 passed, 1 failed"; exit 1; }
 screen() { T capture-pane -p -t mt 2>/dev/null; }
 # start CMD...: run a shell command line in a fresh 120x40 terminal; its exit status
 # lands in $tmp/rc and its stderr in $tmp/err
 start() {
     T kill-session -t mt 2>/dev/null
     rm -f "$tmp/rc" "$tmp/err"
-    T new-session -d -s mt -x 120 -y 40 "cd '$root' && $* 2>'$tmp/err'; echo \$? >'$tmp/rc'; sleep 30"
+    T new-session -d -s mt -x 120 -y 40 "cd '$root' && $* 2>'$tmp/err'; echo \$? >'$tmp/rc'; sleep 30" ||
+        echo "note: tmux new-session failed for: $*"
 }
 # wait_for TEXT [SECONDS]: until TEXT is on screen (polled every 0.1 s, default 5 s)
 wait_for() {
