@@ -18,6 +18,7 @@
 #ifndef MEMPLAN_H
 #define MEMPLAN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -358,5 +359,8 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err);
 /* Write `data` to `path` atomically (temp file, fsync, rename). */
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
+/* Print "PROG: error: MESSAGE" and, with a hint, " (HINT)", as one line on stderr:
+ * the form every command's errors take. */
+void mp_verror(const char *prog, const char *hint, const char *fmt, va_list ap);
 
 #endif

@@ -34,11 +34,25 @@ static int usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("memtrain: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mp_verror("memtrain", NULL, fmt, ap);
     va_end(ap);
     return EXIT_USAGE;
+}
+
+/* True while the progress bar's line is open on the terminal: an error then starts a
+ * line of its own. */
+static bool bar_open;
+
+/* A runtime error, one line on stderr; returns `code`. */
+__attribute__((format(printf, 2, 3))) static int run_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (bar_open)
+        fputc('\n', stderr);
+    mp_verror("memtrain", NULL, fmt, ap);
+    va_end(ap);
+    return code;
 }
 
 /* ---------- options: the run's own, then every config key ---------- */
@@ -517,31 +531,28 @@ int main(int argc, char **argv)
     if (predict(&c, family_tied, &pred, model_name, sizeof model_name, perr)) return usage_error("%s", perr);
     char a[32], b[32];
     if (o.mem_limit > 0 && pred.total_bytes > o.mem_limit) {
-        fprintf(stderr, "memtrain: error: the plan is predicted to need %s, above --mem-limit %s: not starting\n",
-                mp_fmt_gib(pred.total_bytes, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b));
-        return EXIT_MEMLIMIT;
+        return run_error(EXIT_MEMLIMIT, "the plan is predicted to need %s, above --mem-limit %s: not starting",
+                         mp_fmt_gib(pred.total_bytes, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b));
     }
 
     mt_trainer *t;
-    if (mt_trainer_create(&c, &t, err)) {
-        fprintf(stderr, "memtrain: error: %s\n", err);
-        return 1;
-    }
+    if (mt_trainer_create(&c, &t, err))
+        return run_error(1, "%s", err);
     if (o.resume_dir && load_checkpoint(t, o.resume_dir, err)) {
-        fprintf(stderr, "memtrain: error: %s\n", err);
         mt_trainer_free(t);
-        return EXIT_USAGE;
+        return run_error(EXIT_USAGE, "%s", err);
     }
     FILE *mf = NULL;
     if (o.metrics && !(mf = metrics_open(o.metrics, &c, o.steps, o.mem_limit, model_name))) {
-        fprintf(stderr, "memtrain: error: cannot open metrics '%s': %s\n", o.metrics, strerror(errno));
+        int e = errno;
         mt_trainer_free(t);
-        return EXIT_USAGE;
+        return run_error(EXIT_USAGE, "cannot open metrics '%s': %s", o.metrics, strerror(e));
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
     bool tty = isatty(STDOUT_FILENO) && !o.quiet;
+    bar_open = tty;
     json_t *losses = json_array();
     double t0 = now_s(), tokens = 0, last_loss = NAN;
     long first_step = mt_trainer_steps(t), done = 0;
@@ -549,8 +560,7 @@ int main(int argc, char **argv)
     while (mt_trainer_steps(t) < o.steps && !stop_requested) {
         mt_step_result r;
         if (mt_trainer_step(t, &r, err)) {
-            fprintf(stderr, "%smemtrain: error: %s\n", tty ? "\n" : "", err);
-            rc = 1;
+            rc = run_error(1, "%s", err);
             break;
         }
         done++;
@@ -563,24 +573,21 @@ int main(int argc, char **argv)
         if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c.opt.lr, &st, &pred);
         if (tty) progress(r.step, o.steps, r.loss, tokens / el, el);
         if (o.save_dir && o.save_every && r.step % o.save_every == 0 && save_checkpoint(t, o.save_dir, err)) {
-            fprintf(stderr, "%smemtrain: error: %s\n", tty ? "\n" : "", err);
-            rc = 1;
+            rc = run_error(1, "%s", err);
             break;
         }
         if (o.mem_limit > 0 && (double)st.total_peak > o.mem_limit) {
-            fprintf(stderr, "%smemtrain: error: measured memory %s crossed --mem-limit %s at step %ld: stopping\n",
-                    tty ? "\n" : "", mp_fmt_gib((double)st.total_peak, a, sizeof a),
-                    mp_fmt_gib(o.mem_limit, b, sizeof b), r.step);
-            rc = EXIT_MEMLIMIT;
+            rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
+                           mp_fmt_gib((double)st.total_peak, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b),
+                           r.step);
             break;
         }
     }
     if (tty) fputc('\n', stdout);
+    bar_open = false;
     double elapsed = now_s() - t0;
-    if (!rc && o.save_dir && save_checkpoint(t, o.save_dir, err)) {
-        fprintf(stderr, "memtrain: error: %s\n", err);
-        rc = 1;
-    }
+    if (!rc && o.save_dir && save_checkpoint(t, o.save_dir, err))
+        rc = run_error(1, "%s", err);
     mt_mem_stats st;
     mt_trainer_mem(t, &st);
     double meas[MP_NCOMP];
@@ -629,8 +636,8 @@ int main(int argc, char **argv)
         char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
         char merr[MP_ERR_LEN];
         if (!text || mp_write_file_atomic(o.report, text, strlen(text), merr)) {
-            fprintf(stderr, "memtrain: error: %s\n", text ? merr : "cannot format the report");
-            if (!rc) rc = 1;
+            int e = run_error(1, "%s", text ? merr : "cannot format the report");
+            if (!rc) rc = e;
         }
         free(text);
         json_decref(r);

@@ -60,9 +60,7 @@ __attribute__((format(printf, 2, 3))) static int fail(int code, const char *fmt,
     restore_terminal();
     va_list ap;
     va_start(ap, fmt);
-    fputs("memtop: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mp_verror("memtop", NULL, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -164,9 +162,7 @@ static int usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("memtop: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (memtop --help)\n", stderr);
+    mp_verror("memtop", "memtop --help", fmt, ap);
     va_end(ap);
     return EXIT_USAGE;
 }

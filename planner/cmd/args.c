@@ -12,9 +12,7 @@ int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("memplan: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mp_verror("memplan", NULL, fmt, ap);
     va_end(ap);
     return EXIT_USAGE;
 }
