@@ -245,10 +245,19 @@ static void check_tensors(mt_model *m, const int *ts, int nt, const char *label)
     }
 }
 
-static void test_gpt2(mt_attention attn, mt_ce ce, int chunk, int tile, const char *label)
+/* Every parameter tensor of the family against finite differences with eager
+ * attention and the full loss; a few, through each kernel, with the others. */
+static void test_family(mt_family fam, mt_attention attn, mt_ce ce, int chunk, int tile,
+                        const char *label)
 {
+    static const int gpt2_all[] = {MT_P_WTE,  MT_P_WPE,  MT_P_LN1W,  MT_P_LN1B,  MT_P_WQKV, MT_P_BQKV,
+                                   MT_P_WO,   MT_P_BO,   MT_P_LN2W,  MT_P_LN2B,  MT_P_WFC,  MT_P_BFC,
+                                   MT_P_WPROJ, MT_P_BPROJ, MT_P_LNFW, MT_P_LNFB};
+    static const int gpt2_some[] = {MT_P_WTE, MT_P_WQKV, MT_P_LN1W};
+    static const int llama_all[] = {MT_P_WTE, MT_P_LN1W, MT_P_WQKV, MT_P_WO,  MT_P_LN2W,
+                                    MT_P_WFC, MT_P_WPROJ, MT_P_LNFW, MT_P_HEAD};
     mt_config c;
-    tiny(&c, MT_GPT2);
+    tiny(&c, fam);
     c.attention = attn;
     c.ce = ce;
     c.ce_chunk = chunk;
@@ -257,32 +266,12 @@ static void test_gpt2(mt_attention attn, mt_ce ce, int chunk, int tile, const ch
     if (!m)
         return;
     backward_once(m);
-    static const int all[] = {MT_P_WTE,  MT_P_WPE,  MT_P_LN1W, MT_P_LN1B,  MT_P_WQKV, MT_P_BQKV,
-                              MT_P_WO,   MT_P_BO,   MT_P_LN2W, MT_P_LN2B,  MT_P_WFC,  MT_P_BFC,
-                              MT_P_WPROJ, MT_P_BPROJ, MT_P_LNFW, MT_P_LNFB};
-    static const int some[] = {MT_P_WTE, MT_P_WQKV, MT_P_LN1W};
-    if (attn == MT_ATTN_EAGER && ce == MT_CE_FULL)
-        check_tensors(m, all, (int)(sizeof all / sizeof all[0]), label);
+    if (fam == MT_LLAMA)
+        check_tensors(m, llama_all, (int)(sizeof llama_all / sizeof llama_all[0]), label);
+    else if (attn == MT_ATTN_EAGER && ce == MT_CE_FULL)
+        check_tensors(m, gpt2_all, (int)(sizeof gpt2_all / sizeof gpt2_all[0]), label);
     else
-        check_tensors(m, some, 3, label);
-    mt_model_free(m);
-}
-
-static void test_llama(mt_attention attn, mt_ce ce, int chunk, int tile, const char *label)
-{
-    mt_config c;
-    tiny(&c, MT_LLAMA);
-    c.attention = attn;
-    c.ce = ce;
-    c.ce_chunk = chunk;
-    c.attn_tile = tile;
-    mt_model *m = grad_model(&c);
-    if (!m)
-        return;
-    backward_once(m);
-    static const int all[] = {MT_P_WTE, MT_P_LN1W, MT_P_WQKV, MT_P_WO,  MT_P_LN2W,
-                              MT_P_WFC, MT_P_WPROJ, MT_P_LNFW, MT_P_HEAD};
-    check_tensors(m, all, (int)(sizeof all / sizeof all[0]), label);
+        check_tensors(m, gpt2_some, (int)(sizeof gpt2_some / sizeof gpt2_some[0]), label);
     mt_model_free(m);
 }
 
@@ -325,12 +314,12 @@ static void test_lora(mt_family fam, const char *label)
 int main(void)
 {
     test_matmul();
-    test_gpt2(MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
-              "gpt2 (embedding, positions, layernorm, eager attention, gelu, ce full):");
-    test_gpt2(MT_ATTN_FLASH, MT_CE_CHUNKED, 5, 3, "gpt2 flash (tile 3) + chunked ce (5):");
-    test_llama(MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
-               "llama (rmsnorm, rotary, GQA eager, swiglu, untied head):");
-    test_llama(MT_ATTN_FLASH, MT_CE_CHUNKED, 7, 3, "llama flash GQA (tile 3) + chunked ce (7):");
+    test_family(MT_GPT2, MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
+                "gpt2 (embedding, positions, layernorm, eager attention, gelu, ce full):");
+    test_family(MT_GPT2, MT_ATTN_FLASH, MT_CE_CHUNKED, 5, 3, "gpt2 flash (tile 3) + chunked ce (5):");
+    test_family(MT_LLAMA, MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
+                "llama (rmsnorm, rotary, GQA eager, swiglu, untied head):");
+    test_family(MT_LLAMA, MT_ATTN_FLASH, MT_CE_CHUNKED, 7, 3, "llama flash GQA (tile 3) + chunked ce (7):");
     test_lora(MT_LLAMA, "llama lora (q,k,v,o,gate,up,down)");
     test_lora(MT_GPT2, "gpt2 lora (fused qkv, o, up, down)");
     return check_summary();
