@@ -56,9 +56,10 @@ start() {
     T new-session -d -s mt -x 120 -y 40 "cd '$root' && $* 2>'$tmp/err'; echo \$? >'$tmp/rc'; sleep 30" ||
         echo "note: tmux new-session failed for: $*"
 }
-# wait_for TEXT [SECONDS]: until TEXT is on screen (polled every 0.1 s, default 5 s)
+# wait_for TEXT [SECONDS]: until TEXT is on screen (polled every 0.1 s, default 10 s: a
+# loaded CI machine can be slow to start a program, and a pass returns at once)
 wait_for() {
-    n=$(( ${2:-5} * 10 ))
+    n=$(( ${2:-10} * 10 ))
     while [ "$n" -gt 0 ]; do
         screen | grep -qF -- "$1" && return 0
         sleep 0.1
@@ -68,15 +69,15 @@ wait_for() {
 }
 # expect TEXT DESCRIPTION [SECONDS]
 expect() {
-    if wait_for "$1" "${3:-5}"; then ok "$2"; else bad "$2: '$1' not on screen"; screen | sed 's/^/    | /' | head -40; fi
+    if wait_for "$1" "${3:-10}"; then ok "$2"; else bad "$2: '$1' not on screen"; screen | sed 's/^/    | /' | head -40; fi
 }
 # expect_not TEXT DESCRIPTION: TEXT is not on screen now
 expect_not() {
     if screen | grep -qF -- "$1"; then bad "$2: '$1' on screen"; else ok "$2"; fi
 }
-# the exit status of the command started last, once it has ended (waits up to 5 s)
+# the exit status of the command started last, once it has ended (waits up to 10 s)
 exit_status() {
-    n=50
+    n=100
     while [ ! -s "$tmp/rc" ] && [ "$n" -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
     cat "$tmp/rc" 2>/dev/null || echo none
 }
@@ -135,7 +136,7 @@ row 16 | tail -c +41 >>"$run"
 expect "step 16/50" "following: the completed line is read"
 echo "17,8.5,,,,,,,,,,,,,,,,,,,," >>"$run"
 expect "skipped 2 (" "following: a row with too few fields is skipped with its reason"
-expect "[stale: no row for" "stale: marked after --stale 2 seconds without a row" 6
+expect "[stale: no row for" "stale: marked after --stale 2 seconds without a row" 12
 rows 17 17 >>"$run"
 expect "[live]" "stale: live again when a row arrives"
 
@@ -283,7 +284,7 @@ check $? "self-test JSON: N/A is null"
 start "'$memtop' --interval 200 -- python3 tools/memplan_callback.py --selftest --steps 12 --delay 0.15"
 expect "model selftest-7b" "memtop -- CMD: follows the metrics it passed with --metrics"
 expect "python3 running (pid" "memtop -- CMD: the child's state on screen"
-expect "step 12/12" "memtop -- CMD: every step arrives" 8
+expect "step 12/12" "memtop -- CMD: every step arrives" 16
 expect "python3 exited with status 0" "memtop -- CMD: the exit status is shown"
 expect "log $tmp/memtop." "memtop -- CMD: the log's path is shown"
 keys q
@@ -418,7 +419,7 @@ print(f(v['current']), f(v['peak']), f(v['predicted']) if v['predicted'] is not 
     keys q
     # memtop -- memtrain
     start "'$memtop' --interval 200 -- '$bin/memtrain' --config '$tmp/plan.cfg' --steps 200 --quiet"
-    expect "memtrain exited with status 0" "memtop -- memtrain: ran and exited 0" 10
+    expect "memtrain exited with status 0" "memtop -- memtrain: ran and exited 0" 20
     expect "step 200/200" "memtop -- memtrain: every step followed"
     expect "+ activations" "memtop -- memtrain: per-component rows"
     expect "skipped 0" "memtop -- memtrain: memtrain's file has no bad lines"
