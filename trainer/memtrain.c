@@ -30,20 +30,11 @@
 #define EXIT_USAGE 2
 #define EXIT_MEMLIMIT 3
 
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    mp_verror("memtrain", NULL, fmt, ap);
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
 /* True while the progress bar's line is open on the terminal: an error then starts a
  * line of its own. */
 static bool bar_open;
 
-/* A runtime error, one line on stderr; returns `code`. */
+/* An error, one line on stderr; returns `code`. */
 __attribute__((format(printf, 2, 3))) static int run_error(int code, const char *fmt, ...)
 {
     va_list ap;
@@ -54,6 +45,7 @@ __attribute__((format(printf, 2, 3))) static int run_error(int code, const char 
     va_end(ap);
     return code;
 }
+#define usage_error(...) run_error(EXIT_USAGE, __VA_ARGS__)
 
 /* ---------- options: the run's own, then every config key ---------- */
 
