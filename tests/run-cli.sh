@@ -141,24 +141,15 @@ EOF
 then ok "calibrate recovers act_scale 1.25, fixed 300 MiB, frag 0.07, context 700 MiB"; else bad "calibrate synthetic constants"; fi
 # the written profile loads back and predicts the fitted column, byte for byte
 if python3 - "$mp" "$syn" "$tmp/cal.csv" "$tmp/cal.json" <<'EOF'
-import csv, json, subprocess, sys
+import csv, json, sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, "tests/data")
+from make_calibrate_synthetic import estimate
 mp, syn, prof, fit = sys.argv[1:]
 fitted = {r["name"]: r for r in json.load(open(fit))["rows"]}
-flags = {"model": "--model", "family": "--family", "layers": "--layers", "hidden": "--hidden",
-         "heads": "--heads", "kv_heads": "--kv-heads", "ffn": "--ffn", "vocab": "--vocab",
-         "max_pos": "--max-pos", "batch": "--batch", "seq": "--seq", "accum": "--accum",
-         "precision": "--precision", "optimizer": "--optimizer", "checkpointing": "--checkpointing",
-         "attention": "--attention", "lora_rank": "--lora-rank", "lora_targets": "--lora-targets",
-         "quant": "--quant", "ce": "--ce"}
 n = 0
 for r in csv.DictReader(l for l in open(syn) if not l.startswith("#")):
-    args = [mp, "estimate", "--framework", prof, "--format", "json"]
-    for k, f in flags.items():
-        if r[k]:
-            args += [f, r[k]]
-    if r["dropout"] not in ("", "0"):
-        args.append("--dropout")
-    e = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    e = estimate(mp, prof, r)
     want = fitted[r["name"]]
     assert e["total_bytes"] == want["fitted_bytes"], (r["name"], e["total_bytes"], want["fitted_bytes"])
     assert e["reserved_bytes"] == want["fitted_reserved_bytes"] and e["device_bytes"] == want["fitted_device_bytes"], r["name"]

@@ -52,19 +52,25 @@ FLAGS = {"model": "--model", "family": "--family", "layers": "--layers", "hidden
          "quant": "--quant", "ce": "--ce"}
 
 
+def estimate(memplan, framework, run):
+    """memplan's JSON estimate of a run (a dict of measurement columns; empty ones are
+    left out) under the given framework profile."""
+    args = [memplan, "estimate", "--framework", framework, "--format", "json"]
+    for k, flag in FLAGS.items():
+        if run.get(k) not in (None, ""):
+            args += [flag, str(run[k])]
+    if run.get("dropout") not in (None, "", "0", 0):
+        args.append("--dropout")
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+
+
 def main():
     memplan = sys.argv[1] if len(sys.argv) > 1 else "build/bin/memplan"
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     for r in RUNS:
-        args = [memplan, "estimate", "--framework", "tests/data/calibrate_known.csv", "--format", "json"]
-        for k, flag in FLAGS.items():
-            if k in r:
-                args += [flag, str(r[k])]
-        if r.get("dropout"):
-            args.append("--dropout")
-        e = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+        e = estimate(memplan, "tests/data/calibrate_known.csv", r)
         row = {k: r.get(k, "") for k in COLUMNS}
         row.update(framework="pytorch-known", device="synthetic", params=e["params"],
                    allocated_peak_bytes=e["total_bytes"], peak_phase=e["peak_phase"])
