@@ -191,21 +191,19 @@ check "$([ "$rc" = 0 ]; echo $?)" "q quits with status 0 ($rc)"
 
 # ---------------------------------------------------------------- colours
 { head_of gpt2; rows 1 3; } >"$run"
-start "'$memtop' '$run'"
-wait_for "step 3/50" >/dev/null
-T capture-pane -e -p -t mt >"$tmp/color.txt"
-if grep -q "$(printf '\033')\[[0-9;]*3[1-6]m" "$tmp/color.txt" || grep -q "$(printf '\033')\[[0-9;]*38;5;[0-9]*m" "$tmp/color.txt"; then ok "colours by default"; else bad "no colour codes by default"; fi
+# coloured CMD: start CMD on the 3-row run and say whether its screen has colour codes
+coloured() {
+    start "$1"
+    wait_for "step 3/50" >/dev/null
+    T capture-pane -e -p -t mt >"$tmp/colours.txt"
+    grep -q "$(printf '\033')\[[0-9;]*3[1-7]m" "$tmp/colours.txt" || grep -q "38;5;" "$tmp/colours.txt"
+}
+if coloured "'$memtop' '$run'"; then ok "colours by default"; else bad "no colour codes by default"; fi
 keys q
-start "'$memtop' --no-color '$run'"
-wait_for "step 3/50" >/dev/null
-T capture-pane -e -p -t mt >"$tmp/mono.txt"
-if grep -q "$(printf '\033')\[[0-9;]*3[1-7]m" "$tmp/mono.txt" || grep -q "38;5;" "$tmp/mono.txt"; then bad "--no-color still has colour codes"; else ok "--no-color: no colour codes"; fi
+if coloured "'$memtop' --no-color '$run'"; then bad "--no-color still has colour codes"; else ok "--no-color: no colour codes"; fi
 screen | grep -qF '[#########' && ok "--no-color: segments keep their glyphs" || bad "--no-color: glyphs missing"
 keys q
-start "NO_COLOR=1 '$memtop' '$run'"
-wait_for "step 3/50" >/dev/null
-T capture-pane -e -p -t mt >"$tmp/nocolor.txt"
-if grep -q "$(printf '\033')\[[0-9;]*3[1-7]m" "$tmp/nocolor.txt" || grep -q "38;5;" "$tmp/nocolor.txt"; then bad "NO_COLOR still has colour codes"; else ok "NO_COLOR=1: no colour codes"; fi
+if coloured "NO_COLOR=1 '$memtop' '$run'"; then bad "NO_COLOR still has colour codes"; else ok "NO_COLOR=1: no colour codes"; fi
 keys q
 
 # ---------------------------------------------------------------- what-if view
