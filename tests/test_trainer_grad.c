@@ -19,6 +19,14 @@
 /* ---------- naive reference matmuls ---------- */
 
 /* out (M,N) = inp (M,K) @ W^T, W (N,K), in double */
+/* dst (cols, rows) = src (rows, cols) transposed */
+static void transpose(float *dst, const float *src, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            dst[c * rows + r] = src[r * cols + c];
+}
+
 static void ref_fwd(double *out, const float *inp, const float *W, size_t M, size_t N, size_t K)
 {
     for (size_t i = 0; i < M; i++)
@@ -60,18 +68,15 @@ static void test_matmul(void)
           max_rel(out, ref, M * N));
     /* dinp = dout @ W: reference via the transposed weight */
     float *Wt = malloc(N * K * 4);
-    for (size_t j = 0; j < N; j++)
-        for (size_t k = 0; k < K; k++) Wt[k * N + j] = W[j * K + k];
+    transpose(Wt, W, N, K);
     mt_mm_bwd_in(&none, dinp, K, dout, N, mt_w(W, MT_F32), M, N, K, 1.0f, 0.0f);
     ref_fwd(ref, dout, Wt, M, K, N);
     CHECK(max_rel(dinp, ref, M * K) < 1e-5, "sgemm input gradient (N,N) matches (%.2g)",
           max_rel(dinp, ref, M * K));
     /* dW = dout^T @ inp */
     float *doutT = malloc(M * N * 4), *inpT = malloc(M * K * 4);
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) doutT[j * M + i] = dout[i * N + j];
-        for (size_t k = 0; k < K; k++) inpT[k * M + i] = inp[i * K + k];
-    }
+    transpose(doutT, dout, M, N);
+    transpose(inpT, inp, M, K);
     mt_mm_bwd_w(&none, mt_g(dW, MT_F32), dout, N, inp, K, M, N, K, 1.0f);
     ref_fwd(ref, doutT, inpT, N, K, M);
     CHECK(max_rel(dW, ref, N * K) < 1e-5, "sgemm weight gradient (T,N) matches (%.2g)",
@@ -87,8 +92,7 @@ static void test_matmul(void)
     ref_fwd(ref, inp, Wr, M, N, K);
     CHECK(max_rel(out, ref, M * N) < 1e-5, "tiled bf16 forward matches (%.2g)",
           max_rel(out, ref, M * N));
-    for (size_t j = 0; j < N; j++)
-        for (size_t k = 0; k < K; k++) Wt[k * N + j] = Wr[j * K + k];
+    transpose(Wt, Wr, N, K);
     mt_mm_bwd_in(&tiles, dinp, K, dout, N, mt_w(W16, MT_BF16), M, N, K, 1.0f, 0.0f);
     ref_fwd(ref, dout, Wt, M, K, N);
     CHECK(max_rel(dinp, ref, M * K) < 1e-5, "tiled bf16 input gradient matches (%.2g)",
