@@ -63,18 +63,10 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
     for (int i = 0; i < 7; i++)
         if (s->lora_targets & (1u << i))
             off += (size_t)snprintf(tg + off, sizeof tg - off, "%s\"%s\"", off ? ", " : "", mods[i]);
-    bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 || s->precision == MP_PURE_BF16;
-    bool fp16 = s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16;
-    const char *optim = "adamw_torch";
-    switch (s->optimizer) {
-    case MP_ADAMW_8BIT: optim = "adamw_bnb_8bit"; break;
-    case MP_PAGED_ADAMW: optim = "paged_adamw_32bit"; break;
-    case MP_PAGED_ADAMW_8BIT: optim = "paged_adamw_8bit"; break;
-    case MP_SGD: case MP_SGD_MOMENTUM: optim = "sgd"; break;
-    case MP_ADAFACTOR: optim = "adafactor"; break;
-    case MP_LION: optim = "lion_32bit"; break;
-    default: break;
-    }
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    const bool bf16 = pd->hf_flag && !strcmp(pd->hf_flag, "bf16"), fp16 = pd->hf_flag && !strcmp(pd->hf_flag, "fp16");
+    const bool ckpt = mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing;
+    const mp_quant_desc *qd = mp_quant_desc_of(s->quant);
     put(b, "# Hugging Face Trainer script written by memplan for %s.\n", m->name);
     put(b, "# Predicted to fit; run: python3 train.py (needs transformers, datasets%s).\n",
         s->lora_rank ? ", peft" : "");
@@ -85,23 +77,22 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
     if (s->lora_rank) put(b, "from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training\n");
     put(b, "\nMODEL = \"%s\"  # a Hugging Face model id or local path\n", m->name);
     put(b, "DATA = \"data.txt\"  # one text file\n\n");
-    const char *dtype = s->precision == MP_FP32 || s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16
-                            ? "torch.float32" : (bf16 ? "torch.bfloat16" : "torch.float16");
-    if (s->quant == MP_QUANT_NF4 || s->quant == MP_QUANT_NF4_DQ)
+    /* a quantised base computes in the 16-bit type the precision names */
+    const char *compute = bf16 ? "torch.bfloat16" : "torch.float16";
+    if (qd->bits == 4)
         put(b, "quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\",\n"
                "                           bnb_4bit_use_double_quant=%s,\n"
                "                           bnb_4bit_compute_dtype=%s)\n",
-            s->quant == MP_QUANT_NF4_DQ ? "True" : "False", bf16 ? "torch.bfloat16" : "torch.float16");
-    else if (s->quant == MP_QUANT_INT8)
+            qd->double_quant ? "True" : "False", compute);
+    else if (qd->bits == 8)
         put(b, "quant = BitsAndBytesConfig(load_in_8bit=True)\n");
-    put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s%s%s)\n",
-        s->quant != MP_QUANT_NONE ? (bf16 ? "torch.bfloat16" : "torch.float16") : dtype,
-        s->quant != MP_QUANT_NONE ? ", quantization_config=quant" : "",
-        s->attention == MP_ATTN_FLASH ? ", attn_implementation=\"sdpa\"" : ", attn_implementation=\"eager\"");
+    put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s%s%s%s\")\n",
+        qd->bits ? compute : pd->torch_dtype, qd->bits ? ", quantization_config=quant" : "",
+        ", attn_implementation=\"", mp_attention_desc_of(s->attention)->hf_attn);
     if (s->lora_rank) {
         if (s->quant != MP_QUANT_NONE)
             put(b, "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=%s)\n",
-                s->checkpointing != MP_CKPT_NONE ? "True" : "False");
+                ckpt ? "True" : "False");
         put(b, "model = get_peft_model(model, LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=0.0,\n"
                "                                         target_modules=[%s], task_type=\"CAUSAL_LM\"))\n",
             (long long)s->lora_rank, (long long)(2 * s->lora_rank), tg);
@@ -109,7 +100,7 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
     }
     put(b, "tok = AutoTokenizer.from_pretrained(MODEL)\ntok.pad_token = tok.pad_token or tok.eos_token\n");
     put(b, "ds = load_dataset(\"text\", data_files=DATA, streaming=%s)[\"train\"]\n",
-        s->loader == MP_LOAD_STREAM ? "True" : "False");
+        mp_loader_desc_of(s->loader)->hf_streaming ? "True" : "False");
     put(b, "ds = ds.map(lambda x: tok(x[\"text\"], truncation=True, max_length=%lld), batched=True, remove_columns=[\"text\"])\n",
         (long long)s->seq);
     if (s->loader == MP_LOAD_STREAM)
@@ -119,7 +110,7 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
            "                         gradient_checkpointing=%s, optim=\"%s\", learning_rate=%s,\n"
            "                         max_steps=1000, logging_steps=10, report_to=[])\n",
         (long long)s->batch, (long long)s->accum, bf16 ? "True" : "False", fp16 ? "True" : "False",
-        s->checkpointing != MP_CKPT_NONE ? "True" : "False", optim, s->lora_rank ? "2e-4" : "2e-5");
+        ckpt ? "True" : "False", mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5");
     put(b, "Trainer(model=model, args=args, train_dataset=ds,\n"
            "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n");
 }
@@ -127,8 +118,10 @@ static void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
 static void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     int64_t dp = s->gpus / (s->tp * s->pp);
-    bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 || s->precision == MP_PURE_BF16;
-    bool fp16 = s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16;
+    const char *block = mp_precision_desc_of(s->precision)->deepspeed;
+    const bool bf16 = block && !strcmp(block, "bf16"), fp16 = block && !strcmp(block, "fp16");
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    const mp_offload_desc *off = mp_offload_desc_of(s->offload);
     put(b, "{\n  \"_comment\": \"DeepSpeed config written by memplan for %s on %lld GPU(s)\",\n",
         m->name, (long long)s->gpus);
     put(b, "  \"train_micro_batch_size_per_gpu\": %lld,\n", (long long)s->batch);
@@ -137,40 +130,38 @@ static void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
     put(b, "  \"bf16\": {\"enabled\": %s},\n", bf16 ? "true" : "false");
     put(b, "  \"fp16\": {\"enabled\": %s%s},\n", fp16 ? "true" : "false",
         fp16 ? ", \"loss_scale\": 0, \"initial_scale_power\": 16" : "");
-    const char *opt = s->optimizer == MP_SGD || s->optimizer == MP_SGD_MOMENTUM ? "SGD"
-                    : s->optimizer == MP_LION ? "Lion" : "AdamW";
-    put(b, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": 2e-5%s}},\n", opt,
-        s->optimizer == MP_SGD_MOMENTUM ? ", \"momentum\": 0.9" : "");
+    /* an optimizer DeepSpeed has no type for is written as AdamW (to be revisited: issue 11) */
+    put(b, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": 2e-5%s}},\n",
+        od->deepspeed ? od->deepspeed : "AdamW", od->momentum ? ", \"momentum\": 0.9" : "");
     put(b, "  \"zero_optimization\": {\n    \"stage\": %d", s->zero);
-    if (s->offload != MP_OFFLOAD_NONE)
+    if (off->optimizer_on_host)
         put(b, ",\n    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}");
-    if (s->offload == MP_OFFLOAD_PARAMS)
+    if (off->params_on_host)
         put(b, ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}");
     put(b, ",\n    \"overlap_comm\": true,\n    \"contiguous_gradients\": true\n  },\n");
     put(b, "  \"activation_checkpointing\": {\"partition_activations\": %s, \"contiguous_memory_optimization\": false},\n",
-        s->checkpointing == MP_CKPT_FULL ? "true" : "false");
+        mp_ckpt_desc_of(s->checkpointing)->deepspeed_partition_activations ? "true" : "false");
     put(b, "  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n");
 }
 
 static void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
 {
-    bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 || s->precision == MP_PURE_BF16;
-    bool fp16 = s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16;
     put(b, "# accelerate config written by memplan for %s; use: accelerate launch --config_file FILE train.py\n", m->name);
     put(b, "compute_environment: LOCAL_MACHINE\n");
     if (s->gpus > 1 && s->zero > 0) {
         put(b, "distributed_type: FSDP\n");
         put(b, "fsdp_config:\n");
         put(b, "  fsdp_sharding_strategy: %s\n", s->zero >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
-        put(b, "  fsdp_offload_params: %s\n", s->offload != MP_OFFLOAD_NONE ? "true" : "false");
+        put(b, "  fsdp_offload_params: %s\n", mp_offload_desc_of(s->offload)->optimizer_on_host ? "true" : "false");
         put(b, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");
         put(b, "  fsdp_state_dict_type: SHARDED_STATE_DICT\n");
-        put(b, "  fsdp_activation_checkpointing: %s\n", s->checkpointing != MP_CKPT_NONE ? "true" : "false");
+        put(b, "  fsdp_activation_checkpointing: %s\n",
+            mp_ckpt_desc_of(s->checkpointing)->fsdp_activation_checkpointing ? "true" : "false");
         put(b, "  fsdp_use_orig_params: true\n");
     } else {
         put(b, "distributed_type: %s\n", s->gpus > 1 ? "MULTI_GPU" : "NO");
     }
-    put(b, "mixed_precision: %s\n", bf16 ? "bf16" : fp16 ? "fp16" : "'no'");
+    put(b, "mixed_precision: %s\n", mp_precision_desc_of(s->precision)->accelerate);
     put(b, "num_machines: 1\nnum_processes: %lld\n", (long long)s->gpus);
     put(b, "gradient_accumulation_steps: %lld\n", (long long)s->accum);
     put(b, "main_training_function: main\nuse_cpu: false\n");

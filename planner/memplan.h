@@ -210,7 +210,95 @@ typedef struct mp_settings {
 /* Sensible defaults: fp32 AdamW, B=1, T=min(2048, max_pos), one GPU, pytorch. */
 void mp_settings_default(mp_settings *s, const mp_model *m);
 
-/* Names <-> enums, for flags, configs and JSON (stable strings). */
+/* ---------- the settings vocabulary (vocabulary.c) ----------
+ * One descriptor row per value of each setting: its stable name (flags, configs,
+ * JSON), other accepted spellings, help, the traits the estimate reads, and its
+ * spelling in each engine the emitters target. Every row starts with an mp_value. */
+typedef struct mp_value {
+    const char *name;         /* stable string */
+    const char *aliases;      /* other accepted spellings, space-separated, or NULL */
+    const char *help;         /* one line for --help */
+    bool memtrain;            /* memtrain (the reference trainer) implements it */
+} mp_value;
+
+typedef struct mp_precision_desc {
+    mp_value v;
+    double stored_bytes;      /* a trainable weight and its gradient as stored: 4 or 2 */
+    double act_bytes;         /* a stored activation: 4 (fp32) or 2 */
+    double state_bytes;       /* an optimizer-state element: 4, or 2 for pure bf16 */
+    bool autocast;            /* fp32 weights, 16-bit matmuls under torch.autocast */
+    bool master_copy;         /* 16-bit weights with fp32 masters in the optimizer */
+    bool needs_bf16;          /* the GPU must support bf16 */
+    bool loss_scaling;        /* fp16: a dynamic loss scaler */
+    const char *short_name;   /* "fp32", "bf16", "fp16", "pure bf16" (tables) */
+    mp_precision same_memory_as; /* the bf16 twin of an fp16 value (same bytes), else itself */
+    const char *hf_flag;      /* TrainingArguments flag set True: "bf16", "fp16", or NULL */
+    const char *torch_dtype;  /* from_pretrained(torch_dtype=...) for the trainable weights */
+    const char *accelerate;   /* accelerate config mixed_precision */
+    const char *deepspeed;    /* the DeepSpeed block enabled: "bf16", "fp16", or NULL */
+} mp_precision_desc;
+
+typedef struct mp_optimizer_desc {
+    mp_value v;
+    int tier;                 /* 0 AdamW-class, 1 other adaptive (Lion, Adafactor), 2 SGD */
+    bool adamw_class, eight_bit, paged, momentum;
+    mp_optimizer same_memory_as; /* the unpaged twin of a paged optimizer, else itself */
+    const char *hf_optim;     /* TrainingArguments optim */
+    const char *deepspeed;    /* DeepSpeed optimizer type, or NULL: DeepSpeed builds none */
+} mp_optimizer_desc;
+
+typedef struct mp_ckpt_desc {
+    mp_value v;
+    bool hf_gradient_checkpointing;      /* TrainingArguments gradient_checkpointing */
+    bool fsdp_activation_checkpointing;  /* accelerate fsdp_config */
+    bool deepspeed_partition_activations;
+} mp_ckpt_desc;
+
+typedef struct mp_attention_desc {
+    mp_value v;
+    const char *hf_attn;      /* from_pretrained(attn_implementation=...) */
+} mp_attention_desc;
+
+typedef struct mp_quant_desc {
+    mp_value v;
+    int bits;                 /* 0: not quantised */
+    bool double_quant;        /* bnb_4bit_use_double_quant */
+} mp_quant_desc;
+
+typedef struct mp_offload_desc {
+    mp_value v;
+    bool optimizer_on_host;   /* DeepSpeed offload_optimizer, FSDP offload */
+    bool params_on_host;      /* DeepSpeed offload_param */
+} mp_offload_desc;
+
+typedef struct mp_loader_desc {
+    mp_value v;
+    bool hf_streaming;        /* datasets load_dataset(streaming=...) */
+} mp_loader_desc;
+
+/* The row of a value (NULL when out of range). */
+const mp_precision_desc *mp_precision_desc_of(mp_precision p);
+const mp_optimizer_desc *mp_optimizer_desc_of(mp_optimizer o);
+const mp_ckpt_desc *mp_ckpt_desc_of(mp_ckpt c);
+const mp_attention_desc *mp_attention_desc_of(mp_attention a);
+const mp_quant_desc *mp_quant_desc_of(mp_quant q);
+const mp_offload_desc *mp_offload_desc_of(mp_offload o);
+const mp_loader_desc *mp_loader_desc_of(mp_loader l);
+/* The i-th value's common row, NULL past the end: for listing choices. */
+const mp_value *mp_precision_value(int i);
+const mp_value *mp_optimizer_value(int i);
+const mp_value *mp_ckpt_value(int i);
+const mp_value *mp_attention_value(int i);
+const mp_value *mp_quant_value(int i);
+const mp_value *mp_offload_value(int i);
+const mp_value *mp_ce_value(int i);
+const mp_value *mp_loader_value(int i);
+const mp_value *mp_task_value(int i);
+/* "a, b, c" (or "a, b or c" with last_sep " or "), only memtrain's values if asked. */
+const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
+                       char *buf, size_t len);
+
+/* Names <-> enums: the rows' names; parse accepts aliases too. */
 const char *mp_precision_name(mp_precision p);
 const char *mp_optimizer_name(mp_optimizer o);
 const char *mp_ckpt_name(mp_ckpt c);
@@ -229,7 +317,7 @@ int mp_offload_parse(const char *s, mp_offload *o);
 int mp_ce_parse(const char *s, mp_ce *c);
 int mp_loader_parse(const char *s, mp_loader *l);
 int mp_task_parse(const char *s, mp_task *t);
-/* "q,k,v,o", "attn", "mlp", "all" -> bits; 0 on success. */
+/* "q,k,v,o", "qkv", "attn", "mlp", "all" (and PEFT's module names) -> bits; 0 on success. */
 int mp_lora_targets_parse(const char *s, unsigned *bits);
 /* bits -> "q,k,v,o" */
 const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len);

@@ -1,0 +1,237 @@
+/* vocabulary.c — every value of every setting, one descriptor row each: its
+ * stable name (flags, configs, JSON), other accepted spellings, a help line,
+ * the traits the estimate reads, and its spelling in each engine the emitters
+ * target. A new value is one row here; nothing else restates it.
+ *
+ * Engine spellings come from the engines' own sources:
+ *   TrainingArguments `optim`   transformers src/transformers/training_args.py, class OptimizerNames
+ *   DeepSpeed optimizer `type`  deepspeed/runtime/engine.py, _configure_basic_optimizer (names it
+ *                               does not know are looked up in torch.optim: "SGD")
+ *   accelerate mixed_precision  accelerate src/accelerate/utils/dataclasses.py, PrecisionType
+ *   attn_implementation         transformers src/transformers/modeling_utils.py ("eager", "sdpa") */
+#include "memplan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N(a) ((int)(sizeof(a) / sizeof *(a)))
+
+static const mp_precision_desc precisions[MP_NPRECISION] = {
+    [MP_FP32] = {{"fp32", NULL, "fp32 weights, gradients, optimizer state and activations", true},
+                 .stored_bytes = 4, .act_bytes = 4, .state_bytes = 4, .short_name = "fp32",
+                 .same_memory_as = MP_FP32, .torch_dtype = "torch.float32", .accelerate = "'no'"},
+    [MP_AMP_BF16] = {{"amp-bf16", NULL, "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
+                     .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .needs_bf16 = true,
+                     .short_name = "bf16", .same_memory_as = MP_AMP_BF16, .hf_flag = "bf16",
+                     .torch_dtype = "torch.float32", .accelerate = "bf16", .deepspeed = "bf16"},
+    [MP_AMP_FP16] = {{"amp-fp16", NULL, "fp32 weights; matmuls in fp16 under autocast, with loss scaling", false},
+                     .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .loss_scaling = true,
+                     .short_name = "fp16", .same_memory_as = MP_AMP_BF16, .hf_flag = "fp16",
+                     .torch_dtype = "torch.float32", .accelerate = "fp16", .deepspeed = "fp16"},
+    [MP_MIXED_BF16] = {{"mixed-bf16", NULL, "bf16 weights and gradients, fp32 master weights in the optimizer", true},
+                       .stored_bytes = 2, .act_bytes = 2, .state_bytes = 4, .master_copy = true, .needs_bf16 = true,
+                       .short_name = "bf16", .same_memory_as = MP_MIXED_BF16, .hf_flag = "bf16",
+                       .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .deepspeed = "bf16"},
+    [MP_MIXED_FP16] = {{"mixed-fp16", NULL, "fp16 weights and gradients, fp32 master weights, loss scaling", true},
+                       .stored_bytes = 2, .act_bytes = 2, .state_bytes = 4, .master_copy = true, .loss_scaling = true,
+                       .short_name = "fp16", .same_memory_as = MP_MIXED_BF16, .hf_flag = "fp16",
+                       .torch_dtype = "torch.float16", .accelerate = "fp16", .deepspeed = "fp16"},
+    [MP_PURE_BF16] = {{"pure-bf16", NULL, "bf16 weights, gradients and optimizer state, no fp32 master copy", false},
+                      .stored_bytes = 2, .act_bytes = 2, .state_bytes = 2, .needs_bf16 = true,
+                      .short_name = "pure bf16", .same_memory_as = MP_PURE_BF16, .hf_flag = "bf16",
+                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .deepspeed = "bf16"},
+};
+
+static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
+    [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
+                  .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
+                  .hf_optim = "adamw_torch", .deepspeed = "AdamW"},
+    [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
+                       .tier = 0, .adamw_class = true, .eight_bit = true, .same_memory_as = MP_ADAMW_8BIT,
+                       .hf_optim = "adamw_bnb_8bit"},
+    [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
+                        .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
+                        .hf_optim = "paged_adamw_32bit"},
+    [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
+                             .tier = 0, .adamw_class = true, .eight_bit = true, .paged = true,
+                             .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit"},
+    [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
+                .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD"},
+    [MP_SGD_MOMENTUM] = {{"sgd-momentum", "sgdm momentum", "SGD with one momentum buffer", true},
+                         .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM,
+                         .hf_optim = "sgd", .deepspeed = "SGD"},
+    [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
+                      .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
+    [MP_LION] = {{"lion", NULL, "Lion: one momentum state", false},
+                 .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "Lion"},
+};
+
+static const mp_ckpt_desc ckpts[MP_NCKPT] = {
+    [MP_CKPT_NONE] = {{"none", NULL, "keep every activation for the backward", true}},
+    [MP_CKPT_SELECTIVE] = {{"selective", NULL, "recompute the attention scores in the backward", true},
+                           .hf_gradient_checkpointing = true, .fsdp_activation_checkpointing = true},
+    [MP_CKPT_FULL] = {{"full", NULL, "keep each layer's input, recompute the layer in the backward", true},
+                      .hf_gradient_checkpointing = true, .fsdp_activation_checkpointing = true,
+                      .deepspeed_partition_activations = true},
+};
+
+static const mp_attention_desc attentions[MP_NATTN] = {
+    [MP_ATTN_EAGER] = {{"eager", NULL, "materialise the T x T attention scores", true}, .hf_attn = "eager"},
+    [MP_ATTN_FLASH] = {{"flash", NULL, "tiled attention (FlashAttention, SDPA): no T x T scores", true},
+                       .hf_attn = "sdpa"},
+};
+
+static const mp_quant_desc quants[MP_NQUANT] = {
+    [MP_QUANT_NONE] = {{"none", NULL, "a 16/32-bit base", true}},
+    [MP_QUANT_INT8] = {{"int8", NULL, "LLM.int8 base (bitsandbytes load_in_8bit)", false}, .bits = 8},
+    [MP_QUANT_NF4] = {{"nf4", NULL, "4-bit NormalFloat base (QLoRA)", true}, .bits = 4},
+    [MP_QUANT_NF4_DQ] = {{"nf4-dq", NULL, "NF4 with double-quantised scales (QLoRA)", true},
+                         .bits = 4, .double_quant = true},
+};
+
+static const mp_offload_desc offloads[MP_NOFFLOAD] = {
+    [MP_OFFLOAD_NONE] = {{"none", NULL, "everything on the GPU", true}},
+    [MP_OFFLOAD_OPTIMIZER] = {{"optimizer", NULL, "ZeRO-Offload: optimizer state and master weights on the host", false},
+                              .optimizer_on_host = true},
+    [MP_OFFLOAD_PARAMS] = {{"params", NULL, "ZeRO-Infinity: parameters too", false},
+                           .optimizer_on_host = true, .params_on_host = true},
+};
+
+static const mp_value ces[MP_NCE] = {
+    [MP_CE_FULL] = {"full", NULL, "the loss over all B x T logits at once", true},
+    [MP_CE_CHUNKED] = {"chunked", NULL, "the loss chunk by chunk (--ce-chunk tokens)", true},
+};
+
+static const mp_loader_desc loaders[MP_NLOADER] = {
+    [MP_LOAD_MEMORY] = {{"memory", NULL, "the whole tokenised dataset in host memory", true}},
+    [MP_LOAD_STREAM] = {{"stream", NULL, "read in chunks through a shuffle buffer", true}, .hf_streaming = true},
+};
+
+static const mp_value tasks[MP_NTASK] = {
+    [MP_TASK_ANY] = {"any", NULL, "full fine-tuning, LoRA or QLoRA, whichever ranks first", true},
+    [MP_TASK_FULL] = {"full", NULL, "every weight trained", true},
+    [MP_TASK_LORA] = {"lora", NULL, "LoRA adapters on a frozen 16-bit base", true},
+    [MP_TASK_QLORA] = {"qlora", NULL, "LoRA adapters on a frozen 4-bit base", true},
+};
+
+static const char *const component_names[] = {"weights", "gradients", "optimizer", "activations", "overhead"};
+
+/* A row's value, by its name or one of its aliases. */
+static bool spelled(const mp_value *v, const char *s)
+{
+    if (!strcmp(s, v->name)) return true;
+    for (const char *a = v->aliases; a && *a;) {
+        size_t len = strcspn(a, " ");
+        if (len == strlen(s) && !strncmp(a, s, len)) return true;
+        a += len + (a[len] == ' ');
+    }
+    return false;
+}
+
+/* `stride` walks rows whose first member is an mp_value. */
+static int parse_rows(const void *rows, size_t stride, int n, const char *s)
+{
+    for (int i = 0; s && i < n; i++)
+        if (spelled((const mp_value *)((const char *)rows + (size_t)i * stride), s)) return i;
+    return -1;
+}
+
+#define VOCABULARY(type, fn, rows)                                                              \
+    const mp_##fn##_desc *mp_##fn##_desc_of(type v)                                           \
+    {                                                                                           \
+        return (int)v >= 0 && (int)v < N(rows) ? &rows[v] : NULL;                               \
+    }                                                                                           \
+    const char *mp_##fn##_name(type v) { return (int)v >= 0 && (int)v < N(rows) ? rows[v].v.name : "?"; } \
+    int mp_##fn##_parse(const char *s, type *out)                                               \
+    {                                                                                           \
+        int i = parse_rows(rows, sizeof *rows, N(rows), s);                                     \
+        if (i < 0) return -1;                                                                   \
+        *out = (type)i;                                                                         \
+        return 0;                                                                               \
+    }                                                                                           \
+    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i].v : NULL; }
+
+VOCABULARY(mp_precision, precision, precisions)
+VOCABULARY(mp_optimizer, optimizer, optimizers)
+VOCABULARY(mp_ckpt, ckpt, ckpts)
+VOCABULARY(mp_attention, attention, attentions)
+VOCABULARY(mp_quant, quant, quants)
+VOCABULARY(mp_offload, offload, offloads)
+VOCABULARY(mp_loader, loader, loaders)
+
+/* Settings whose rows carry no engine spelling are plain mp_value rows. */
+#define PLAIN_VOCABULARY(type, fn, rows)                                                       \
+    const char *mp_##fn##_name(type v) { return (int)v >= 0 && (int)v < N(rows) ? rows[v].name : "?"; } \
+    int mp_##fn##_parse(const char *s, type *out)                                               \
+    {                                                                                           \
+        int i = parse_rows(rows, sizeof *rows, N(rows), s);                                     \
+        if (i < 0) return -1;                                                                   \
+        *out = (type)i;                                                                         \
+        return 0;                                                                               \
+    }                                                                                           \
+    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i] : NULL; }
+
+PLAIN_VOCABULARY(mp_ce, ce, ces)
+PLAIN_VOCABULARY(mp_task, task, tasks)
+
+const char *mp_component_name(int c) { return c >= 0 && c < N(component_names) ? component_names[c] : "?"; }
+
+const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
+                       char *buf, size_t len)
+{
+    int n = 0, total = 0;
+    for (int i = 0; value_at(i); i++) total += !memtrain_only || value_at(i)->memtrain;
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; value_at(i); i++) {
+        const mp_value *v = value_at(i);
+        if (memtrain_only && !v->memtrain) continue;
+        const char *sep = n == 0 ? "" : n == total - 1 && last_sep ? last_sep : ", ";
+        o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", sep, v->name);
+        n++;
+    }
+    return buf;
+}
+
+/* ---------- LoRA targets ---------- */
+
+static const struct { const char *name; unsigned bits; } target_names[] = {
+    {"q", MP_LORA_Q}, {"k", MP_LORA_K}, {"v", MP_LORA_V}, {"o", MP_LORA_O},
+    {"gate", MP_LORA_GATE}, {"up", MP_LORA_UP}, {"down", MP_LORA_DOWN},
+    {"attn", MP_LORA_ATTN}, {"mlp", MP_LORA_MLP}, {"all", MP_LORA_ALL},
+    {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V},
+    /* Hugging Face module names, so PEFT's target lists paste in */
+    {"q_proj", MP_LORA_Q}, {"k_proj", MP_LORA_K}, {"v_proj", MP_LORA_V},
+    {"o_proj", MP_LORA_O}, {"gate_proj", MP_LORA_GATE}, {"up_proj", MP_LORA_UP},
+    {"down_proj", MP_LORA_DOWN}, {"all-linear", MP_LORA_ALL},
+};
+
+int mp_lora_targets_parse(const char *s, unsigned *bits)
+{
+    unsigned b = 0;
+    if (!s || !*s) return -1;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < N(target_names); i++)
+            if (strcmp(tok, target_names[i].name) == 0) {
+                b |= target_names[i].bits;
+                found = 1;
+            }
+        if (!found) return -1;
+    }
+    *bits = b;
+    return b ? 0 : -1;
+}
+
+const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < 7; i++)
+        if (bits & (1u << i))
+            o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "",
+                                  target_names[i].name);
+    return buf;
+}
