@@ -251,7 +251,7 @@ static void check_tensors(mt_model *m, const int *ts, int nt, const char *label)
 
 /* Every parameter tensor of the family against finite differences with eager
  * attention and the full loss; a few, through each kernel, with the others. */
-static void test_family(mt_family fam, mt_attention attn, mt_ce ce, int chunk, int tile,
+static void test_family(mt_family fam, mp_attention attn, mp_ce ce, int chunk, int tile,
                         const char *label)
 {
     static const int gpt2_all[] = {MT_P_WTE,  MT_P_WPE,  MT_P_LN1W,  MT_P_LN1B,  MT_P_WQKV, MT_P_BQKV,
@@ -272,7 +272,7 @@ static void test_family(mt_family fam, mt_attention attn, mt_ce ce, int chunk, i
     backward_once(m);
     if (fam == MT_LLAMA)
         check_tensors(m, llama_all, (int)(sizeof llama_all / sizeof llama_all[0]), label);
-    else if (attn == MT_ATTN_EAGER && ce == MT_CE_FULL)
+    else if (attn == MP_ATTN_EAGER && ce == MP_CE_FULL)
         check_tensors(m, gpt2_all, (int)(sizeof gpt2_all / sizeof gpt2_all[0]), label);
     else
         check_tensors(m, gpt2_some, (int)(sizeof gpt2_some / sizeof gpt2_some[0]), label);
@@ -284,7 +284,7 @@ static void test_lora(mt_family fam, const char *label)
     mt_config c;
     tiny(&c, fam);
     c.lora_rank = 2;
-    c.lora_targets = MT_LORA_ALL;
+    c.lora_targets = MP_LORA_ALL;
     c.lora_alpha = 4.0f;
     mt_model *m = grad_model(&c);
     if (!m)
@@ -318,12 +318,12 @@ static void test_lora(mt_family fam, const char *label)
 int main(void)
 {
     test_matmul();
-    test_family(MT_GPT2, MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
+    test_family(MT_GPT2, MP_ATTN_EAGER, MP_CE_FULL, 64, 64,
                 "gpt2 (embedding, positions, layernorm, eager attention, gelu, ce full):");
-    test_family(MT_GPT2, MT_ATTN_FLASH, MT_CE_CHUNKED, 5, 3, "gpt2 flash (tile 3) + chunked ce (5):");
-    test_family(MT_LLAMA, MT_ATTN_EAGER, MT_CE_FULL, 64, 64,
+    test_family(MT_GPT2, MP_ATTN_FLASH, MP_CE_CHUNKED, 5, 3, "gpt2 flash (tile 3) + chunked ce (5):");
+    test_family(MT_LLAMA, MP_ATTN_EAGER, MP_CE_FULL, 64, 64,
                 "llama (rmsnorm, rotary, GQA eager, swiglu, untied head):");
-    test_family(MT_LLAMA, MT_ATTN_FLASH, MT_CE_CHUNKED, 7, 3, "llama flash GQA (tile 3) + chunked ce (7):");
+    test_family(MT_LLAMA, MP_ATTN_FLASH, MP_CE_CHUNKED, 7, 3, "llama flash GQA (tile 3) + chunked ce (7):");
     test_lora(MT_LLAMA, "llama lora (q,k,v,o,gate,up,down)");
     test_lora(MT_GPT2, "gpt2 lora (fused qkv, o, up, down)");
     return check_summary();

@@ -79,9 +79,9 @@ static double cdiv(double a, double b) { return ceil(a / b); }
 static void predict(const mt_config *c, pred *p)
 {
     memset(p, 0, sizeof *p);
-    bool gpt2 = c->family == MT_GPT2, mixed = c->precision != MT_PREC_FP32;
-    bool lora = c->lora_rank > 0, qlora = c->quant != MT_QUANT_NONE, full_ft = !lora;
-    bool eager = c->attention == MT_ATTN_EAGER, chunked = c->ce == MT_CE_CHUNKED;
+    bool gpt2 = c->family == MT_GPT2, mixed = c->precision != MP_FP32;
+    bool lora = c->lora_rank > 0, qlora = c->quant != MP_QUANT_NONE, full_ft = !lora;
+    bool eager = c->attention == MP_ATTN_EAGER, chunked = c->ce == MP_CE_CHUNKED;
     double B = c->batch, T = c->seq, N = B * T, C = c->hidden, L = c->layers, NH = c->heads;
     double KV = c->kv_heads, HD = C / NH, F = c->ffn, V = c->vocab, maxpos = c->max_pos;
     double r = c->lora_rank, QW = (NH + 2 * KV) * HD, AW = NH * HD, FW = gpt2 ? F : 2 * F;
@@ -96,25 +96,25 @@ static void predict(const mt_config *c, pred *p)
     unsigned t = c->lora_targets;
     if (lora) {
         if (gpt2) {
-            if (t & (MT_LORA_Q | MT_LORA_K | MT_LORA_V)) mods += C + 3 * C;
-            if (t & MT_LORA_O) mods += C + C;
-            if (t & MT_LORA_UP) mods += C + F;
-            if (t & MT_LORA_DOWN) mods += F + C;
+            if (t & (MP_LORA_Q | MP_LORA_K | MP_LORA_V)) mods += C + 3 * C;
+            if (t & MP_LORA_O) mods += C + C;
+            if (t & MP_LORA_UP) mods += C + F;
+            if (t & MP_LORA_DOWN) mods += F + C;
         } else {
-            if (t & MT_LORA_Q) mods += C + NH * HD;
-            if (t & MT_LORA_K) mods += C + KV * HD;
-            if (t & MT_LORA_V) mods += C + KV * HD;
-            if (t & MT_LORA_O) mods += AW + C;
-            if (t & MT_LORA_GATE) mods += C + F;
-            if (t & MT_LORA_UP) mods += C + F;
-            if (t & MT_LORA_DOWN) mods += F + C;
+            if (t & MP_LORA_Q) mods += C + NH * HD;
+            if (t & MP_LORA_K) mods += C + KV * HD;
+            if (t & MP_LORA_V) mods += C + KV * HD;
+            if (t & MP_LORA_O) mods += AW + C;
+            if (t & MP_LORA_GATE) mods += C + F;
+            if (t & MP_LORA_UP) mods += C + F;
+            if (t & MP_LORA_DOWN) mods += F + C;
         }
     }
     int nmods = 0;
     if (lora) {
         if (gpt2)
-            nmods = !!(t & (MT_LORA_Q | MT_LORA_K | MT_LORA_V)) + !!(t & MT_LORA_O) +
-                    !!(t & MT_LORA_UP) + !!(t & MT_LORA_DOWN);
+            nmods = !!(t & (MP_LORA_Q | MP_LORA_K | MP_LORA_V)) + !!(t & MP_LORA_O) +
+                    !!(t & MP_LORA_UP) + !!(t & MP_LORA_DOWN);
         else
             for (int k = 0; k < 7; k++)
                 nmods += !!(t & (1u << k));
@@ -125,22 +125,22 @@ static void predict(const mt_config *c, pred *p)
     double nf4 = 0;
     if (qlora) {
         double nb = cdiv(n_lin, 64), ng = cdiv(nb, 256);
-        nf4 = cdiv(n_lin, 2) + (c->quant == MT_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
+        nf4 = cdiv(n_lin, 2) + (c->quant == MP_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
     }
     p->persist[MT_WEIGHTS] = n_base * P + n_lora * P + L * nf4;
     p->persist[MT_MASTER] = mixed ? 4 * n_train : 0;
     p->persist[MT_GRADIENTS] = P * n_train;
     double n = n_train, blk = c->opt.block;
     switch (c->optimizer) {
-    case MT_OPT_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
-    case MT_OPT_ADAMW8: p->persist[MT_OPTIMIZER] = 2 * n + 8 * cdiv(n, blk); break;
-    case MT_OPT_SGD_MOMENTUM: p->persist[MT_OPTIMIZER] = 4 * n; break;
+    case MP_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
+    case MP_ADAMW_8BIT: p->persist[MT_OPTIMIZER] = 2 * n + 8 * cdiv(n, blk); break;
+    case MP_SGD_MOMENTUM: p->persist[MT_OPTIMIZER] = 4 * n; break;
     default: break;
     }
 
     /* workspace */
     double tile = c->attn_tile, ws = 0;
-    ws += eager ? 4 * T * T * (c->checkpointing == MT_CKPT_NONE ? 1 : 2)
+    ws += eager ? 4 * T * T * (c->checkpointing == MP_CKPT_NONE ? 1 : 2)
                 : 4 * (2 * tile * tile + T + 2 * tile);
     ws += 4 * N * (2 * C + QW + AW + FW + F);
     if (lora)
@@ -153,7 +153,7 @@ static void predict(const mt_config *c, pred *p)
     }
     if (qlora)
         ws += P * n_lin;
-    if (c->optimizer == MT_OPT_ADAMW8)
+    if (c->optimizer == MP_ADAMW_8BIT)
         ws += 8 * blk;
     p->persist[MT_WORKSPACE] = ws;
 
@@ -167,8 +167,8 @@ static void predict(const mt_config *c, pred *p)
     for (int s = 0; s < NS; s++) {
         if (!el[s])
             continue;
-        bool saved = c->checkpointing == MT_CKPT_NONE ||
-                     (c->checkpointing == MT_CKPT_SELECTIVE && s != ATT);
+        bool saved = c->checkpointing == MP_CKPT_NONE ||
+                     (c->checkpointing == MP_CKPT_SELECTIVE && s != ATT);
         bool fp32 = stat[s] || !mixed;
         if (saved)
             saved_layer += el[s] * (stat[s] ? 4 : A);
@@ -183,7 +183,7 @@ static void predict(const mt_config *c, pred *p)
 
     /* data */
     double S = c->data_path[0] ? 0 : 327680, d = 2 * 4 * N;
-    if (c->loader == MT_LOAD_MEMORY)
+    if (c->loader == MP_LOAD_MEMORY)
         d += 2 * S;
     else
         d += 65536 + 2 * c->shuffle_buffer * (T + 1) + (c->data_path[0] ? 0 : S);
@@ -289,7 +289,8 @@ static void base(mt_config *c, mt_family fam)
 int main(void)
 {
     test_alloc();
-    static const mt_precision precs[] = {MT_PREC_FP32, MT_PREC_BF16, MT_PREC_FP16};
+    static const mp_precision precs[] = {MP_FP32, MP_MIXED_BF16, MP_MIXED_FP16};
+    static const mp_optimizer opts[] = {MP_ADAMW, MP_ADAMW_8BIT, MP_SGD_MOMENTUM, MP_SGD};
     mt_config c;
     char label[160];
     for (int fam = 0; fam < 2; fam++)
@@ -298,47 +299,47 @@ int main(void)
                 for (int at = 0; at < 2; at++) {
                     base(&c, (mt_family)fam);
                     c.precision = precs[pr];
-                    c.checkpointing = (mt_ckpt)ck;
-                    c.attention = (mt_attention)at;
-                    c.ce = (ck + at) % 2 ? MT_CE_CHUNKED : MT_CE_FULL;
-                    c.optimizer = (mt_optimizer)((pr + ck + at) % MT_NOPT);
-                    c.loader = (pr + at) % 2 ? MT_LOAD_STREAM : MT_LOAD_MEMORY;
+                    c.checkpointing = (mp_ckpt)ck;
+                    c.attention = (mp_attention)at;
+                    c.ce = (ck + at) % 2 ? MP_CE_CHUNKED : MP_CE_FULL;
+                    c.optimizer = opts[(pr + ck + at) % 4];
+                    c.loader = (pr + at) % 2 ? MP_LOAD_STREAM : MP_LOAD_MEMORY;
                     snprintf(label, sizeof label, "%s %s %s-ckpt %s ce-%s %s %s",
-                             mt_family_name(c.family), mt_precision_name(c.precision),
-                             mt_ckpt_name(c.checkpointing), mt_attention_name(c.attention),
-                             mt_ce_name(c.ce), mt_optimizer_name(c.optimizer),
-                             mt_loader_name(c.loader));
+                             mt_family_name(c.family), mp_precision_name(c.precision),
+                             mp_ckpt_name(c.checkpointing), mp_attention_name(c.attention),
+                             mp_ce_name(c.ce), mp_optimizer_name(c.optimizer),
+                             mp_loader_name(c.loader));
                     check_config(&c, label);
                 }
     /* LoRA and QLoRA */
     base(&c, MT_LLAMA);
     c.lora_rank = 4;
-    c.lora_targets = MT_LORA_Q | MT_LORA_V | MT_LORA_DOWN;
+    c.lora_targets = MP_LORA_Q | MP_LORA_V | MP_LORA_DOWN;
     check_config(&c, "llama lora r=4 q,v,down fp32");
     base(&c, MT_GPT2);
     c.lora_rank = 3;
-    c.lora_targets = MT_LORA_ALL;
-    c.precision = MT_PREC_BF16;
-    c.checkpointing = MT_CKPT_FULL;
+    c.lora_targets = MP_LORA_ALL;
+    c.precision = MP_MIXED_BF16;
+    c.checkpointing = MP_CKPT_FULL;
     check_config(&c, "gpt2 lora r=3 all (fused qkv) mixed-bf16 full-ckpt");
     base(&c, MT_LLAMA);
     c.lora_rank = 8;
-    c.lora_targets = MT_LORA_ALL;
-    c.quant = MT_QUANT_NF4;
-    c.precision = MT_PREC_BF16;
+    c.lora_targets = MP_LORA_ALL;
+    c.quant = MP_QUANT_NF4;
+    c.precision = MP_MIXED_BF16;
     check_config(&c, "llama qlora nf4 r=8 all mixed-bf16");
     base(&c, MT_LLAMA);
     c.lora_rank = 2;
-    c.lora_targets = MT_LORA_ATTN;
-    c.quant = MT_QUANT_NF4_DQ;
-    c.optimizer = MT_OPT_ADAMW8;
+    c.lora_targets = MP_LORA_ATTN;
+    c.quant = MP_QUANT_NF4_DQ;
+    c.optimizer = MP_ADAMW_8BIT;
     c.opt.block = 64;
-    c.checkpointing = MT_CKPT_SELECTIVE;
-    c.ce = MT_CE_CHUNKED;
+    c.checkpointing = MP_CKPT_SELECTIVE;
+    c.ce = MP_CE_CHUNKED;
     check_config(&c, "llama qlora nf4-dq r=2 attn adamw-8bit(64) selective chunked fp32");
     base(&c, MT_GPT2);
     c.accum = 3;
-    c.optimizer = MT_OPT_ADAMW8;
+    c.optimizer = MP_ADAMW_8BIT;
     c.opt.block = 100;
     check_config(&c, "gpt2 accum=3 adamw-8bit block 100");
     CHECK(nconf == 41, "%d configurations checked", nconf);

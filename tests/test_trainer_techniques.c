@@ -96,7 +96,7 @@ static bool grads_identical(mt_model *a, mt_model *b)
 
 /* ---------- checkpointing: bit-identical ---------- */
 
-static void test_ckpt(mt_family fam, mt_attention attn, mt_precision prec, const char *label)
+static void test_ckpt(mt_family fam, mp_attention attn, mp_precision prec, const char *label)
 {
     mt_model *m[3] = {NULL, NULL, NULL};
     float loss[3];
@@ -105,7 +105,7 @@ static void test_ckpt(mt_family fam, mt_attention attn, mt_precision prec, const
         small(&c, fam);
         c.attention = attn;
         c.precision = prec;
-        c.checkpointing = (mt_ckpt)k;
+        c.checkpointing = (mp_ckpt)k;
         if (fam == MT_LLAMA) { /* LoRA inside recomputation too */
             c.lora_rank = k == 0 ? 0 : 0;
         }
@@ -133,8 +133,8 @@ static void test_ckpt_lora(void)
         mt_config c;
         small(&c, MT_LLAMA);
         c.lora_rank = 4;
-        c.lora_targets = MT_LORA_ALL;
-        c.checkpointing = k ? MT_CKPT_FULL : MT_CKPT_NONE;
+        c.lora_targets = MP_LORA_ALL;
+        c.checkpointing = k ? MP_CKPT_FULL : MP_CKPT_NONE;
         m[k] = make(&c);
         if (!m[k])
             return;
@@ -179,7 +179,7 @@ static void test_accum(void)
     t1.batch = 4;
     t2.batch = 2;
     t2.accum = 2;
-    t1.optimizer = t2.optimizer = MT_OPT_SGD;
+    t1.optimizer = t2.optimizer = MP_SGD;
     t1.opt.lr = t2.opt.lr = 0.1f;
     mt_trainer *a, *b;
     if (mt_config_finish(&t1, err) || mt_config_finish(&t2, err) ||
@@ -220,12 +220,12 @@ static void pair_check(mt_config *base, void (*mod)(mt_config *), double tol, co
 
 static void mod_chunked(mt_config *c)
 {
-    c->ce = MT_CE_CHUNKED;
+    c->ce = MP_CE_CHUNKED;
     c->ce_chunk = 23; /* does not divide N = 64 */
 }
 static void mod_flash(mt_config *c)
 {
-    c->attention = MT_ATTN_FLASH;
+    c->attention = MP_ATTN_FLASH;
     c->attn_tile = 5; /* partial and diagonal tiles */
 }
 
@@ -279,39 +279,39 @@ static void test_precisions_and_optimizers(void)
     CHECK(f32 < f0 - 1.0f, "fp32 AdamW: loss %.3f -> %.3f in %d steps", f0, f32, steps);
 
     trainer_cfg(&c);
-    c.precision = MT_PREC_BF16;
+    c.precision = MP_MIXED_BF16;
     int sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "mixed-bf16 AdamW: loss %.3f after %d steps, fp32 %.3f", l, steps, f32);
 
     trainer_cfg(&c);
-    c.precision = MT_PREC_FP16;
+    c.precision = MP_MIXED_FP16;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "mixed-fp16 with loss scaling: loss %.3f, fp32 %.3f (%d steps skipped)", l, f32, sk);
 
     trainer_cfg(&c);
-    c.optimizer = MT_OPT_ADAMW8;
+    c.optimizer = MP_ADAMW_8BIT;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "8-bit AdamW (block 256): loss %.3f after %d steps, fp32 AdamW %.3f", l, steps, f32);
 
     trainer_cfg(&c);
-    c.optimizer = MT_OPT_ADAMW8;
+    c.optimizer = MP_ADAMW_8BIT;
     c.opt.block = 64;
-    c.precision = MT_PREC_BF16;
+    c.precision = MP_MIXED_BF16;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.06f * f32,
           "8-bit AdamW (block 64) + mixed-bf16: loss %.3f, fp32 AdamW %.3f", l, f32);
 
     trainer_cfg(&c);
-    c.optimizer = MT_OPT_SGD_MOMENTUM;
+    c.optimizer = MP_SGD_MOMENTUM;
     c.opt.lr = 0.3f;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && l < f0 - 0.5f, "SGD with momentum: loss %.3f -> %.3f", f0, l);
 
     trainer_cfg(&c);
-    c.optimizer = MT_OPT_SGD;
+    c.optimizer = MP_SGD;
     c.opt.lr = 0.5f;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && l < f0 - 0.3f, "plain SGD: loss %.3f -> %.3f", f0, l);
@@ -323,7 +323,7 @@ static void test_fp16_overflow_skips(void)
      * the scale halves until it fits. */
     mt_config c;
     trainer_cfg(&c);
-    c.precision = MT_PREC_FP16;
+    c.precision = MP_MIXED_FP16;
     c.loss_scale = 4194304.0f; /* 2^22 */
     mt_trainer *t;
     if (mt_config_finish(&c, err) || mt_trainer_create(&c, &t, err)) {
@@ -365,14 +365,14 @@ static void test_loss_falls(void)
 
 /* ---------- LoRA / QLoRA ---------- */
 
-static void test_lora(mt_family fam, mt_precision prec)
+static void test_lora(mt_family fam, mp_precision prec)
 {
     mt_config cb, cl;
     small(&cb, fam);
     cb.precision = prec;
     cl = cb;
     cl.lora_rank = 4;
-    cl.lora_targets = MT_LORA_ALL;
+    cl.lora_targets = MP_LORA_ALL;
     mt_model *base = make(&cb), *lora = make(&cl);
     if (!base || !lora)
         return;
@@ -383,7 +383,7 @@ static void test_lora(mt_family fam, mt_precision prec)
     mt_model_forward(lora, toks, tgts, 0.0f, &ll);
     mt_model_release(lora);
     CHECK(memcmp(&lb, &ll, 4) == 0, "%s %s LoRA with B = 0: loss %.7f is exactly the base's %.7f",
-          mt_family_name(fam), mt_precision_name(prec), ll, lb);
+          mt_family_name(fam), mp_precision_name(prec), ll, lb);
     mt_group g;
     mt_model_trainable(lora, &g);
     CHECK(g.n == mt_model_lora_count(lora) && mt_model_ntrainable(lora) < mt_model_nparams(lora),
@@ -399,8 +399,8 @@ static void test_qlora(bool dq)
     small(&cb, MT_LLAMA);
     cq = cb;
     cq.lora_rank = 4;
-    cq.lora_targets = MT_LORA_ALL;
-    cq.quant = dq ? MT_QUANT_NF4_DQ : MT_QUANT_NF4;
+    cq.lora_targets = MP_LORA_ALL;
+    cq.quant = dq ? MP_QUANT_NF4_DQ : MP_QUANT_NF4;
     mt_model *base = make(&cb), *q = make(&cq);
     if (!base || !q)
         return;
@@ -432,9 +432,9 @@ static void test_qlora(bool dq)
     c.family = MT_LLAMA;
     c.kv_heads = 2;
     c.lora_rank = 8;
-    c.lora_targets = MT_LORA_ALL;
+    c.lora_targets = MP_LORA_ALL;
     c.quant = cq.quant;
-    c.precision = MT_PREC_BF16;
+    c.precision = MP_MIXED_BF16;
     c.opt.lr = 1e-2f;
     c.init_std = 0.1f;
     float f0, f1;
@@ -484,7 +484,7 @@ static void test_nf4(void)
 
 /* ---------- checkpoint resume ---------- */
 
-static void test_resume(mt_loader loader, mt_optimizer opt, mt_precision prec)
+static void test_resume(mp_loader loader, mp_optimizer opt, mp_precision prec)
 {
     mt_config c;
     trainer_cfg(&c);
@@ -516,7 +516,7 @@ static void test_resume(mt_loader loader, mt_optimizer opt, mt_precision prec)
     }
     CHECK(rc == 0 && memcmp(la, lb, sizeof la) == 0 && mt_trainer_steps(b) == 6,
           "resume (%s loader, %s, %s): 3 steps after loading a %zu-byte state are bit-identical",
-          mt_loader_name(loader), mt_optimizer_name(opt), mt_precision_name(prec), n);
+          mp_loader_name(loader), mp_optimizer_name(opt), mp_precision_name(prec), n);
     ((unsigned char *)buf)[9] ^= 1; /* corrupt the fingerprint */
     CHECK(mt_trainer_state_load(b, buf, n, err) != 0, "a state from another configuration is refused: %s",
           err);
@@ -527,11 +527,11 @@ static void test_resume(mt_loader loader, mt_optimizer opt, mt_precision prec)
 
 int main(void)
 {
-    test_ckpt(MT_GPT2, MT_ATTN_EAGER, MT_PREC_FP32, "gpt2 eager fp32");
-    test_ckpt(MT_GPT2, MT_ATTN_FLASH, MT_PREC_FP32, "gpt2 flash fp32");
-    test_ckpt(MT_LLAMA, MT_ATTN_EAGER, MT_PREC_FP32, "llama GQA eager fp32");
-    test_ckpt(MT_LLAMA, MT_ATTN_FLASH, MT_PREC_BF16, "llama GQA flash mixed-bf16");
-    test_ckpt(MT_GPT2, MT_ATTN_EAGER, MT_PREC_FP16, "gpt2 eager mixed-fp16");
+    test_ckpt(MT_GPT2, MP_ATTN_EAGER, MP_FP32, "gpt2 eager fp32");
+    test_ckpt(MT_GPT2, MP_ATTN_FLASH, MP_FP32, "gpt2 flash fp32");
+    test_ckpt(MT_LLAMA, MP_ATTN_EAGER, MP_FP32, "llama GQA eager fp32");
+    test_ckpt(MT_LLAMA, MP_ATTN_FLASH, MP_MIXED_BF16, "llama GQA flash mixed-bf16");
+    test_ckpt(MT_GPT2, MP_ATTN_EAGER, MP_MIXED_FP16, "gpt2 eager mixed-fp16");
     test_ckpt_lora();
     test_accum();
     {
@@ -545,17 +545,17 @@ int main(void)
         small(&c, MT_LLAMA);
         pair_check(&c, mod_flash, 2e-5, "llama GQA flash attention (tile 5) == eager");
     }
-    test_lora(MT_GPT2, MT_PREC_FP32);
-    test_lora(MT_LLAMA, MT_PREC_FP32);
-    test_lora(MT_LLAMA, MT_PREC_BF16);
+    test_lora(MT_GPT2, MP_FP32);
+    test_lora(MT_LLAMA, MP_FP32);
+    test_lora(MT_LLAMA, MP_MIXED_BF16);
     test_nf4();
     test_qlora(false);
     test_qlora(true);
     test_precisions_and_optimizers();
     test_fp16_overflow_skips();
     test_loss_falls();
-    test_resume(MT_LOAD_MEMORY, MT_OPT_ADAMW, MT_PREC_FP32);
-    test_resume(MT_LOAD_STREAM, MT_OPT_ADAMW8, MT_PREC_FP16);
-    test_resume(MT_LOAD_STREAM, MT_OPT_SGD_MOMENTUM, MT_PREC_BF16);
+    test_resume(MP_LOAD_MEMORY, MP_ADAMW, MP_FP32);
+    test_resume(MP_LOAD_STREAM, MP_ADAMW_8BIT, MP_MIXED_FP16);
+    test_resume(MP_LOAD_STREAM, MP_SGD_MOMENTUM, MP_MIXED_BF16);
     return check_summary();
 }

@@ -190,7 +190,7 @@ static void test_optimizers(void)
     mt_seg segs[2] = {{0, 500, true}, {500, n - 500, false}};
     mt_opt_hparams hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.9f, 256};
     mt_optim o;
-    mt_optim_init(&o, MT_OPT_ADAMW, &hp, n, segs, 2);
+    mt_optim_init(&o, MP_ADAMW, &hp, n, segs, 2);
     double worst = 0;
     for (int step = 1; step <= 3; step++) {
         for (size_t i = 0; i < n; i++)
@@ -220,8 +220,8 @@ static void test_optimizers(void)
     for (size_t i = 0; i < n; i++)
         w[i] = w8[i] = mt_rng_normal(&r);
     mt_optim a, b;
-    mt_optim_init(&a, MT_OPT_ADAMW, &hp, n, segs, 2);
-    mt_optim_init(&b, MT_OPT_ADAMW8, &hp, n, segs, 2);
+    mt_optim_init(&a, MP_ADAMW, &hp, n, segs, 2);
+    mt_optim_init(&b, MP_ADAMW_8BIT, &hp, n, segs, 2);
     for (int step = 0; step < 50; step++) {
         for (size_t i = 0; i < n; i++)
             g[i] = w[i] - 0.5f; /* gradient of 0.5 (w - 0.5)^2 */
@@ -240,7 +240,7 @@ static void test_optimizers(void)
     CHECK(fabs(f8 - f32) < 0.05 * f32 && diff / n < 0.05,
           "8-bit AdamW tracks fp32 AdamW over 50 steps: objective %.4g vs %.4g, mean |dw| %.2g",
           f8, f32, diff / n);
-    CHECK(mt_optim_state_bytes(MT_OPT_ADAMW8, n, 256) == 2 * n + 2 * 4 * 4,
+    CHECK(mt_optim_state_bytes(MP_ADAMW_8BIT, n, 256) == 2 * n + 2 * 4 * 4,
           "8-bit AdamW state: 2 bytes per parameter + 8 bytes per block of 256");
     mt_optim_free(&a);
     mt_optim_free(&b);
@@ -252,7 +252,7 @@ static void test_optimizers(void)
     mt_from_f32(g16, MT_BF16, gv, 4);
     mt_seg one = {0, 4, false};
     hp.lr = 0.1f;
-    mt_optim_init(&o, MT_OPT_SGD_MOMENTUM, &hp, 4, &one, 1);
+    mt_optim_init(&o, MP_SGD_MOMENTUM, &hp, 4, &one, 1);
     mt_optim_step(&o, m32, g16, MT_BF16, 1.0f, w16, MT_BF16, true);
     mt_from_f32(g16, MT_BF16, gv, 4);
     mt_optim_step(&o, m32, g16, MT_BF16, 1.0f, w16, MT_BF16, true);
@@ -300,7 +300,7 @@ static void test_loaders(void)
     int32_t in[150], tg[150];
 
     mt_data *d;
-    CHECK(mt_data_open(&d, path, MT_LOAD_MEMORY, B, T, 0, 1) == 0, "memory loader opens a file");
+    CHECK(mt_data_open(&d, path, MP_LOAD_MEMORY, B, T, 0, 1) == 0, "memory loader opens a file");
     int ok = 1;
     for (int k = 0; k < 3; k++) {
         mt_data_next(d, in, tg);
@@ -311,8 +311,8 @@ static void test_loaders(void)
     mt_data_close(d);
 
     mt_data *s1, *s2;
-    CHECK(mt_data_open(&s1, path, MT_LOAD_STREAM, B, T, 16, 7) == 0 &&
-              mt_data_open(&s2, path, MT_LOAD_STREAM, B, T, 16, 7) == 0,
+    CHECK(mt_data_open(&s1, path, MP_LOAD_STREAM, B, T, 16, 7) == 0 &&
+              mt_data_open(&s2, path, MP_LOAD_STREAM, B, T, 16, 7) == 0,
           "stream loader opens a file");
     int same = 1, inside = 1;
     for (int k = 0; k < 4000; k++) { /* 4000 batches x 3 x 51 tokens: wraps the file 3 times */
@@ -344,10 +344,10 @@ static void test_loaders(void)
     mt_data_close(s2);
     free(st);
 
-    CHECK(mt_data_open(&d, "/nonexistent/file", MT_LOAD_MEMORY, B, T, 0, 1) != 0 &&
+    CHECK(mt_data_open(&d, "/nonexistent/file", MP_LOAD_MEMORY, B, T, 0, 1) != 0 &&
               strstr(mt_last_error(), "cannot open"),
           "a missing file is an error: %s", mt_last_error());
-    CHECK(mt_data_open(&d, NULL, MT_LOAD_STREAM, B, T, 4, 1) == 0, "stream loader on the built-in corpus");
+    CHECK(mt_data_open(&d, NULL, MP_LOAD_STREAM, B, T, 4, 1) == 0, "stream loader on the built-in corpus");
     mt_data_next(d, in, tg);
     mt_data_close(d);
     unlink(path);
@@ -365,7 +365,7 @@ static void test_config(void)
     c.kv_heads = 4;
     CHECK(mt_config_finish(&c, err) != 0 && strstr(err, "kv_heads"), "GQA needs NH %% KV == 0: %s", err);
     mt_config_default(&c);
-    c.quant = MT_QUANT_NF4;
+    c.quant = MP_QUANT_NF4;
     CHECK(mt_config_finish(&c, err) != 0 && strstr(err, "LoRA"), "NF4 needs LoRA: %s", err);
     mt_config_default(&c);
     c.seq = 100;
@@ -377,16 +377,16 @@ static void test_config(void)
     CHECK(mt_config_finish(&c, err) == 0 && c.ffn == 384 && c.kv_heads == c.heads,
           "llama defaults: F = 8C/3 rounded to 64 (%d), KV = NH", c.ffn);
     unsigned bits;
-    CHECK(mt_lora_targets_parse("q,v,down", &bits) == 0 &&
-              bits == (MT_LORA_Q | MT_LORA_V | MT_LORA_DOWN) &&
-              mt_lora_targets_parse("all", &bits) == 0 && bits == MT_LORA_ALL &&
-              mt_lora_targets_parse("q,x", &bits) != 0,
+    CHECK(mp_lora_targets_parse("q,v,down", &bits) == 0 &&
+              bits == (MP_LORA_Q | MP_LORA_V | MP_LORA_DOWN) &&
+              mp_lora_targets_parse("all", &bits) == 0 && bits == MP_LORA_ALL &&
+              mp_lora_targets_parse("q,x", &bits) != 0,
           "LoRA target lists parse");
-    mt_precision p;
-    mt_optimizer o;
-    CHECK(mt_precision_parse("mixed-bf16", &p) == 0 && p == MT_PREC_BF16 &&
-              mt_optimizer_parse("adamw-8bit", &o) == 0 && o == MT_OPT_ADAMW8 &&
-              !strcmp(mt_precision_name(MT_PREC_FP16), "mixed-fp16"),
+    mp_precision p;
+    mp_optimizer o;
+    CHECK(mp_precision_parse("mixed-bf16", &p) == 0 && p == MP_MIXED_BF16 &&
+              mp_optimizer_parse("adamw-8bit", &o) == 0 && o == MP_ADAMW_8BIT &&
+              !strcmp(mp_precision_name(MP_MIXED_FP16), "mixed-fp16"),
           "names round-trip");
 }
 

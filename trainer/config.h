@@ -18,22 +18,14 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "memplan.h"
 #include "optim.h"
 
+/* The model's architecture family (a shape, not a training setting). */
 typedef enum { MT_GPT2, MT_LLAMA, MT_NFAMILY } mt_family;
-/* fp32, or mixed precision: 16-bit storage, fp32 master weights and math. */
-typedef enum { MT_PREC_FP32, MT_PREC_BF16, MT_PREC_FP16, MT_NPREC } mt_precision;
-typedef enum { MT_CKPT_NONE, MT_CKPT_SELECTIVE, MT_CKPT_FULL, MT_NCKPT } mt_ckpt;
-typedef enum { MT_ATTN_EAGER, MT_ATTN_FLASH, MT_NATTN } mt_attention;
-typedef enum { MT_CE_FULL, MT_CE_CHUNKED, MT_NCE } mt_ce;
-typedef enum { MT_QUANT_NONE, MT_QUANT_NF4, MT_QUANT_NF4_DQ, MT_NQUANT } mt_quant;
-
-/* LoRA targets (same bits as the planner's MP_LORA_*). */
-enum {
-    MT_LORA_Q = 1, MT_LORA_K = 2, MT_LORA_V = 4, MT_LORA_O = 8,
-    MT_LORA_GATE = 16, MT_LORA_UP = 32, MT_LORA_DOWN = 64,
-    MT_LORA_ATTN = 15, MT_LORA_MLP = 112, MT_LORA_ALL = 127
-};
+/* The settings (precision, optimizer, checkpointing, attention, loss, quantisation,
+ * loader, LoRA targets) are the planner's enums and vocabulary (memplan.h):
+ * memtrain implements the values whose row says so (mp_value.memtrain). */
 
 #define MT_PATH_LEN 512
 
@@ -53,22 +45,22 @@ typedef struct mt_config {
     int seq;           /* T */
     int accum;         /* micro-batches per optimizer step */
     /* techniques */
-    mt_precision precision;
-    mt_attention attention;
+    mp_precision precision; /* fp32, or mixed: 16-bit storage, fp32 master weights and math */
+    mp_attention attention;
     int attn_tile;     /* flash tile edge, default 64 */
-    mt_ckpt checkpointing;
-    mt_ce ce;
+    mp_ckpt checkpointing;
+    mp_ce ce;
     int ce_chunk;      /* rows (tokens) per cross-entropy chunk, default 1024 */
-    mt_optimizer optimizer;
+    mp_optimizer optimizer;
     mt_opt_hparams opt; /* lr, betas, eps, weight decay, momentum, 8-bit block */
     int lora_rank;     /* 0: full fine-tuning */
     unsigned lora_targets;
     float lora_alpha;  /* scale = alpha / r; 0: alpha = 2r */
-    mt_quant quant;    /* frozen base storage for LoRA (QLoRA: nf4 or nf4-dq) */
+    mp_quant quant;    /* frozen base storage for LoRA (QLoRA: nf4 or nf4-dq) */
     float loss_scale;  /* fp16 initial loss scale, default 65536 */
     int loss_scale_window; /* double after this many good steps, default 2000 */
     /* data */
-    mt_loader loader;
+    mp_loader loader;
     int shuffle_buffer; /* sequences in the streaming shuffle buffer, default 256 */
     char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
     /* misc */
@@ -82,18 +74,6 @@ void mt_config_default(mt_config *c);
 int mt_config_finish(mt_config *c, char *err);
 
 const char *mt_family_name(mt_family f);
-const char *mt_precision_name(mt_precision p); /* "fp32", "mixed-bf16", "mixed-fp16" */
-const char *mt_ckpt_name(mt_ckpt c);           /* "none", "selective", "full" */
-const char *mt_attention_name(mt_attention a); /* "eager", "flash" */
-const char *mt_ce_name(mt_ce c);               /* "full", "chunked" */
-const char *mt_quant_name(mt_quant q);         /* "none", "nf4", "nf4-dq" */
 int mt_family_parse(const char *s, mt_family *f);
-int mt_precision_parse(const char *s, mt_precision *p);
-int mt_ckpt_parse(const char *s, mt_ckpt *c);
-int mt_attention_parse(const char *s, mt_attention *a);
-int mt_ce_parse(const char *s, mt_ce *c);
-int mt_quant_parse(const char *s, mt_quant *q);
-/* "q,k,v,o,gate,up,down", "attn", "mlp", "all" -> bits; 0 on success. */
-int mt_lora_targets_parse(const char *s, unsigned *bits);
 
 #endif

@@ -12,21 +12,6 @@
 #include "alloc.h"
 #include "rng.h"
 
-static const char *const loader_names[MT_NLOADER] = {"memory", "stream"};
-
-const char *mt_loader_name(mt_loader l) { return l >= 0 && l < MT_NLOADER ? loader_names[l] : "?"; }
-
-int mt_loader_parse(const char *s, mt_loader *l)
-{
-    for (int i = 0; i < MT_NLOADER; i++) {
-        if (strcmp(s, loader_names[i]) == 0) {
-            *l = (mt_loader)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 size_t mt_tokenize(const uint8_t *bytes, size_t n, uint16_t *tokens)
 {
     for (size_t i = 0; i < n; i++)
@@ -127,7 +112,7 @@ void mt_corpus_generate(char *buf, size_t len)
 /* ---------- loaders ---------- */
 
 struct mt_data {
-    mt_loader kind;
+    mp_loader kind;
     size_t B, T;
     size_t src_bytes;
     /* memory */
@@ -197,7 +182,7 @@ static int stream_seq(mt_data *d, uint16_t *dst)
     return 0;
 }
 
-int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size_t T,
+int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size_t T,
                  size_t shuffle_buffer, uint64_t seed)
 {
     *out = NULL;
@@ -212,7 +197,7 @@ int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size
     bool builtin = !path || !path[0];
     if (builtin) {
         d->src_bytes = MT_CORPUS_BYTES;
-        if (kind == MT_LOAD_STREAM) { /* the stream reads the generated text */
+        if (kind == MP_LOAD_STREAM) { /* the stream reads the generated text */
             d->text = mt_alloc(MT_DATA, d->src_bytes);
             if (!d->text)
                 goto fail;
@@ -227,7 +212,7 @@ int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size
         }
         d->src_bytes = (size_t)sb.st_size;
     }
-    if (kind == MT_LOAD_MEMORY) {
+    if (kind == MP_LOAD_MEMORY) {
         if (d->src_bytes < B * T + 1) {
             mt_error("data: %zu tokens is less than one batch (B*T+1 = %zu)", d->src_bytes,
                      B * T + 1);
@@ -288,7 +273,7 @@ fail:
 int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets)
 {
     size_t B = d->B, T = d->T;
-    if (d->kind == MT_LOAD_MEMORY) {
+    if (d->kind == MP_LOAD_MEMORY) {
         if (d->pos + B * T + 1 > d->ntok)
             d->pos = 0;
         const uint16_t *t = d->tok + d->pos;
@@ -330,7 +315,7 @@ size_t mt_data_source_bytes(const mt_data *d) { return d->src_bytes; }
 size_t mt_data_state_size(const mt_data *d)
 {
     size_t n = 4 * sizeof(uint64_t);
-    if (d->kind == MT_LOAD_STREAM)
+    if (d->kind == MP_LOAD_STREAM)
         n += d->S * (d->T + 1) * sizeof(uint16_t);
     return n;
 }
@@ -338,10 +323,10 @@ size_t mt_data_state_size(const mt_data *d)
 void mt_data_state_save(const mt_data *d, uint8_t *buf)
 {
     uint64_t h[4] = {(uint64_t)d->kind,
-                     d->kind == MT_LOAD_MEMORY ? d->pos : d->chunk_start + d->chunk_pos,
+                     d->kind == MP_LOAD_MEMORY ? d->pos : d->chunk_start + d->chunk_pos,
                      d->rng.s, d->S};
     memcpy(buf, h, sizeof h);
-    if (d->kind == MT_LOAD_STREAM)
+    if (d->kind == MP_LOAD_STREAM)
         memcpy(buf + sizeof h, d->shuf, d->S * (d->T + 1) * sizeof(uint16_t));
 }
 
@@ -352,7 +337,7 @@ int mt_data_state_load(mt_data *d, const uint8_t *buf)
     if (h[0] != (uint64_t)d->kind || h[3] != d->S)
         return mt_error("data: checkpoint was written with another loader configuration");
     d->rng.s = h[2];
-    if (d->kind == MT_LOAD_MEMORY) {
+    if (d->kind == MP_LOAD_MEMORY) {
         d->pos = (size_t)h[1] < d->ntok ? (size_t)h[1] : 0;
         return 0;
     }

@@ -26,13 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memplan.h"
+
 #define MT_CORPUS_BYTES (320u * 1024u)
 #define MT_STREAM_CHUNK (64u * 1024u)
 
-typedef enum { MT_LOAD_MEMORY, MT_LOAD_STREAM, MT_NLOADER } mt_loader;
-
-const char *mt_loader_name(mt_loader l);
-int mt_loader_parse(const char *s, mt_loader *l);
 
 /* Byte-level tokenizer: tokens[i] = bytes[i]. Returns the token count (n). */
 size_t mt_tokenize(const uint8_t *bytes, size_t n, uint16_t *tokens);
@@ -42,7 +40,7 @@ void mt_corpus_generate(char *buf, size_t len);
 typedef struct mt_data mt_data;
 
 /* path NULL or "": the built-in corpus. Returns 0, or -1 with mt_last_error(). */
-int mt_data_open(mt_data **out, const char *path, mt_loader kind, size_t B, size_t T,
+int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size_t T,
                  size_t shuffle_buffer, uint64_t seed);
 /* Fill inputs and targets (B,T) with the next batch. */
 int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets);

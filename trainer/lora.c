@@ -29,28 +29,28 @@ void mt_lora_layout_make(mt_lora_layout *lo, mt_family fam, unsigned targets, si
         return;
     size_t AW = NH * HD, QW = (NH + 2 * KV) * HD;
     if (fam == MT_GPT2) {
-        if (targets & (MT_LORA_Q | MT_LORA_K | MT_LORA_V))
+        if (targets & (MP_LORA_Q | MP_LORA_K | MP_LORA_V))
             add_mod(lo, "qkv", MT_LIN_QKV, 0, C, QW);
-        if (targets & MT_LORA_O)
+        if (targets & MP_LORA_O)
             add_mod(lo, "o", MT_LIN_O, 0, AW, C);
-        if (targets & MT_LORA_UP)
+        if (targets & MP_LORA_UP)
             add_mod(lo, "up", MT_LIN_FC, 0, C, F);
-        if (targets & MT_LORA_DOWN)
+        if (targets & MP_LORA_DOWN)
             add_mod(lo, "down", MT_LIN_PROJ, 0, F, C);
     } else {
-        if (targets & MT_LORA_Q)
+        if (targets & MP_LORA_Q)
             add_mod(lo, "q", MT_LIN_QKV, 0, C, NH * HD);
-        if (targets & MT_LORA_K)
+        if (targets & MP_LORA_K)
             add_mod(lo, "k", MT_LIN_QKV, NH * HD, C, KV * HD);
-        if (targets & MT_LORA_V)
+        if (targets & MP_LORA_V)
             add_mod(lo, "v", MT_LIN_QKV, (NH + KV) * HD, C, KV * HD);
-        if (targets & MT_LORA_O)
+        if (targets & MP_LORA_O)
             add_mod(lo, "o", MT_LIN_O, 0, AW, C);
-        if (targets & MT_LORA_GATE)
+        if (targets & MP_LORA_GATE)
             add_mod(lo, "gate", MT_LIN_FC, 0, C, F);
-        if (targets & MT_LORA_UP)
+        if (targets & MP_LORA_UP)
             add_mod(lo, "up", MT_LIN_FC, F, C, F);
-        if (targets & MT_LORA_DOWN)
+        if (targets & MP_LORA_DOWN)
             add_mod(lo, "down", MT_LIN_PROJ, 0, F, C);
     }
 }

@@ -11,6 +11,7 @@
  * 1 a runtime failure.
  */
 #include "memplan.h"
+#include "metrics_format.h"
 #include "train.h"
 
 #include <csv.h>
@@ -86,6 +87,13 @@ static int parse_float(const char *key, const char *v, double lo, double hi, dou
     return 0;
 }
 
+static int bad_choice(const char *v, const char *where, const mp_value *(*value_at)(int))
+{
+    char choices[256];
+    return usage_error("invalid value '%s' for %s (%s)", v, where,
+                       mp_choices(value_at, true, " or ", choices, sizeof choices));
+}
+
 /* Apply one key = value to the config. `where` names the source for errors. */
 static int apply_key(mt_config *c, run_opts *o, bool *tied_given, bool *tied, const char *key,
                      const char *v, const char *where)
@@ -138,18 +146,32 @@ static int apply_key(mt_config *c, run_opts *o, bool *tied_given, bool *tied, co
         snprintf(c->data_path, sizeof c->data_path, "%s", v);
         return 0;
     }
-#define ENUMKEY(name, parse, field, choices) \
-    if (!strcmp(key, name)) { if (parse(v, &c->field)) return usage_error("invalid value '%s' for %s (%s)", v, where, choices); return 0; }
-    ENUMKEY("family", mt_family_parse, family, "gpt2 or llama")
-    ENUMKEY("precision", mt_precision_parse, precision, "fp32, mixed-bf16 or mixed-fp16")
-    ENUMKEY("optimizer", mt_optimizer_parse, optimizer, "adamw, adamw-8bit, sgd-momentum or sgd")
-    ENUMKEY("checkpointing", mt_ckpt_parse, checkpointing, "none, selective or full")
-    ENUMKEY("attention", mt_attention_parse, attention, "eager or flash")
-    ENUMKEY("ce", mt_ce_parse, ce, "full or chunked")
-    ENUMKEY("quant", mt_quant_parse, quant, "none, nf4 or nf4-dq")
-    ENUMKEY("loader", mt_loader_parse, loader, "memory or stream")
-    ENUMKEY("lora-targets", mt_lora_targets_parse, lora_targets, "q,k,v,o,gate,up,down, attn, mlp or all")
-#undef ENUMKEY
+    if (!strcmp(key, "family")) {
+        if (mt_family_parse(v, &c->family)) return usage_error("invalid value '%s' for %s (gpt2 or llama)", v, where);
+        return 0;
+    }
+    if (!strcmp(key, "lora-targets")) {
+        if (mp_lora_targets_parse(v, &c->lora_targets))
+            return usage_error("invalid value '%s' for %s (q,k,v,o,gate,up,down, attn, mlp or all)", v, where);
+        return 0;
+    }
+/* A setting: any spelling of the planner's vocabulary, among the values memtrain implements. */
+#define SETTINGKEY(name, fn, type, field)                                          \
+    if (!strcmp(key, name)) {                                                      \
+        type x_;                                                                   \
+        if (mp_##fn##_parse(v, &x_) || !mp_##fn##_value((int)x_)->memtrain)        \
+            return bad_choice(v, where, mp_##fn##_value);                          \
+        c->field = x_;                                                             \
+        return 0;                                                                  \
+    }
+    SETTINGKEY("precision", precision, mp_precision, precision)
+    SETTINGKEY("optimizer", optimizer, mp_optimizer, optimizer)
+    SETTINGKEY("checkpointing", ckpt, mp_ckpt, checkpointing)
+    SETTINGKEY("attention", attention, mp_attention, attention)
+    SETTINGKEY("ce", ce, mp_ce, ce)
+    SETTINGKEY("quant", quant, mp_quant, quant)
+    SETTINGKEY("loader", loader, mp_loader, loader)
+#undef SETTINGKEY
     return usage_error("unknown key '%s' in %s", key, where);
 }
 
@@ -227,18 +249,12 @@ static int predict(const mt_config *c, bool tied, mp_estimate *e, char *name, si
     mp_settings_default(&s, &m);
     s.framework = mp_framework_find("memtrain", err);
     if (!s.framework) return -1;
-    s.precision = c->precision == MT_PREC_FP32 ? MP_FP32 : c->precision == MT_PREC_BF16 ? MP_MIXED_BF16 : MP_MIXED_FP16;
-    s.optimizer = c->optimizer == MT_OPT_ADAMW ? MP_ADAMW : c->optimizer == MT_OPT_ADAMW8 ? MP_ADAMW_8BIT
-                : c->optimizer == MT_OPT_SGD_MOMENTUM ? MP_SGD_MOMENTUM : MP_SGD;
-    s.adam8_block = c->opt.block;
-    s.checkpointing = (mp_ckpt)c->checkpointing;
-    s.attention = c->attention == MT_ATTN_EAGER ? MP_ATTN_EAGER : MP_ATTN_FLASH;
+    s.precision = c->precision, s.optimizer = c->optimizer, s.adam8_block = c->opt.block;
+    s.checkpointing = c->checkpointing, s.attention = c->attention;
     s.batch = c->batch, s.accum = c->accum, s.seq = c->seq;
-    s.ce = c->ce == MT_CE_FULL ? MP_CE_FULL : MP_CE_CHUNKED;
-    s.ce_chunk = c->ce_chunk;
+    s.ce = c->ce, s.ce_chunk = c->ce_chunk;
     s.lora_rank = c->lora_rank, s.lora_targets = c->lora_targets;
-    s.quant = c->quant == MT_QUANT_NONE ? MP_QUANT_NONE : c->quant == MT_QUANT_NF4 ? MP_QUANT_NF4 : MP_QUANT_NF4_DQ;
-    s.loader = c->loader == MT_LOAD_MEMORY ? MP_LOAD_MEMORY : MP_LOAD_STREAM;
+    s.quant = c->quant, s.loader = c->loader;
     s.shuffle_buffer = c->shuffle_buffer;
     return mp_estimate_run(&m, &s, NULL, e, err);
 }
@@ -278,15 +294,17 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
     return h;
 }
 
-/* The configuration's identity: every field that shapes the state. */
+/* The configuration's identity: every field that shapes the state. Settings
+ * enter by name, so the identity does not depend on the enums' numbering. */
 static uint64_t config_hash(const mt_config *c)
 {
     char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %u %d %d %d %d",
+    int n = snprintf(buf, sizeof buf, "%d %d %d %d %d %d %d %d %d %d %d %s %s %s %s %s %d %u %s %s %d %d",
                      c->family, c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab, c->max_pos,
-                     c->batch, c->seq, c->accum, c->precision, c->attention, c->checkpointing, c->ce,
-                     c->optimizer, c->lora_rank, c->lora_targets, c->quant, c->loader, c->shuffle_buffer,
-                     c->opt.block);
+                     c->batch, c->seq, c->accum, mp_precision_name(c->precision), mp_attention_name(c->attention),
+                     mp_ckpt_name(c->checkpointing), mp_ce_name(c->ce), mp_optimizer_name(c->optimizer),
+                     c->lora_rank, c->lora_targets, mp_quant_name(c->quant), mp_loader_name(c->loader),
+                     c->shuffle_buffer, c->opt.block);
     return fnv1a(buf, (size_t)n, 1469598103934665603ull);
 }
 
@@ -369,12 +387,6 @@ out:
 
 /* ---------- metrics CSV (format v1, documented in memtrain(1) and memtop(1)) ---------- */
 
-static const char *const metric_cols[] = {
-    "step", "time_s", "loss", "tokens_per_s", "lr",
-    "cur_weights", "cur_gradients", "cur_optimizer", "cur_activations", "cur_overhead", "cur_total",
-    "peak_weights", "peak_gradients", "peak_optimizer", "peak_activations", "peak_overhead", "peak_total",
-    "pred_weights", "pred_gradients", "pred_optimizer", "pred_activations", "pred_overhead", "pred_total",
-    "rss_bytes"};
 
 static void csv_put(FILE *f, const char *v, bool first)
 {
@@ -389,11 +401,11 @@ static FILE *metrics_open(const char *path, const mt_config *c, long steps, doub
     fprintf(f, "# memtrain metrics v1\n# model: %s\n", model);
     fprintf(f, "# settings: family=%s precision=%s optimizer=%s checkpointing=%s attention=%s batch=%d "
                "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s\n",
-            mt_family_name(c->family), mt_precision_name(c->precision), mt_optimizer_name(c->optimizer),
-            mt_ckpt_name(c->checkpointing), mt_attention_name(c->attention), c->batch, c->accum, c->seq,
-            mt_ce_name(c->ce), c->lora_rank, mt_quant_name(c->quant), mt_loader_name(c->loader));
+            mt_family_name(c->family), mp_precision_name(c->precision), mp_optimizer_name(c->optimizer),
+            mp_ckpt_name(c->checkpointing), mp_attention_name(c->attention), c->batch, c->accum, c->seq,
+            mp_ce_name(c->ce), c->lora_rank, mp_quant_name(c->quant), mp_loader_name(c->loader));
     fprintf(f, "# steps: %ld\n# budget_bytes: %.0f\n# device: cpu\n", steps, limit);
-    for (size_t i = 0; i < sizeof metric_cols / sizeof *metric_cols; i++) csv_put(f, metric_cols[i], i == 0);
+    for (int i = 0; i < MP_NMETRIC; i++) csv_put(f, mp_metric_name(i), i == 0);
     fputc('\n', f);
     fflush(f);
     return f;

@@ -232,7 +232,7 @@ static void layer_fwd(mt_model *m, size_t l, const layer_w *w, layer_a *a, float
     mt_round_f32(qkv, adt, N * QW);
     /* atty (N,AW) = attention(q, k, v) */
     mt_attn_dims ad = attn_dims(m);
-    if (m->cfg.attention == MT_ATTN_FLASH)
+    if (m->cfg.attention == MP_ATTN_FLASH)
         mt_attn_flash_fwd(atty, a->s[MT_S_LSE], qkv, &ad, m->attn_ws);
     else
         mt_attn_eager_fwd(atty, a->s[MT_S_ATT], qkv, &ad, adt, m->attn_ws);
@@ -306,7 +306,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
     lora_bwd(m, l, a, MT_LIN_O, a->s[MT_S_ATTY], AW, datty, AW, dres, C);
     /* attention: dqkv (N,QW) */
     mt_attn_dims ad = attn_dims(m);
-    if (m->cfg.attention == MT_ATTN_FLASH)
+    if (m->cfg.attention == MP_ATTN_FLASH)
         mt_attn_flash_bwd(dqkv, datty, a->s[MT_S_QKV], a->s[MT_S_ATTY], a->s[MT_S_LSE], &ad,
                           m->attn_ws);
     else
@@ -412,7 +412,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
     /* head and loss */
     int ht = head_tensor(m);
     double sum;
-    if (m->cfg.ce == MT_CE_FULL) {
+    if (m->cfg.ce == MP_CE_FULL) {
         m->logits = mt_alloc_n(MT_ACTIVATIONS, N * d->V, sizeof(float));
         m->ce_lse = mt_alloc_n(MT_ACTIVATIONS, N, sizeof(float));
         if (!m->logits || !m->ce_lse)
@@ -447,7 +447,7 @@ int mt_model_backward(mt_model *m)
 
     /* head: dl (N,C) = d loss / d lnf */
     float *dl;
-    if (m->cfg.ce == MT_CE_FULL) {
+    if (m->cfg.ce == MP_CE_FULL) {
         float *lnf32 = m->lnf;
         if (m->mixed) {
             mt_to_f32(m->out32, m->lnf, m->adt, N * C);
@@ -497,7 +497,7 @@ int mt_model_backward(mt_model *m)
             x = m->x32;
         }
         acts_view(m, l, &a, x);
-        if (m->cfg.checkpointing == MT_CKPT_FULL)
+        if (m->cfg.checkpointing == MP_CKPT_FULL)
             layer_fwd(m, l, &w, &a, NULL); /* recompute the layer's activations */
         else if (m->mixed)
             restore_slots(m, l);

@@ -208,8 +208,8 @@ static void slot_policy(mt_model *m)
     n[MT_S_LN1_MEAN] = m->gpt2 ? N : 0;
     n[MT_S_LN1_RSTD] = N;
     n[MT_S_QKV] = N * d->QW;
-    n[MT_S_ATT] = m->cfg.attention == MT_ATTN_EAGER ? d->B * d->NH * d->T * d->T : 0;
-    n[MT_S_LSE] = m->cfg.attention == MT_ATTN_FLASH ? d->B * d->NH * d->T : 0;
+    n[MT_S_ATT] = m->cfg.attention == MP_ATTN_EAGER ? d->B * d->NH * d->T * d->T : 0;
+    n[MT_S_LSE] = m->cfg.attention == MP_ATTN_FLASH ? d->B * d->NH * d->T : 0;
     n[MT_S_ATTY] = N * d->AW;
     n[MT_S_RES2] = N * d->C;
     n[MT_S_LN2] = N * d->C;
@@ -226,8 +226,8 @@ static void slot_policy(mt_model *m)
                     s == MT_S_LN2_RSTD || s == MT_S_LSE;
         m->slot_dt[s] = stat ? MT_F32 : m->adt;
         switch (m->cfg.checkpointing) {
-        case MT_CKPT_NONE: m->saved_slot[s] = m->present[s]; break;
-        case MT_CKPT_SELECTIVE: m->saved_slot[s] = m->present[s] && s != MT_S_ATT; break;
+        case MP_CKPT_NONE: m->saved_slot[s] = m->present[s]; break;
+        case MP_CKPT_SELECTIVE: m->saved_slot[s] = m->present[s] && s != MT_S_ATT; break;
         default: m->saved_slot[s] = false; break;
         }
     }
@@ -268,11 +268,10 @@ int mt_model_create(const mt_config *c, mt_model **out)
     m->gpt2 = c->family == MT_GPT2;
     d->FW = m->gpt2 ? d->F : 2 * d->F;
     d->r = (size_t)c->lora_rank;
-    m->mixed = c->precision != MT_PREC_FP32;
-    m->pdt = m->adt = c->precision == MT_PREC_BF16 ? MT_BF16
-                      : c->precision == MT_PREC_FP16 ? MT_F16
-                                                    : MT_F32;
-    m->qlora = c->quant != MT_QUANT_NONE;
+    const mp_precision_desc *prec = mp_precision_desc_of(c->precision);
+    m->mixed = prec->master_copy;
+    m->pdt = m->adt = prec->stored_bytes == 4 ? MT_F32 : prec->needs_bf16 ? MT_BF16 : MT_F16;
+    m->qlora = c->quant != MP_QUANT_NONE;
     m->base_trainable = c->lora_rank == 0;
     mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
@@ -291,7 +290,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
     if (m->qlora) {
         CALLOC(m->nf4, MT_OTHER, d->L, sizeof(mt_nf4));
         for (size_t l = 0; l < d->L; l++)
-            if (mt_nf4_init(&m->nf4[l], m->qn, c->quant == MT_QUANT_NF4_DQ) != 0)
+            if (mt_nf4_init(&m->nf4[l], m->qn, c->quant == MP_QUANT_NF4_DQ) != 0)
                 goto fail;
         ALLOC(m->deq, MT_WORKSPACE, m->qn, P);
     }
@@ -324,7 +323,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
     }
     /* attention scratch */
     mt_attn_dims ad = attn_dims(m);
-    size_t awn = mt_attn_ws_floats(&ad, c->attention == MT_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
+    size_t awn = mt_attn_ws_floats(&ad, c->attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
     ALLOC(m->attn_ws, MT_WORKSPACE, awn, sizeof(float));
     /* activation gradients */
     ALLOC(m->dres, MT_WORKSPACE, N * C, sizeof(float));
@@ -336,7 +335,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
     if (m->nlora)
         ALLOC(m->du, MT_WORKSPACE, N * d->r, sizeof(float));
     /* chunked cross-entropy */
-    if (c->ce == MT_CE_CHUNKED) {
+    if (c->ce == MP_CE_CHUNKED) {
         size_t ch = (size_t)c->ce_chunk < N ? (size_t)c->ce_chunk : N;
         ALLOC(m->ce_buf, MT_WORKSPACE, ch * d->V, sizeof(float));
         ALLOC(m->dlnf, MT_WORKSPACE, N * C, sizeof(float));

@@ -9,29 +9,6 @@
 #include "alloc.h"
 #include "simd.h"
 
-static const char *const opt_names[MT_NOPT] = {"adamw", "adamw-8bit", "sgd-momentum", "sgd"};
-
-const char *mt_optimizer_name(mt_optimizer k) { return k >= 0 && k < MT_NOPT ? opt_names[k] : "?"; }
-
-int mt_optimizer_parse(const char *s, mt_optimizer *k)
-{
-    for (int i = 0; i < MT_NOPT; i++) {
-        if (strcmp(s, opt_names[i]) == 0) {
-            *k = (mt_optimizer)i;
-            return 0;
-        }
-    }
-    if (strcmp(s, "adamw8bit") == 0 || strcmp(s, "adamw8") == 0) {
-        *k = MT_OPT_ADAMW8;
-        return 0;
-    }
-    if (strcmp(s, "sgdm") == 0 || strcmp(s, "momentum") == 0) {
-        *k = MT_OPT_SGD_MOMENTUM;
-        return 0;
-    }
-    return -1;
-}
-
 /* ---------- 8-bit code maps ----------
  *
  * Dynamic ("tree") quantisation as in Dettmers et al. 2021: a code spends its
@@ -138,22 +115,22 @@ uint8_t mt_q8_unsigned_code(float x)
 
 static size_t nblocks_of(size_t n, int block) { return (n + (size_t)block - 1) / (size_t)block; }
 
-size_t mt_optim_state_bytes(mt_optimizer k, size_t n, int block)
+size_t mt_optim_state_bytes(mp_optimizer k, size_t n, int block)
 {
     switch (k) {
-    case MT_OPT_ADAMW: return 2 * n * sizeof(float);
-    case MT_OPT_ADAMW8: return 2 * n + 2 * nblocks_of(n, block) * sizeof(float);
-    case MT_OPT_SGD_MOMENTUM: return n * sizeof(float);
+    case MP_ADAMW: return 2 * n * sizeof(float);
+    case MP_ADAMW_8BIT: return 2 * n + 2 * nblocks_of(n, block) * sizeof(float);
+    case MP_SGD_MOMENTUM: return n * sizeof(float);
     default: return 0;
     }
 }
 
-size_t mt_optim_scratch_bytes(mt_optimizer k, int block)
+size_t mt_optim_scratch_bytes(mp_optimizer k, int block)
 {
-    return k == MT_OPT_ADAMW8 ? 2 * (size_t)block * sizeof(float) : 0;
+    return k == MP_ADAMW_8BIT ? 2 * (size_t)block * sizeof(float) : 0;
 }
 
-int mt_optim_init(mt_optim *o, mt_optimizer kind, const mt_opt_hparams *hp, size_t n,
+int mt_optim_init(mt_optim *o, mp_optimizer kind, const mt_opt_hparams *hp, size_t n,
                   const mt_seg *segs, size_t nsegs)
 {
     memset(o, 0, sizeof *o);
@@ -165,13 +142,13 @@ int mt_optim_init(mt_optim *o, mt_optimizer kind, const mt_opt_hparams *hp, size
     o->segs = segs;
     o->nsegs = nsegs;
     switch (kind) {
-    case MT_OPT_ADAMW:
+    case MP_ADAMW:
         o->m = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
         o->v = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
         if (!o->m || !o->v)
             goto fail;
         break;
-    case MT_OPT_ADAMW8:
+    case MP_ADAMW_8BIT:
         build_maps();
         o->nblocks = nblocks_of(n, o->hp.block);
         o->m8 = mt_alloc(MT_OPTIMIZER, n);
@@ -183,12 +160,12 @@ int mt_optim_init(mt_optim *o, mt_optimizer kind, const mt_opt_hparams *hp, size
             goto fail;
         memset(o->m8, 127, n); /* signed code 127 is zero */
         break;
-    case MT_OPT_SGD_MOMENTUM:
+    case MP_SGD_MOMENTUM:
         o->m = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
         if (!o->m)
             goto fail;
         break;
-    case MT_OPT_SGD: break;
+    case MP_SGD: break;
     default: mt_error("unknown optimizer %d", (int)kind); goto fail;
     }
     return 0;
@@ -312,7 +289,7 @@ void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale
 #define GOFF(p) ((char *)grad + (p) * gsz)
 #define WOFF(p) (w16 ? (char *)w16 + (p) * wsz : NULL)
 
-    if (o->kind == MT_OPT_ADAMW8) {
+    if (o->kind == MP_ADAMW_8BIT) {
         size_t bs = (size_t)o->hp.block;
         float *mb = o->scratch, *vb = o->scratch + bs;
         for (size_t blk = 0; blk < o->nblocks; blk++) {
@@ -345,7 +322,7 @@ void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale
     for (size_t c0 = 0; c0 < o->n; c0 += ZERO_CHUNK) {
         size_t c1 = o->n - c0 < ZERO_CHUNK ? o->n : c0 + ZERO_CHUNK;
         FOR_SEGMENTS(o, c0, c1, p0, cnt, decay, {
-            if (o->kind == MT_OPT_ADAMW)
+            if (o->kind == MP_ADAMW)
                 adamw_range(&k, w + p0, o->m + p0, o->v + p0, GOFF(p0), gdt, cnt, gscale, decay,
                             WOFF(p0), wdt);
             else
@@ -387,11 +364,11 @@ void mt_optim_state_save(const mt_optim *o, uint8_t *buf)
     PUT(&t, sizeof t);
     size_t n4 = o->n * sizeof(float), nb4 = o->nblocks * sizeof(float);
     switch (o->kind) {
-    case MT_OPT_ADAMW: PUT(o->m, n4); PUT(o->v, n4); break;
-    case MT_OPT_ADAMW8:
+    case MP_ADAMW: PUT(o->m, n4); PUT(o->v, n4); break;
+    case MP_ADAMW_8BIT:
         PUT(o->m8, o->n); PUT(o->v8, o->n); PUT(o->m_amax, nb4); PUT(o->v_amax, nb4);
         break;
-    case MT_OPT_SGD_MOMENTUM: PUT(o->m, n4); break;
+    case MP_SGD_MOMENTUM: PUT(o->m, n4); break;
     default: break;
     }
 }
@@ -403,11 +380,11 @@ void mt_optim_state_load(mt_optim *o, const uint8_t *buf)
     o->t = (long)t;
     size_t n4 = o->n * sizeof(float), nb4 = o->nblocks * sizeof(float);
     switch (o->kind) {
-    case MT_OPT_ADAMW: GET(o->m, n4); GET(o->v, n4); break;
-    case MT_OPT_ADAMW8:
+    case MP_ADAMW: GET(o->m, n4); GET(o->v, n4); break;
+    case MP_ADAMW_8BIT:
         GET(o->m8, o->n); GET(o->v8, o->n); GET(o->m_amax, nb4); GET(o->v_amax, nb4);
         break;
-    case MT_OPT_SGD_MOMENTUM: GET(o->m, n4); break;
+    case MP_SGD_MOMENTUM: GET(o->m, n4); break;
     default: break;
     }
 }

@@ -23,9 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memplan.h"
 #include "precision.h"
 
-typedef enum { MT_OPT_ADAMW, MT_OPT_ADAMW8, MT_OPT_SGD_MOMENTUM, MT_OPT_SGD, MT_NOPT } mt_optimizer;
 
 typedef struct mt_opt_hparams {
     float lr, beta1, beta2, eps, weight_decay, momentum;
@@ -38,7 +38,7 @@ typedef struct mt_seg {
 } mt_seg;
 
 typedef struct mt_optim {
-    mt_optimizer kind;
+    mp_optimizer kind;
     mt_opt_hparams hp;
     size_t n;
     long t;                  /* optimizer steps taken */
@@ -51,15 +51,12 @@ typedef struct mt_optim {
     size_t nsegs;
 } mt_optim;
 
-const char *mt_optimizer_name(mt_optimizer k);
-int mt_optimizer_parse(const char *s, mt_optimizer *k);
-
 /* Bytes of optimizer state (MT_OPTIMIZER) for n parameters. */
-size_t mt_optim_state_bytes(mt_optimizer k, size_t n, int block);
+size_t mt_optim_state_bytes(mp_optimizer k, size_t n, int block);
 /* Bytes of optimizer scratch (MT_WORKSPACE). */
-size_t mt_optim_scratch_bytes(mt_optimizer k, int block);
+size_t mt_optim_scratch_bytes(mp_optimizer k, int block);
 
-int mt_optim_init(mt_optim *o, mt_optimizer kind, const mt_opt_hparams *hp, size_t n,
+int mt_optim_init(mt_optim *o, mp_optimizer kind, const mt_opt_hparams *hp, size_t n,
                   const mt_seg *segs, size_t nsegs);
 void mt_optim_free(mt_optim *o);
 void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale, void *w16,

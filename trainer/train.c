@@ -57,7 +57,7 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
     }
     size_t N = (size_t)cfg->batch * (size_t)cfg->seq;
     mt_rng_seed(&t->rng, cfg->seed ^ 0x747261696eULL);
-    mt_scaler_init(&t->scaler, cfg->precision == MT_PREC_FP16, cfg->loss_scale,
+    mt_scaler_init(&t->scaler, mp_precision_desc_of(cfg->precision)->loss_scaling, cfg->loss_scale,
                    cfg->loss_scale_window);
     if (mt_model_create(cfg, &t->model) != 0) {
         fail(err, "model");

@@ -8,20 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const field_names[MTOP_NFIELD] = {
-    "step", "time_s", "loss", "tokens_per_s", "lr",
-    "cur_weights", "cur_gradients", "cur_optimizer", "cur_activations", "cur_overhead", "cur_total",
-    "peak_weights", "peak_gradients", "peak_optimizer", "peak_activations", "peak_overhead", "peak_total",
-    "pred_weights", "pred_gradients", "pred_optimizer", "pred_activations", "pred_overhead", "pred_total",
-    "rss_bytes",
-};
-
-const char *mtop_field_name(int f) { return f >= 0 && f < MTOP_NFIELD ? field_names[f] : NULL; }
+const char *mtop_field_name(int f) { return mp_metric_name(f); }
 
 int mtop_field_find(const char *name, size_t len)
 {
     for (int f = 0; f < MTOP_NFIELD; f++)
-        if (strlen(field_names[f]) == len && memcmp(field_names[f], name, len) == 0) return f;
+        if (strlen(mp_metric_name(f)) == len && memcmp(mp_metric_name(f), name, len) == 0) return f;
     return -1;
 }
 
@@ -237,7 +229,7 @@ mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mto
         double d;
         if (!parse_double(s, &d) || !value_ok(f, d)) {
             char why[96];
-            snprintf(why, sizeof why, "bad value '%.24s' for %s", s, field_names[f]);
+            snprintf(why, sizeof why, "bad value '%.24s' for %s", s, mp_metric_name(f));
             return bad(p, why);
         }
         mtop_row_set(&r, f, d);

@@ -30,18 +30,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Groups of byte columns: the five planner components (same order as
- * MP_WEIGHTS..MP_OVERHEAD) and their total. */
-enum { MTOP_NCOMP = 5, MTOP_TOTAL = 5, MTOP_NGROUP = 6 };
+#include "metrics_format.h"
 
-/* Every column memtop knows, in the order of the v1 header. */
+/* The columns are declared once, in the format both sides share; memtop's
+ * short names for them: */
+enum { MTOP_NCOMP = MP_NCOMP, MTOP_TOTAL = MP_NCOMP, MTOP_NGROUP = MP_METRIC_NGROUP };
 enum {
-    MTOP_STEP, MTOP_TIME_S, MTOP_LOSS, MTOP_TOKENS_PER_S, MTOP_LR,
-    MTOP_CUR0,                          /* cur_weights .. cur_total (6 fields) */
-    MTOP_PEAK0 = MTOP_CUR0 + MTOP_NGROUP,   /* peak_weights .. peak_total */
-    MTOP_PRED0 = MTOP_PEAK0 + MTOP_NGROUP,  /* pred_weights .. pred_total */
-    MTOP_RSS = MTOP_PRED0 + MTOP_NGROUP,    /* rss_bytes */
-    MTOP_NFIELD
+    MTOP_STEP = MP_METRIC_STEP, MTOP_TIME_S = MP_METRIC_TIME_S, MTOP_LOSS = MP_METRIC_LOSS,
+    MTOP_TOKENS_PER_S = MP_METRIC_TOKENS_PER_S, MTOP_LR = MP_METRIC_LR, MTOP_CUR0 = MP_METRIC_CUR0,
+    MTOP_PEAK0 = MP_METRIC_PEAK0, MTOP_PRED0 = MP_METRIC_PRED0, MTOP_RSS = MP_METRIC_RSS,
+    MTOP_NFIELD = MP_NMETRIC
 };
 #define MTOP_CUR(g) (MTOP_CUR0 + (g))
 #define MTOP_PEAK(g) (MTOP_PEAK0 + (g))
