@@ -69,12 +69,15 @@ $(BUILD)/obj/%.o: %.c
 
 $(LIB): $(call obj,$(LIB_SRC))
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 $(TRAIN_LIB): $(call obj,$(TRAIN_SRC))
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 $(TUI_LIB): $(call obj,$(TUI_SRC))
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 $(BIN)/memplan: $(call obj,$(CMD_SRC)) $(LIB)
