@@ -1,0 +1,31 @@
+/* memtrain.c — a config file for memplan's reference trainer (keys: man/memtrain.1). */
+#include "emitters.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *bool01(bool v) { return v ? "1" : "0"; }
+
+void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    char tg[64];
+    sbuf_put(b, "# memtrain config written by memplan; run: memtrain --config FILE\n");
+    sbuf_put(b, "# model %s\n", m->name);
+    sbuf_put(b, "family = %s\n", m->mlp == MP_MLP_GATED ? "llama" : "gpt2");
+    sbuf_put(b, "layers = %lld\nhidden = %lld\nheads = %lld\nkv-heads = %lld\nffn = %lld\n",
+        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->kv_heads,
+        (long long)m->ffn);
+    sbuf_put(b, "vocab = %lld\nmax-pos = %lld\ntied = %s\n", (long long)m->vocab, (long long)m->max_pos,
+        bool01(m->tied));
+    sbuf_put(b, "precision = %s\noptimizer = %s\nadam8-block = %lld\n", mp_precision_name(s->precision),
+        mp_optimizer_name(s->optimizer), (long long)s->adam8_block);
+    sbuf_put(b, "checkpointing = %s\nattention = %s\n", mp_ckpt_name(s->checkpointing),
+        mp_attention_name(s->attention));
+    sbuf_put(b, "batch = %lld\naccum = %lld\nseq = %lld\n", (long long)s->batch, (long long)s->accum,
+        (long long)s->seq);
+    sbuf_put(b, "ce = %s\nce-chunk = %lld\n", mp_ce_name(s->ce), (long long)s->ce_chunk);
+    sbuf_put(b, "lora-rank = %lld\nlora-targets = %s\nquant = %s\n", (long long)s->lora_rank,
+        mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
+    sbuf_put(b, "loader = %s\nshuffle-buffer = %lld\n", mp_loader_name(s->loader),
+        (long long)s->shuffle_buffer);
+}
