@@ -369,6 +369,13 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         return -1;
     }
     if (isdigit((unsigned char)name[0]) || name[0] == '-' || name[0] == '.' || name[0] == '+') {
+        /* A GPU's memory is never a count of bytes: "24" is a forgotten unit. */
+        size_t len = strlen(name);
+        if (isdigit((unsigned char)name[len - 1]) || name[len - 1] == '.') {
+            snprintf(err, MP_ERR_LEN, "GPU size '%.32s' has no unit: say %.32sGB (10^9 bytes) or %.32sGiB (2^30 bytes)",
+                     name, name, name);
+            return -1;
+        }
         memset(g, 0, sizeof *g);
         if (mp_parse_size(name, &g->mem_bytes, g->how, err)) return -1;
         snprintf(g->name, sizeof g->name, "%s", name);

@@ -12,6 +12,8 @@ has out "best plan: QLoRA"
 has out "full fine-tuning"
 has out "12GB read as decimal GB"
 has out "considered"
+expect 2 "a GPU size without its unit" -- "$mp" --params 7e9 --gpu 24
+has err "GPU size '24' has no unit: say 24GB"
 
 # --- estimate, formats
 expect 0 "estimate gpt2" -- "$mp" estimate --model gpt2 --precision fp32 --optimizer adamw --batch 8 --seq 1024
@@ -279,6 +281,8 @@ assert a+b==full, (a, b, full)
     has err "--mem-limit"
     expect 0 "memtrain --help" -- "$mt" --help
     has out "--lora-rank"
+    expect 0 "memtrain --version" -- "$mt" --version
+    has out "metrics format v1"
 fi
 
 # ---------------------------------------------------------------------------

@@ -226,6 +226,7 @@ static void usage(FILE *f)
           "  --resume DIR       continue from DIR's checkpoint, bit-identically\n"
           "  --mem-limit SIZE   refuse plans predicted above SIZE; stop if measured crosses it\n"
           "  --quiet            no progress bar or table\n"
+          "  --version          the version\n"
           "config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n",
           f);
     for (int i = 0; config_keys[i]; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", config_keys[i]);
@@ -480,6 +481,10 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--version")) {
+            puts("memtrain 1.0 (memplan; metrics format v1)");
             return 0;
         }
         if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s' (memtrain --help)", a);
