@@ -5,6 +5,7 @@
  * saves sbh(34 + 5as/h) bytes; the terms below reproduce that count and extend
  * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
 #include "estimate_internal.h"
+#include "framework.h"
 
 #include <string.h>
 

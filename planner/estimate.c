@@ -12,6 +12,7 @@
  * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
 #include "memplan.h"
 #include "estimate_internal.h"
+#include "framework.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -35,17 +36,6 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->shuffle_buffer = 10000;
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find("pytorch", err);
-}
-
-/* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
-static const mp_framework builtin_pytorch = {
-    .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
-    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
-    .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1};
-
-const mp_framework *settings_framework(const mp_settings *s)
-{
-    return s->framework ? s->framework : &builtin_pytorch;
 }
 
 static bool is_16bit_storage(mp_precision p)

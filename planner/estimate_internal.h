@@ -21,8 +21,6 @@ void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double 
                 bool explain);
 void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                  double trainable, double dp);
-/* The settings' framework, or the built-in PyTorch figures. */
-const mp_framework *settings_framework(const mp_settings *s);
 /* The LoRA target bits a linear module answers to ("qkv" -> q|k|v). */
 unsigned linear_target_bit(const char *module_name);
 /* The exact prediction for memplan's reference trainer (memtrain_model.c). */
