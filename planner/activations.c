@@ -4,11 +4,8 @@
  * al. 2022, Sec. 4.1: with 16-bit activations, a GPT-style layer with dropout
  * saves sbh(34 + 5as/h) bytes; the terms below reproduce that count and extend
  * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
-#include "estimate_internal.h"
+#include "activations.h"
 #include "framework.h"
-
-#include <string.h>
-
 
 /* How many copies of a norm's output the linears reading it keep (those
  * answering to the bits). Without autocast they share the one tensor. Under
@@ -141,32 +138,4 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
     }
     const double k = settings_framework(s)->act_scale;
     if (k > 0) *fwd *= k, *bwd *= k;
-}
-
-void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded, bool explain)
-{
-    (void)m;
-    double data;
-    if (s->loader == MP_LOAD_MEMORY) {
-        /* raw text plus int64 token ids, about 4 bytes of text per BPE token
-         * (OpenAI's tokenizer guide: 1 token ~ 4 characters of English) */
-        data = s->dataset_bytes + s->dataset_bytes / 4 * 8;
-    } else {
-        /* the shuffle buffer of sequences and one 64 KiB read chunk */
-        data = (double)s->shuffle_buffer * (double)(s->seq + 1) * 8 + 65536;
-    }
-    /* each micro-batch is staged in pinned memory: inputs and targets, int64 */
-    double pinned = 2.0 * (double)s->batch * (double)s->seq * 8;
-    e->host_data_bytes = data + pinned;
-    e->host_bytes = offloaded + data + pinned;
-    if (explain && e->nterms < MP_MAX_TERMS && data > 0) {
-        mp_term *t = &e->terms[e->nterms++];
-        t->component = -1;
-        strcpy(t->name, "data loader");
-        if (s->loader == MP_LOAD_MEMORY)
-            strcpy(t->formula, "dataset text + int64 token ids (1 token per 4 bytes)");
-        else
-            strcpy(t->formula, "shuffle buffer x (T+1) x 8 B + 64 KiB chunk");
-        t->bytes = data;
-    }
 }

@@ -1,6 +1,6 @@
 /* emit.c — runnable configs for memtrain, Hugging Face, DeepSpeed and accelerate,
  * and the atomic file write every command uses. */
-#include "estimate_internal.h"
+#include "memplan.h"
 
 #include <errno.h>
 #include <fcntl.h>

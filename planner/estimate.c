@@ -11,8 +11,13 @@
  * Activation Recomputation in Large Transformer Models", Sec. 4), extended to
  * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
 #include "memplan.h"
-#include "estimate_internal.h"
+#include "estimate.h"
+#include "activations.h"
 #include "framework.h"
+#include "host.h"
+#include "memtrain_model.h"
+#include "params.h"
+#include "speed.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -20,73 +25,11 @@
 #include <stdio.h>
 #include <string.h>
 
-void mp_settings_default(mp_settings *s, const mp_model *m)
-{
-    memset(s, 0, sizeof *s);
-    s->precision = MP_FP32;
-    s->optimizer = MP_ADAMW;
-    s->adam8_block = 256;
-    s->batch = 1;
-    s->accum = 1;
-    s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
-    s->ce_chunk = 1024;
-    s->lora_targets = MP_LORA_ALL;
-    s->gpus = 1;
-    s->tp = s->pp = s->ep = 1;
-    s->shuffle_buffer = 10000;
-    char err[MP_ERR_LEN];
-    s->framework = mp_framework_find("pytorch", err);
-}
-
 static bool is_16bit_storage(mp_precision p)
 {
     return p == MP_MIXED_BF16 || p == MP_MIXED_FP16 || p == MP_PURE_BF16;
 }
 static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
-
-int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
-{
-#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
-    if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
-    if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
-    if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
-    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos)
-        BAD("--seq '%lld' exceeds the model's %lld learned positions", (long long)s->seq,
-            (long long)m->max_pos);
-    if (s->gpus < 1) BAD("invalid --gpus '%lld' (at least 1)", (long long)s->gpus);
-    if (s->tp < 1 || s->pp < 1 || s->ep < 1) BAD("parallel degrees must be at least 1");
-    if (s->gpus % (s->tp * s->pp))
-        BAD("--gpus '%lld' is not a multiple of tensor x pipeline parallel (%lld x %lld)",
-            (long long)s->gpus, (long long)s->tp, (long long)s->pp);
-    if (s->tp > 1 && (m->heads % s->tp || m->kv_heads % s->tp))
-        BAD("--tp '%lld' must divide the heads (%lld) and kv-heads (%lld)", (long long)s->tp,
-            (long long)m->heads, (long long)m->kv_heads);
-    if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
-    if (s->ep > 1 && (!m->experts || m->experts % s->ep))
-        BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
-    int64_t dp = s->gpus / (s->tp * s->pp);
-    if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
-    if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
-    if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
-        BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
-    if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
-        BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
-    if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)
-        BAD("memtrain runs on one CPU device and does not offload");
-    if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
-        BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
-    if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
-        BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
-            mp_quant_name(s->quant));
-    if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
-    if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
-    if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
-    if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
-        BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
-    if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
-    return 0;
-#undef BAD
-}
 
 /* ---------- terms (for --explain) ---------- */
 
@@ -113,44 +56,6 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
     for (int c = 0; c < MP_NCOMP; c++) {
         p->comp[c] = comp[c];
         p->total += comp[c];
-    }
-}
-
-/* LoRA: trainable parameters over the whole model, from the real module shapes. */
-double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
-{
-    mp_linear lin[16];
-    int n = mp_model_linears(m, lin, 16);
-    double per_layer = 0;
-    for (int i = 0; i < n && i < 16; i++) {
-        unsigned bit = lin[i].target;
-        if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
-    }
-    return per_layer * m->layers;
-}
-
-/* Parameters that live in linear layers (what int8/NF4 quantise). */
-static double linear_params(const mp_model *m)
-{
-    mp_linear lin[16];
-    int n = mp_model_linears(m, lin, 16);
-    double per_layer = 0;
-    for (int i = 0; i < n && i < 16; i++) per_layer += (double)lin[i].count * lin[i].in * lin[i].out;
-    return per_layer * m->layers;
-}
-
-/* Bytes per stored base weight under each quantisation.
- * int8 (LLM.int8, Dettmers et al. 2022): 1 byte plus an fp32 scale per row (~0).
- * NF4 (QLoRA, Dettmers et al. 2023, Sec. 3): 4 bits plus one fp32 absmax per 64
- * weights = 4.5 bits; double quantisation stores the absmax in 8 bits with one
- * fp32 constant per 256 of them: 4 + 8/64 + 32/(64*256) = 4.127 bits. */
-double mp_quant_bytes_per_param(mp_quant q)
-{
-    switch (q) {
-    case MP_QUANT_INT8: return 1.0;
-    case MP_QUANT_NF4: return (4.0 + 32.0 / 64.0) / 8.0;
-    case MP_QUANT_NF4_DQ: return (4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
-    default: return 0;
     }
 }
 

@@ -4,7 +4,8 @@
  * fine-tuning before LoRA before QLoRA, AdamW-class optimizers before others,
  * then the highest estimated tokens/s. A larger micro-batch never uses less
  * memory, so once a batch misses the budget the larger ones are pruned. */
-#include "estimate_internal.h"
+#include "memplan.h"
+#include "estimate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
