@@ -31,12 +31,36 @@ static bool is_16bit_storage(mp_precision p)
 }
 static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
 
+/* What every step of the estimate reads (the run's shape and how it is split
+ * across GPUs) and what each step leaves for the later ones: bytes on one GPU. */
+typedef struct est_ctx {
+    const mp_model *m;
+    const mp_settings *s;
+    const mp_framework *fw;
+    mp_estimate *e;
+    bool explain;
+    bool lora, amp, half;          /* adapters on a frozen base; autocast; 16-bit storage */
+    double P, B, T, L;             /* parameters, micro-batch, sequence, layers */
+    double tp, pp, dp;             /* tensor, pipeline and data parallel degrees */
+    double split;                  /* the effective divisor of the parameter count on one GPU */
+    double zero_p, zero_g, zero_o; /* ZeRO's data-parallel divisors: parameters, gradients, optimizer */
+    double trainable, frozen_lin, frozen_rest;
+    /* weights */
+    double w_elt, weights, weights_host, gathered, cast_cache, cast_after_fwd;
+    /* gradients */
+    double g_elt, grads, ddp_buckets;
+    /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
+    double optimizer, opt_host, opt_temp;
+    /* activations */
+    double saved_layers, recompute, logits_fwd, logits_bwd, final_norm, act_bwd_temp;
+} est_ctx;
+
 /* ---------- terms (for --explain) ---------- */
 
-static void term(mp_estimate *e, bool explain, int comp, const char *name, double bytes,
-                 const char *fmt, ...)
+static void term(const est_ctx *c, int comp, const char *name, double bytes, const char *fmt, ...)
 {
-    if (!explain || e->nterms >= MP_MAX_TERMS || bytes == 0) return;
+    mp_estimate *e = c->e;
+    if (!c->explain || e->nterms >= MP_MAX_TERMS || bytes == 0) return;
     mp_term *t = &e->terms[e->nterms++];
     t->component = comp;
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -58,6 +82,152 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
         p->total += comp[c];
     }
 }
+
+/* ---------- the shared context ---------- */
+
+/* The effective divisor of the parameter count on one GPU: tensor and pipeline
+ * parallelism split everything, expert parallelism the experts' weights too. */
+static double parallel_split(const est_ctx *c)
+{
+    const double shard_model = c->tp * c->pp;
+    double ep_div = 1;
+    if (c->m->experts && c->s->ep > 1) ep_div = (double)c->s->ep;
+    double expert_share = c->m->experts ? c->e->params.mlp / c->P : 0;
+    return 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
+}
+
+static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain)
+{
+    *c = (est_ctx){.m = m, .s = s, .fw = settings_framework(s), .e = e, .explain = explain};
+    mp_param_count(m, &e->params);
+    c->P = e->params.total;
+    c->B = (double)s->batch, c->T = (double)s->seq, c->L = (double)m->layers;
+    c->tp = (double)s->tp, c->pp = (double)s->pp;
+    c->dp = (double)(s->gpus / (s->tp * s->pp));
+    c->lora = s->lora_rank > 0;
+    c->amp = is_amp(s->precision), c->half = is_16bit_storage(s->precision);
+    if (c->lora) {
+        c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
+        c->frozen_lin = linear_params(m);
+        c->frozen_rest = c->P - c->frozen_lin;
+    } else {
+        c->trainable = c->P;
+    }
+    e->trainable_params = c->trainable;
+    c->split = parallel_split(c);
+    c->zero_p = s->zero >= 3 ? c->dp : 1;
+    c->zero_g = s->zero >= 2 ? c->dp : 1;
+    c->zero_o = s->zero >= 1 ? c->dp : 1;
+}
+
+/* ---------- weights ---------- */
+
+/* A frozen base, quantised or not, with LoRA's adapters beside it. */
+static void weights_lora(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const bool half = c->half;
+    double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
+                    : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
+    /* Quantised bases keep embeddings, norms and the head in 16 bits. */
+    double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
+    double base_lin = c->frozen_lin * base_elt / c->split, base_rest = c->frozen_rest * rest_elt / c->split;
+    /* adapters are stored like trainable weights: 16-bit under mixed and pure
+     * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
+    double adapters = c->trainable * (half ? 2 : 4) / c->split;
+    c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
+    term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
+         "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt,
+         s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
+    term(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
+         "%.0f params x %.0f B", c->frozen_rest / c->split, rest_elt);
+    term(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
+         "%.0f params (rank %lld) x %d B", c->trainable, (long long)s->lora_rank, half ? 2 : 4);
+}
+
+/* Autocast keeps 16-bit copies of the weights it casts until backward. */
+static void weights_autocast(est_ctx *c)
+{
+    const mp_model *m = c->m;
+    const mp_settings *s = c->s;
+    if (!c->amp || !c->fw->autocast_cache) return;
+    /* the head's matrix is cast too, the embedding's when the head is tied */
+    double head_matrix = (double)m->vocab * (double)m->hidden;
+    double castable = c->lora ? (s->quant == MP_QUANT_NONE ? c->frozen_lin + head_matrix : 0) + c->trainable
+                              : linear_params(m) + head_matrix;
+    c->cast_cache = castable * 2 / c->split / (s->zero >= 3 ? c->dp : 1);
+    if (s->zero >= 3) c->cast_cache = 2.0 * (c->P / c->L) * 2 / c->split; /* per layer in flight */
+    term(c, MP_WEIGHTS, "autocast 16-bit weight copies", c->cast_cache,
+         "%.0f params x 2 B, cached from forward to backward", castable / c->split);
+    /* Under full checkpointing the layers' copies are made without a graph:
+     * they go when autocast's cache is cleared at the end of forward, and
+     * each layer's are made again when it is recomputed. The head's stay. */
+    if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!c->lora || s->quant == MP_QUANT_NONE)) {
+        double head_cast = head_matrix * 2 / c->split;
+        c->cast_after_fwd = head_cast + (c->cast_cache - head_cast) / c->L;
+    } else {
+        c->cast_after_fwd = c->cast_cache;
+    }
+}
+
+/* The weights as stored, what parameter offload and ZeRO-3 bring onto the GPU
+ * for the layers in flight, and autocast's copies. */
+static void est_weights(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double P = c->P, L = c->L, split = c->split;
+    c->w_elt = c->half ? 2 : 4; /* trainable weights' storage */
+    if (c->lora) {
+        weights_lora(c);
+    } else {
+        c->weights = P * c->w_elt / split / c->zero_p;
+        term(c, MP_WEIGHTS, "parameters", c->weights, "%.0f params x %.0f B%s%s", P / split,
+             c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
+    }
+    if (s->offload == MP_OFFLOAD_PARAMS) {
+        c->weights_host = c->weights;
+        /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
+        double in_flight = 2.0 * (P / L) * 2 / split;
+        term(c, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
+             "2 layers x %.0f params x 2 B", P / L / split);
+        c->weights = in_flight;
+    }
+    /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
+    if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
+        c->gathered = 2.0 * (P / L) * (c->lora ? 2 : c->w_elt) / split;
+        term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
+             "prefetch 2 layers x %.0f params", P / L / split);
+    }
+    weights_autocast(c);
+}
+
+/* ---------- gradients ---------- */
+
+static void est_gradients(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const mp_framework *fw = c->fw;
+    c->g_elt = c->half ? 2 : 4;
+    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
+    if (c->half && !c->lora && fw->kind == MP_FW_MEGATRON) c->g_elt = 4;
+    c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
+    term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
+         c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
+    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
+    if (c->dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
+        c->ddp_buckets = c->trainable * c->g_elt / c->split;
+        term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
+             "a second copy of the gradients for all-reduce");
+    }
+    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
+    if (s->zero >= 2 && fw->kind == MP_FW_DEEPSPEED) {
+        c->ddp_buckets = fmin(c->trainable / c->split, 5e8) * c->g_elt;
+        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets,
+             "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", c->g_elt);
+    }
+}
+
+/* ---------- optimizer ---------- */
 
 /* Optimizer state bytes per trainable parameter (before sharding), and master weights. */
 static double optimizer_state_bytes(const mp_settings *s, double n, const mp_model *m)
@@ -84,6 +254,165 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
     }
 }
 
+/* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
+ * all parameters at once; mixed precision unscales into an fp32 copy. */
+static void optimizer_temporaries(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const mp_framework *fw = c->fw;
+    if (s->offload != MP_OFFLOAD_NONE) return;
+    if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) && fw->kind == MP_FW_PYTORCH)
+        c->opt_temp = fw->adam_temps * c->trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / c->split / c->zero_o;
+    if (c->half && s->precision != MP_PURE_BF16 && !c->lora)
+        c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
+    term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
+         "%.0f parameter-sized tensor(s) during the step (%s profile)",
+         fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
+}
+
+/* The state and fp32 master weights, on the GPU or offloaded, and the step's temporaries. */
+static void est_optimizer(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double trainable = c->trainable, split = c->split;
+    double opt_states = optimizer_state_bytes(s, trainable / split, c->m) / c->zero_o;
+    double master = 0;
+    if (c->half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / c->zero_o;
+    term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
+         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
+    term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
+    c->optimizer = opt_states + master;
+    c->e->model_states_bytes = c->weights + c->grads + c->optimizer;
+    if (s->offload != MP_OFFLOAD_NONE) {
+        /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
+        c->opt_host = c->optimizer + trainable * 4 / split / c->zero_o;
+        c->optimizer = 0;
+        term(c, -1, "offloaded optimizer, master weights, fp32 grads", c->opt_host,
+             "on the host (ZeRO-Offload)");
+    }
+    optimizer_temporaries(c);
+}
+
+/* ---------- activations ---------- */
+
+/* Saved layers (per checkpointing), the recomputed layer, logits and loss,
+ * and the activation gradients of one layer in backward. */
+static void est_activations(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double tp = c->tp, pp = c->pp;
+    act_breakdown ab;
+    activations_per_layer(c->m, s, &ab);
+    double layers_here = c->L / pp;
+    /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
+    double inflight = pp > 1 ? pp : 1;
+    double layer_full = ab.total / tp;
+    switch (s->checkpointing) {
+    case MP_CKPT_NONE: c->saved_layers = layers_here * layer_full; break;
+    case MP_CKPT_SELECTIVE: c->saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
+    case MP_CKPT_FULL: c->saved_layers = layers_here * ab.layer_input / tp; break;
+    default: break;
+    }
+    c->saved_layers *= inflight;
+    c->e->act_per_layer = ab.total;
+    term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
+         c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
+         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
+         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
+    c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
+                 : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
+    term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
+         "one layer rebuilt during backward");
+
+    /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
+    double tokens_logits = c->B * c->T;
+    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
+    logits_model(c->m, s, tokens_logits, &c->logits_fwd, &c->logits_bwd);
+    c->logits_fwd /= tp, c->logits_bwd /= tp;
+    term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
+         "%.0f tokens x %.0f vocab%s", tokens_logits, (double)c->m->vocab,
+         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    c->final_norm = (ab.final_norm + ab.embed_mask) / tp;
+    c->act_bwd_temp = ab.backward_temp / tp;
+    term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
+         "activation gradients of one layer");
+}
+
+/* ---------- the step, moment by moment ---------- */
+
+/* Steady state (step 2 on): the optimizer state is resident throughout.
+ * With accumulation the gradients persist between micro-batches. */
+static void est_timeline(est_ctx *c)
+{
+    mp_estimate *e = c->e;
+    const double fixed = c->fw->workspace_bytes + c->fw->fixed_bytes;
+    double grads_resident = c->s->accum > 1 ? c->grads + c->ddp_buckets : 0;
+    double acts_fwd = c->saved_layers + c->final_norm + c->logits_fwd;
+    double p[MP_NCOMP];
+
+    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
+    p[MP_OPTIMIZER] = c->optimizer, p[MP_ACTIVATIONS] = acts_fwd, p[MP_OVERHEAD] = fixed;
+    phase(e, "forward end", p);
+
+    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_after_fwd;
+    p[MP_ACTIVATIONS] = acts_fwd + c->logits_bwd;
+    phase(e, "loss backward", p);
+
+    /* First layers of backward: all activations minus the logits, one layer's
+     * recomputation and its activation gradients, the head's gradient. */
+    double head_grad = c->lora ? 0
+        : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
+    p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad;
+    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp;
+    phase(e, "backward start", p);
+
+    /* autocast's 16-bit weight copies went with the graph */
+    p[MP_WEIGHTS] = c->weights + c->gathered;
+    p[MP_GRADIENTS] = c->grads + c->ddp_buckets;
+    p[MP_ACTIVATIONS] = c->act_bwd_temp;
+    phase(e, "backward end", p);
+
+    p[MP_WEIGHTS] = c->weights;
+    p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
+    /* between steps: the weights and the optimizer's state (gradients are set to None) */
+    e->resident_bytes = c->weights + c->optimizer + fixed;
+    p[MP_ACTIVATIONS] = 0;
+    phase(e, "optimizer step", p);
+}
+
+/* ---------- peak ---------- */
+
+/* The largest moment, then what the allocator and the CUDA context add to it. */
+static void est_peak(est_ctx *c)
+{
+    mp_estimate *e = c->e;
+    const mp_framework *fw = c->fw;
+    int pk = 0;
+    for (int i = 0; i < e->nphases; i++)
+        if (e->phases[i].total > e->phases[pk].total) pk = i;
+    e->peak_phase = pk;
+    for (int k = 0; k < MP_NCOMP; k++) {
+        e->at_peak[k] = e->phases[pk].comp[k];
+        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
+    }
+    /* Activations' peak component includes the logits; report their share. */
+    e->logits_bytes = pk <= 1 ? c->logits_fwd + (pk == 1 ? c->logits_bwd : 0) : 0;
+    e->total_bytes = e->phases[pk].total;
+    double rounded = e->total_bytes;
+    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
+    e->reserved_bytes = rounded * (1 + fw->frag);
+    e->device_bytes = e->reserved_bytes + fw->context_bytes;
+    /* Overhead: what the device holds beyond the tensors themselves. */
+    double slack = e->device_bytes - e->total_bytes;
+    e->at_peak[MP_OVERHEAD] += slack;
+    e->peak[MP_OVERHEAD] += slack;
+    term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
+    term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
+    term(c, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
+         "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
+}
+
 int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                     char *err)
 {
@@ -99,263 +428,16 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         mp_param_count(m, &e->params);
         return memtrain_estimate(m, s, e, explain, err);
     }
-    const mp_framework *fw = settings_framework(s);
-    mp_param_count(m, &e->params);
-    const double P = e->params.total;
-    const double B = (double)s->batch, T = (double)s->seq;
-    const double L = (double)m->layers, V = (double)m->vocab;
-    const double tp = (double)s->tp, pp = (double)s->pp;
-    const double dp = (double)(s->gpus / (s->tp * s->pp));
-    const double shard_model = tp * pp; /* model parallel split of weights */
-    const bool lora = s->lora_rank > 0;
-    const bool amp = is_amp(s->precision), half = is_16bit_storage(s->precision);
-
-    /* ---------------- weights ---------------- */
-    double w_elt = half ? 2 : 4;  /* trainable weights' storage */
-    double trainable, frozen_lin = 0, frozen_rest = 0;
-    if (lora) {
-        trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
-        frozen_lin = linear_params(m);
-        frozen_rest = P - frozen_lin;
-    } else {
-        trainable = P;
-    }
-    e->trainable_params = trainable;
-
-    /* Expert parallelism splits the experts' weights, tensor and pipeline split everything. */
-    double ep_div = 1;
-    if (m->experts && s->ep > 1) ep_div = (double)s->ep;
-    double expert_share = m->experts ? e->params.mlp / P : 0;
-    /* split: the effective divisor of the parameter count on one GPU */
-    double split = 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
-
-    double zero_div_p = s->zero >= 3 ? dp : 1, zero_div_g = s->zero >= 2 ? dp : 1,
-           zero_div_o = s->zero >= 1 ? dp : 1;
-
-    double weights = 0, weights_host = 0;
-    if (lora) {
-        double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
-                        : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
-        /* Quantised bases keep embeddings, norms and the head in 16 bits. */
-        double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
-        double base_lin = frozen_lin * base_elt / split, base_rest = frozen_rest * rest_elt / split;
-        /* adapters are stored like trainable weights: 16-bit under mixed and pure
-         * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
-        double adapters = trainable * (half ? 2 : 4) / split;
-        weights = (base_lin + base_rest) / zero_div_p + adapters / zero_div_p;
-        term(e, explain, MP_WEIGHTS, "frozen base (linear layers)", base_lin / zero_div_p,
-             "%.0f params x %.4g B (%s)", frozen_lin / split, base_elt,
-             s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
-        term(e, explain, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / zero_div_p,
-             "%.0f params x %.0f B", frozen_rest / split, rest_elt);
-        term(e, explain, MP_WEIGHTS, "LoRA adapters", adapters / zero_div_p,
-             "%.0f params (rank %lld) x %d B", trainable, (long long)s->lora_rank, half ? 2 : 4);
-        w_elt = half ? 2 : 4;
-    } else {
-        weights = P * w_elt / split / zero_div_p;
-        term(e, explain, MP_WEIGHTS, "parameters", weights, "%.0f params x %.0f B%s%s", P / split,
-             w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
-    }
-    if (s->offload == MP_OFFLOAD_PARAMS) {
-        weights_host = weights;
-        /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
-        double in_flight = 2.0 * (P / L) * 2 / split;
-        term(e, explain, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
-             "2 layers x %.0f params x 2 B", P / L / split);
-        weights = in_flight;
-    }
-    /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
-    double gathered = 0;
-    if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
-        gathered = 2.0 * (P / L) * (lora ? 2 : w_elt) / split;
-        term(e, explain, MP_WEIGHTS, "gathered layer (ZeRO-3)", gathered,
-             "prefetch 2 layers x %.0f params", P / L / split);
-    }
-    /* Autocast keeps 16-bit copies of the weights it casts until backward. */
-    double cast_cache = 0, cast_after_fwd = 0;
-    if (amp && fw->autocast_cache) {
-        /* the head's matrix is cast too, the embedding's when the head is tied */
-        double head_matrix = (double)m->vocab * (double)m->hidden;
-        double castable = lora ? (s->quant == MP_QUANT_NONE ? frozen_lin + head_matrix : 0) + trainable
-                               : linear_params(m) + head_matrix;
-        cast_cache = castable * 2 / split / (s->zero >= 3 ? dp : 1);
-        if (s->zero >= 3) cast_cache = 2.0 * (P / L) * 2 / split; /* per layer in flight */
-        term(e, explain, MP_WEIGHTS, "autocast 16-bit weight copies", cast_cache,
-             "%.0f params x 2 B, cached from forward to backward", castable / split);
-        /* Under full checkpointing the layers' copies are made without a graph:
-         * they go when autocast's cache is cleared at the end of forward, and
-         * each layer's are made again when it is recomputed. The head's stay. */
-        if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!lora || s->quant == MP_QUANT_NONE)) {
-            double head_cast = head_matrix * 2 / split;
-            cast_after_fwd = head_cast + (cast_cache - head_cast) / L;
-        } else {
-            cast_after_fwd = cast_cache;
-        }
-    }
-
-    /* ---------------- gradients ---------------- */
-    double g_elt = half ? 2 : 4;
-    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
-    if (half && !lora && fw->kind == MP_FW_MEGATRON) g_elt = 4;
-    double grads = trainable * g_elt / split / zero_div_g;
-    term(e, explain, MP_GRADIENTS, "gradients", grads, "%.0f trainable x %.0f B%s", trainable / split,
-         g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
-    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
-    double ddp_buckets = 0;
-    if (dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
-        ddp_buckets = trainable * g_elt / split;
-        term(e, explain, MP_GRADIENTS, "DDP gradient buckets", ddp_buckets,
-             "a second copy of the gradients for all-reduce");
-    }
-    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
-    if (s->zero >= 2) {
-        double bucket = fmin(trainable / split, 5e8) * g_elt;
-        if (fw->kind == MP_FW_DEEPSPEED) {
-            ddp_buckets = bucket;
-            term(e, explain, MP_GRADIENTS, "reduce bucket", bucket,
-                 "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", g_elt);
-        }
-    }
-
-    /* ---------------- optimizer ---------------- */
-    double opt_states = optimizer_state_bytes(s, trainable / split, m) / zero_div_o;
-    double master = 0;
-    if (half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / zero_div_o;
-    term(e, explain, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
-         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
-    term(e, explain, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B",
-         trainable / split);
-    double optimizer = opt_states + master;
-    e->model_states_bytes = weights + grads + optimizer;
-    double opt_host = 0;
-    if (s->offload != MP_OFFLOAD_NONE) {
-        /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
-        opt_host = optimizer + trainable * 4 / split / zero_div_o;
-        optimizer = 0;
-        term(e, explain, -1, "offloaded optimizer, master weights, fp32 grads", opt_host,
-             "on the host (ZeRO-Offload)");
-    }
-    /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
-     * all parameters at once; mixed precision unscales into an fp32 copy. */
-    double opt_temp = 0;
-    if (s->offload == MP_OFFLOAD_NONE) {
-        if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
-            fw->kind == MP_FW_PYTORCH)
-            opt_temp = fw->adam_temps * trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
-        if (half && s->precision != MP_PURE_BF16 && !lora)
-            opt_temp = fmax(opt_temp, trainable * 4 / split / zero_div_o);
-        term(e, explain, MP_OPTIMIZER, "step temporaries", opt_temp,
-             "%.0f parameter-sized tensor(s) during the step (%s profile)",
-             fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
-    }
-
-    /* ---------------- activations ---------------- */
-    act_breakdown ab;
-    activations_per_layer(m, s, &ab);
-    double layers_here = L / pp;
-    /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
-    double inflight = pp > 1 ? pp : 1;
-    double saved_layers = 0, layer_full = ab.total / tp;
-    switch (s->checkpointing) {
-    case MP_CKPT_NONE: saved_layers = layers_here * layer_full; break;
-    case MP_CKPT_SELECTIVE: saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
-    case MP_CKPT_FULL: saved_layers = layers_here * ab.layer_input / tp; break;
-    default: break;
-    }
-    saved_layers *= inflight;
-    e->act_per_layer = ab.total;
-    term(e, explain, MP_ACTIVATIONS, "saved activations", saved_layers,
-         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
-         saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
-         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
-         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
-    double recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
-                     : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
-    term(e, explain, MP_ACTIVATIONS, "recomputed layer (backward)", recompute,
-         "one layer rebuilt during backward");
-
-    /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
-    double tokens_logits = B * T;
-    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, B * T);
-    double logits_fwd, logits_bwd;
-    logits_model(m, s, tokens_logits, &logits_fwd, &logits_bwd);
-    logits_fwd /= tp, logits_bwd /= tp;
-    term(e, explain, MP_ACTIVATIONS, "logits and loss", logits_fwd,
-         "%.0f tokens x %.0f vocab%s", tokens_logits, V,
-         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
-    double final_norm = (ab.final_norm + ab.embed_mask) / tp;
-    double act_bwd_temp = ab.backward_temp / tp;
-    term(e, explain, MP_ACTIVATIONS, "backward temporaries", act_bwd_temp,
-         "activation gradients of one layer");
-
-    /* ---------------- fixed allocations ---------------- */
-    double fixed = fw->workspace_bytes + fw->fixed_bytes;
-
-    /* ---------------- the step, moment by moment ---------------- */
-    /* Steady state (step 2 on): the optimizer state is resident throughout.
-     * With accumulation the gradients persist between micro-batches. */
-    double grads_resident = s->accum > 1 ? grads + ddp_buckets : 0;
-    double acts_fwd = saved_layers + final_norm + logits_fwd;
-    double c[MP_NCOMP];
-
-    c[MP_WEIGHTS] = weights + gathered + cast_cache, c[MP_GRADIENTS] = grads_resident;
-    c[MP_OPTIMIZER] = optimizer, c[MP_ACTIVATIONS] = acts_fwd, c[MP_OVERHEAD] = fixed;
-    phase(e, "forward end", c);
-
-    c[MP_WEIGHTS] = weights + gathered + cast_after_fwd;
-    c[MP_ACTIVATIONS] = acts_fwd + logits_bwd;
-    phase(e, "loss backward", c);
-
-    /* First layers of backward: all activations minus the logits, one layer's
-     * recomputation and its activation gradients, the head's gradient. */
-    double head_grad = lora ? 0 : (m->tied ? e->params.embed : e->params.head) * g_elt / split / zero_div_g;
-    c[MP_GRADIENTS] = s->accum > 1 ? grads_resident : head_grad;
-    c[MP_ACTIVATIONS] = saved_layers + final_norm + recompute + act_bwd_temp;
-    phase(e, "backward start", c);
-
-    /* autocast's 16-bit weight copies went with the graph */
-    c[MP_WEIGHTS] = weights + gathered;
-    c[MP_GRADIENTS] = grads + ddp_buckets;
-    c[MP_ACTIVATIONS] = act_bwd_temp;
-    phase(e, "backward end", c);
-
-    c[MP_WEIGHTS] = weights;
-    c[MP_OPTIMIZER] = optimizer + opt_temp;
-    /* between steps: the weights and the optimizer's state (gradients are set to None) */
-    e->resident_bytes = weights + optimizer + fixed;
-    c[MP_ACTIVATIONS] = 0;
-    phase(e, "optimizer step", c);
-
-    /* ---------------- peak ---------------- */
-    int pk = 0;
-    for (int i = 0; i < e->nphases; i++)
-        if (e->phases[i].total > e->phases[pk].total) pk = i;
-    e->peak_phase = pk;
-    for (int k = 0; k < MP_NCOMP; k++) {
-        e->at_peak[k] = e->phases[pk].comp[k];
-        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
-    }
-    /* Activations' peak component includes the logits; report their share. */
-    e->logits_bytes = pk <= 1 ? logits_fwd + (pk == 1 ? logits_bwd : 0) : 0;
-    e->total_bytes = e->phases[pk].total;
-    double rounded = e->total_bytes;
-    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
-    e->reserved_bytes = rounded * (1 + fw->frag);
-    e->device_bytes = e->reserved_bytes + fw->context_bytes;
-    /* Overhead: what the device holds beyond the tensors themselves. */
-    double slack = e->device_bytes - e->total_bytes;
-    e->at_peak[MP_OVERHEAD] += slack;
-    e->peak[MP_OVERHEAD] += slack;
-    term(e, explain, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
-    term(e, explain, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
-    term(e, explain, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
-         "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
-
-    /* ---------------- host ---------------- */
-    host_model(m, s, e, opt_host + weights_host, explain);
-
-    /* ---------------- speed ---------------- */
-    speed_model(m, s, gpu, e, trainable, dp);
+    est_ctx c;
+    est_setup(&c, m, s, e, explain);
+    est_weights(&c);
+    est_gradients(&c);
+    est_optimizer(&c);
+    est_activations(&c);
+    est_timeline(&c);
+    est_peak(&c);
+    host_model(m, s, e, c.opt_host + c.weights_host, explain);
+    speed_model(m, s, gpu, e, c.trainable, c.dp);
     return 0;
 }
 
