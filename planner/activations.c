@@ -4,82 +4,114 @@
  * al. 2022, Sec. 4.1: with 16-bit activations, a GPT-style layer with dropout
  * saves sbh(34 + 5as/h) bytes; the terms below reproduce that count and extend
  * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
-#include "estimate_internal.h"
+#include "activations.h"
+#include "framework.h"
 
-#include <string.h>
+static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
 
+/* What every part of one layer's count reads: the run's sizes and element sizes. */
+typedef struct layer_ctx {
+    const mp_model *m;
+    const mp_settings *s;
+    const mp_framework *fw;
+    bool torch, amp, frozen;  /* PyTorch's habits; autocast; a frozen base (LoRA) */
+    double sb, T, C, NH, QD, KVD, f;
+    double a;                 /* activation element */
+    double r;                 /* the residual stream's element: fp32 under autocast */
+    double scores;            /* B*NH*T*T */
+    double mask;              /* a dropout mask's element */
+    mp_linear lin[16];
+    int nlin;
+} layer_ctx;
+
+static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
+{
+    l->m = m, l->s = s, l->fw = settings_framework(s);
+    l->torch = l->fw->kind == MP_FW_PYTORCH;
+    l->amp = is_amp(s->precision);
+    l->frozen = s->lora_rank > 0;
+    l->sb = (double)s->batch * (double)s->seq, l->T = (double)s->seq;
+    l->C = (double)m->hidden, l->NH = (double)m->heads;
+    l->QD = l->NH * (double)m->head_dim, l->KVD = (double)m->kv_heads * (double)m->head_dim;
+    l->f = (double)(m->experts ? m->expert_ffn : m->ffn);
+    l->a = s->precision == MP_FP32 ? 4 : 2;
+    l->r = l->amp ? 4 : l->a;
+    l->scores = (double)s->batch * l->NH * l->T * l->T;
+    /* A dropout mask: a bool per element on GPUs (native_dropout), the
+     * activation's own type where the framework multiplies by a float mask. */
+    l->mask = l->fw->dropout_mask_bytes > 0 ? l->fw->dropout_mask_bytes : l->a;
+    l->nlin = mp_model_linears(m, l->lin, 16);
+    if (l->nlin > 16) l->nlin = 16;
+}
+
+/* Autograd keeps a linear's input only for its weight's gradient: with a
+ * frozen base, only where an adapter reads it. */
+static bool keeps(const layer_ctx *l, unsigned bits) { return !l->frozen || (l->s->lora_targets & bits); }
 
 /* How many copies of a norm's output the linears reading it keep (those
  * answering to the bits). Without autocast they share the one tensor. Under
  * autocast each linear casts its fp32 input to 16 bits for itself, so separate
  * q, k and v projections keep three copies where a fused qkv keeps one. With a
  * frozen base only the adapted linears keep one (their adapter's A casts it). */
-static double norm_output_copies(const mp_linear *lin, int n, const mp_settings *s, unsigned bits)
+static double norm_output_copies(const layer_ctx *l, unsigned bits)
 {
-    const bool amp = s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16;
     int copies = 0, readers = 0;
-    for (int i = 0; i < n; i++) {
-        if (!(lin[i].target & bits)) continue;
+    for (int i = 0; i < l->nlin; i++) {
+        if (!(l->lin[i].target & bits)) continue;
         readers++;
-        if (s->lora_rank == 0 || (lin[i].target & s->lora_targets)) copies++;
+        if (l->s->lora_rank == 0 || (l->lin[i].target & l->s->lora_targets)) copies++;
     }
     if (readers == 0) return 0;
-    return amp ? copies : copies > 0;
+    return l->amp ? copies : copies > 0;
 }
 
-void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
+/* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
+ * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
+ * the normalised input (in the input's type) for the weight's gradient, and
+ * on torch 1.x mean() keeps x^2 as well. */
+static double norm_saved(const layer_ctx *l)
 {
-    const mp_framework *fw = settings_framework(s);
-    const bool torch = fw->kind == MP_FW_PYTORCH;
-    const double sb = (double)s->batch * (double)s->seq, T = (double)s->seq;
-    const double C = (double)m->hidden, NH = (double)m->heads;
-    const double QD = NH * (double)m->head_dim, KVD = (double)m->kv_heads * (double)m->head_dim;
-    const bool amp = s->precision == MP_AMP_BF16 || s->precision == MP_AMP_FP16;
-    const double a = s->precision == MP_FP32 ? 4 : 2;   /* activation element */
-    const double r = amp ? 4 : a;                        /* the residual stream stays fp32 under autocast */
-    const double scores = (double)s->batch * NH * T * T; /* B*NH*T*T */
-    /* A dropout mask: a bool per element on GPUs (native_dropout), the
-     * activation's own type where the framework multiplies by a float mask. */
-    const double mask = fw->dropout_mask_bytes > 0 ? fw->dropout_mask_bytes : a;
-    mp_linear lin[16];
-    int nlin = mp_model_linears(m, lin, 16);
-    if (nlin > 16) nlin = 16;
+    const double sb = l->sb, C = l->C;
+    double norm = l->r * sb * C + (l->m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
+    if (l->m->norm == MP_NORM_RMS && l->torch)
+        norm = 4 * sb * C + (l->frozen ? 0 : l->r * sb * C) + 4 * sb + (l->fw->mean_keeps_input ? 4 * sb * C : 0);
+    return norm;
+}
 
-    /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
-     * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
-     * the normalised input (in the input's type) for the weight's gradient, and
-     * on torch 1.x mean() keeps x^2 as well. */
-    const bool frozen = s->lora_rank > 0;
-    double norm = r * sb * C + (m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
-    if (m->norm == MP_NORM_RMS && torch)
-        norm = 4 * sb * C + (frozen ? 0 : r * sb * C) + 4 * sb + (fw->mean_keeps_input ? 4 * sb * C : 0);
-    /* The norm's output is the next linear's input (a 16-bit cast under autocast).
-     * Autograd keeps a linear's input only for its weight's gradient: with a
-     * frozen base, only where an adapter reads it. */
-#define KEEPS(bits) (!frozen || (s->lora_targets & (bits)))
-    double attn = norm + norm_output_copies(lin, nlin, s, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * C;
+/* The attention block's saved tensors; *core gets the T x T part. */
+static double attention_saved(const layer_ctx *l, double norm, double *core)
+{
+    const mp_settings *s = l->s;
+    const double a = l->a, sb = l->sb, QD = l->QD;
+    /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
+    double attn = norm + norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C;
     /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
      * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
-    double kv_saved = s->attention == MP_ATTN_EAGER && torch ? QD : KVD;
+    double kv_saved = s->attention == MP_ATTN_EAGER && l->torch ? QD : l->KVD;
     attn += a * sb * (QD + 2 * kv_saved);
-    double core = 0;
+    *core = 0;
     if (s->attention == MP_ATTN_EAGER) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
          * the next matmul, where autocast runs softmax in fp32 (CUDA) or the model
          * asks for it (Llama-lineage code: softmax(..., dtype=float32)); CPU
          * autocast leaves GPT-2-style softmax in 16 bits. */
-        bool fp32_softmax = amp && (fw->autocast_softmax_fp32 || m->norm == MP_NORM_RMS);
-        core = (fp32_softmax ? 4 + 2 : a) * scores;
-        if (s->dropout) core += (mask + a) * scores; /* mask and dropped probabilities */
-        if (KEEPS(MP_LORA_O)) attn += a * sb * QD;     /* attention output: o-proj input */
+        bool fp32_softmax = l->amp && (l->fw->autocast_softmax_fp32 || l->m->norm == MP_NORM_RMS);
+        *core = (fp32_softmax ? 4 + 2 : a) * l->scores;
+        if (s->dropout) *core += (l->mask + a) * l->scores; /* mask and dropped probabilities */
+        if (keeps(l, MP_LORA_O)) attn += a * sb * QD;        /* attention output: o-proj input */
     } else {
-        attn += a * sb * QD + 4 * sb * NH;             /* output and row logsumexp */
+        attn += a * sb * QD + 4 * sb * l->NH;                /* output and row logsumexp */
     }
-    if (s->dropout) attn += mask * sb * C;             /* mask after the o-proj */
+    if (s->dropout) attn += l->mask * sb * l->C;             /* mask after the o-proj */
+    return attn;
+}
 
-    double mlp = norm + norm_output_copies(lin, nlin, s, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
-    double f = (double)(m->experts ? m->expert_ffn : m->ffn);
-    double down_in = KEEPS(MP_LORA_DOWN) ? 1 : 0;    /* the down projection's input */
+static double mlp_saved(const layer_ctx *l, double norm)
+{
+    const mp_model *m = l->m;
+    const double a = l->a, sb = l->sb, C = l->C, f = l->f;
+    double mlp = norm + norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
+    double down_in = keeps(l, MP_LORA_DOWN) ? 1 : 0;  /* the down projection's input */
     double one_mlp = m->mlp == MP_MLP_GATED ? (3 + down_in) * a * sb * f  /* gate, silu(gate), up, product */
                                             : (1 + down_in) * a * sb * f; /* GELU input and output */
     if (m->experts) {
@@ -92,31 +124,47 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     } else {
         mlp += one_mlp;
     }
-    if (s->dropout) mlp += mask * sb * C;
+    if (l->s->dropout) mlp += l->mask * sb * C;
+    return mlp;
+}
 
-    /* LoRA: each adapted module saves A's output (rank r); its input is shared. */
+/* LoRA: each adapted module saves A's output (rank r); its input is shared. */
+static double lora_saved(const layer_ctx *l)
+{
+    const mp_settings *s = l->s;
     double lora = 0;
     if (s->lora_rank > 0) {
-        for (int i = 0; i < nlin; i++) {
-            unsigned bit = lin[i].target;
+        for (int i = 0; i < l->nlin; i++) {
+            unsigned bit = l->lin[i].target;
             if (bit & s->lora_targets) {
-                double tok = m->experts && (bit & MP_LORA_MLP) ? sb * (double)m->top_k : sb;
-                lora += a * tok * (double)s->lora_rank;
+                double tok = l->m->experts && (bit & MP_LORA_MLP) ? l->sb * (double)l->m->top_k : l->sb;
+                lora += l->a * tok * (double)s->lora_rank;
             }
         }
     }
+    return lora;
+}
+
+void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
+{
+    layer_ctx l;
+    layer_setup(&l, m, s);
+    const double a = l.a, sb = l.sb, C = l.C;
+    double norm = norm_saved(&l), core;
+    double attn = attention_saved(&l, norm, &core);
+    double mlp = mlp_saved(&l, norm);
+    double lora = lora_saved(&l);
 
     ab->attn_core = core;
     ab->total = attn + core + mlp + lora;
-    ab->layer_input = r * sb * C;
-    ab->final_norm = norm + (frozen ? 0 : a * sb * C); /* a frozen head keeps no input */
-#undef KEEPS
-    ab->embed_mask = s->dropout ? mask * sb * C : 0;
+    ab->layer_input = l.r * sb * C;
+    ab->final_norm = norm + (l.frozen ? 0 : a * sb * C); /* a frozen head keeps no input */
+    ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
-    ab->backward_temp = 2 * a * sb * f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
-                        (s->attention == MP_ATTN_EAGER ? 2 * a * scores : a * sb * (QD + 2 * KVD));
+    ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
+                        (s->attention == MP_ATTN_EAGER ? 2 * a * l.scores : a * sb * (l.QD + 2 * l.KVD));
     /* a calibrated profile scales every activation term alike */
-    const double k = fw->act_scale > 0 ? fw->act_scale : 1;
+    const double k = l.fw->act_scale > 0 ? l.fw->act_scale : 1;
     ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
     ab->embed_mask *= k, ab->backward_temp *= k;
 }
@@ -140,32 +188,4 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
     }
     const double k = settings_framework(s)->act_scale;
     if (k > 0) *fwd *= k, *bwd *= k;
-}
-
-void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double offloaded, bool explain)
-{
-    (void)m;
-    double data;
-    if (s->loader == MP_LOAD_MEMORY) {
-        /* raw text plus int64 token ids, about 4 bytes of text per BPE token
-         * (OpenAI's tokenizer guide: 1 token ~ 4 characters of English) */
-        data = s->dataset_bytes + s->dataset_bytes / 4 * 8;
-    } else {
-        /* the shuffle buffer of sequences and one 64 KiB read chunk */
-        data = (double)s->shuffle_buffer * (double)(s->seq + 1) * 8 + 65536;
-    }
-    /* each micro-batch is staged in pinned memory: inputs and targets, int64 */
-    double pinned = 2.0 * (double)s->batch * (double)s->seq * 8;
-    e->host_data_bytes = data + pinned;
-    e->host_bytes = offloaded + data + pinned;
-    if (explain && e->nterms < MP_MAX_TERMS && data > 0) {
-        mp_term *t = &e->terms[e->nterms++];
-        t->component = -1;
-        strcpy(t->name, "data loader");
-        if (s->loader == MP_LOAD_MEMORY)
-            strcpy(t->formula, "dataset text + int64 token ids (1 token per 4 bytes)");
-        else
-            strcpy(t->formula, "shuffle buffer x (T+1) x 8 B + 64 KiB chunk");
-        t->bytes = data;
-    }
 }

@@ -11,7 +11,13 @@
  * Activation Recomputation in Large Transformer Models", Sec. 4), extended to
  * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
 #include "memplan.h"
-#include "estimate_internal.h"
+#include "estimate.h"
+#include "activations.h"
+#include "framework.h"
+#include "host.h"
+#include "memtrain_model.h"
+#include "params.h"
+#include "speed.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -19,91 +25,42 @@
 #include <stdio.h>
 #include <string.h>
 
-void mp_settings_default(mp_settings *s, const mp_model *m)
-{
-    memset(s, 0, sizeof *s);
-    s->precision = MP_FP32;
-    s->optimizer = MP_ADAMW;
-    s->adam8_block = 256;
-    s->batch = 1;
-    s->accum = 1;
-    s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
-    s->ce_chunk = 1024;
-    s->lora_targets = MP_LORA_ALL;
-    s->gpus = 1;
-    s->tp = s->pp = s->ep = 1;
-    s->shuffle_buffer = 10000;
-    char err[MP_ERR_LEN];
-    s->framework = mp_framework_find("pytorch", err);
-}
-
-/* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
-static const mp_framework builtin_pytorch = {
-    .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
-    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
-    .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1};
-
-const mp_framework *settings_framework(const mp_settings *s)
-{
-    return s->framework ? s->framework : &builtin_pytorch;
-}
-
 static bool is_16bit_storage(mp_precision p)
 {
     return p == MP_MIXED_BF16 || p == MP_MIXED_FP16 || p == MP_PURE_BF16;
 }
 static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
 
-int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
-{
-#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
-    if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
-    if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
-    if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
-    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos)
-        BAD("--seq '%lld' exceeds the model's %lld learned positions", (long long)s->seq,
-            (long long)m->max_pos);
-    if (s->gpus < 1) BAD("invalid --gpus '%lld' (at least 1)", (long long)s->gpus);
-    if (s->tp < 1 || s->pp < 1 || s->ep < 1) BAD("parallel degrees must be at least 1");
-    if (s->gpus % (s->tp * s->pp))
-        BAD("--gpus '%lld' is not a multiple of tensor x pipeline parallel (%lld x %lld)",
-            (long long)s->gpus, (long long)s->tp, (long long)s->pp);
-    if (s->tp > 1 && (m->heads % s->tp || m->kv_heads % s->tp))
-        BAD("--tp '%lld' must divide the heads (%lld) and kv-heads (%lld)", (long long)s->tp,
-            (long long)m->heads, (long long)m->kv_heads);
-    if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
-    if (s->ep > 1 && (!m->experts || m->experts % s->ep))
-        BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
-    int64_t dp = s->gpus / (s->tp * s->pp);
-    if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
-    if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
-    if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
-        BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
-    if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
-        BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
-    if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)
-        BAD("memtrain runs on one CPU device and does not offload");
-    if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
-        BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
-    if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
-        BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
-            mp_quant_name(s->quant));
-    if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
-    if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
-    if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
-    if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
-        BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
-    if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
-    return 0;
-#undef BAD
-}
+/* What every step of the estimate reads (the run's shape and how it is split
+ * across GPUs) and what each step leaves for the later ones: bytes on one GPU. */
+typedef struct est_ctx {
+    const mp_model *m;
+    const mp_settings *s;
+    const mp_framework *fw;
+    mp_estimate *e;
+    bool explain;
+    bool lora, amp, half;          /* adapters on a frozen base; autocast; 16-bit storage */
+    double P, B, T, L;             /* parameters, micro-batch, sequence, layers */
+    double tp, pp, dp;             /* tensor, pipeline and data parallel degrees */
+    double split;                  /* the effective divisor of the parameter count on one GPU */
+    double zero_p, zero_g, zero_o; /* ZeRO's data-parallel divisors: parameters, gradients, optimizer */
+    double trainable, frozen_lin, frozen_rest;
+    /* weights */
+    double w_elt, weights, weights_host, gathered, cast_cache, cast_after_fwd;
+    /* gradients */
+    double g_elt, grads, ddp_buckets;
+    /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
+    double optimizer, opt_host, opt_temp;
+    /* activations */
+    double saved_layers, recompute, logits_fwd, logits_bwd, final_norm, act_bwd_temp;
+} est_ctx;
 
 /* ---------- terms (for --explain) ---------- */
 
-static void term(mp_estimate *e, bool explain, int comp, const char *name, double bytes,
-                 const char *fmt, ...)
+static void term(const est_ctx *c, int comp, const char *name, double bytes, const char *fmt, ...)
 {
-    if (!explain || e->nterms >= MP_MAX_TERMS || bytes == 0) return;
+    mp_estimate *e = c->e;
+    if (!c->explain || e->nterms >= MP_MAX_TERMS || bytes == 0) return;
     mp_term *t = &e->terms[e->nterms++];
     t->component = comp;
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -126,43 +83,151 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
     }
 }
 
-/* LoRA: trainable parameters over the whole model, from the real module shapes. */
-double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
+/* ---------- the shared context ---------- */
+
+/* The effective divisor of the parameter count on one GPU: tensor and pipeline
+ * parallelism split everything, expert parallelism the experts' weights too. */
+static double parallel_split(const est_ctx *c)
 {
-    mp_linear lin[16];
-    int n = mp_model_linears(m, lin, 16);
-    double per_layer = 0;
-    for (int i = 0; i < n && i < 16; i++) {
-        unsigned bit = lin[i].target;
-        if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
-    }
-    return per_layer * m->layers;
+    const double shard_model = c->tp * c->pp;
+    double ep_div = 1;
+    if (c->m->experts && c->s->ep > 1) ep_div = (double)c->s->ep;
+    double expert_share = c->m->experts ? c->e->params.mlp / c->P : 0;
+    return 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
 }
 
-/* Parameters that live in linear layers (what int8/NF4 quantise). */
-static double linear_params(const mp_model *m)
+static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain)
 {
-    mp_linear lin[16];
-    int n = mp_model_linears(m, lin, 16);
-    double per_layer = 0;
-    for (int i = 0; i < n && i < 16; i++) per_layer += (double)lin[i].count * lin[i].in * lin[i].out;
-    return per_layer * m->layers;
+    *c = (est_ctx){.m = m, .s = s, .fw = settings_framework(s), .e = e, .explain = explain};
+    mp_param_count(m, &e->params);
+    c->P = e->params.total;
+    c->B = (double)s->batch, c->T = (double)s->seq, c->L = (double)m->layers;
+    c->tp = (double)s->tp, c->pp = (double)s->pp;
+    c->dp = (double)(s->gpus / (s->tp * s->pp));
+    c->lora = s->lora_rank > 0;
+    c->amp = is_amp(s->precision), c->half = is_16bit_storage(s->precision);
+    if (c->lora) {
+        c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
+        c->frozen_lin = linear_params(m);
+        c->frozen_rest = c->P - c->frozen_lin;
+    } else {
+        c->trainable = c->P;
+    }
+    e->trainable_params = c->trainable;
+    c->split = parallel_split(c);
+    c->zero_p = s->zero >= 3 ? c->dp : 1;
+    c->zero_g = s->zero >= 2 ? c->dp : 1;
+    c->zero_o = s->zero >= 1 ? c->dp : 1;
 }
 
-/* Bytes per stored base weight under each quantisation.
- * int8 (LLM.int8, Dettmers et al. 2022): 1 byte plus an fp32 scale per row (~0).
- * NF4 (QLoRA, Dettmers et al. 2023, Sec. 3): 4 bits plus one fp32 absmax per 64
- * weights = 4.5 bits; double quantisation stores the absmax in 8 bits with one
- * fp32 constant per 256 of them: 4 + 8/64 + 32/(64*256) = 4.127 bits. */
-double mp_quant_bytes_per_param(mp_quant q)
+/* ---------- weights ---------- */
+
+/* A frozen base, quantised or not, with LoRA's adapters beside it. */
+static void weights_lora(est_ctx *c)
 {
-    switch (q) {
-    case MP_QUANT_INT8: return 1.0;
-    case MP_QUANT_NF4: return (4.0 + 32.0 / 64.0) / 8.0;
-    case MP_QUANT_NF4_DQ: return (4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
-    default: return 0;
+    const mp_settings *s = c->s;
+    const bool half = c->half;
+    double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
+                    : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
+    /* Quantised bases keep embeddings, norms and the head in 16 bits. */
+    double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
+    double base_lin = c->frozen_lin * base_elt / c->split, base_rest = c->frozen_rest * rest_elt / c->split;
+    /* adapters are stored like trainable weights: 16-bit under mixed and pure
+     * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
+    double adapters = c->trainable * (half ? 2 : 4) / c->split;
+    c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
+    term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
+         "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt,
+         s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
+    term(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
+         "%.0f params x %.0f B", c->frozen_rest / c->split, rest_elt);
+    term(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
+         "%.0f params (rank %lld) x %d B", c->trainable, (long long)s->lora_rank, half ? 2 : 4);
+}
+
+/* Autocast keeps 16-bit copies of the weights it casts until backward. */
+static void weights_autocast(est_ctx *c)
+{
+    const mp_model *m = c->m;
+    const mp_settings *s = c->s;
+    if (!c->amp || !c->fw->autocast_cache) return;
+    /* the head's matrix is cast too, the embedding's when the head is tied */
+    double head_matrix = (double)m->vocab * (double)m->hidden;
+    double castable = c->lora ? (s->quant == MP_QUANT_NONE ? c->frozen_lin + head_matrix : 0) + c->trainable
+                              : linear_params(m) + head_matrix;
+    c->cast_cache = castable * 2 / c->split / (s->zero >= 3 ? c->dp : 1);
+    if (s->zero >= 3) c->cast_cache = 2.0 * (c->P / c->L) * 2 / c->split; /* per layer in flight */
+    term(c, MP_WEIGHTS, "autocast 16-bit weight copies", c->cast_cache,
+         "%.0f params x 2 B, cached from forward to backward", castable / c->split);
+    /* Under full checkpointing the layers' copies are made without a graph:
+     * they go when autocast's cache is cleared at the end of forward, and
+     * each layer's are made again when it is recomputed. The head's stay. */
+    if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!c->lora || s->quant == MP_QUANT_NONE)) {
+        double head_cast = head_matrix * 2 / c->split;
+        c->cast_after_fwd = head_cast + (c->cast_cache - head_cast) / c->L;
+    } else {
+        c->cast_after_fwd = c->cast_cache;
     }
 }
+
+/* The weights as stored, what parameter offload and ZeRO-3 bring onto the GPU
+ * for the layers in flight, and autocast's copies. */
+static void est_weights(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double P = c->P, L = c->L, split = c->split;
+    c->w_elt = c->half ? 2 : 4; /* trainable weights' storage */
+    if (c->lora) {
+        weights_lora(c);
+    } else {
+        c->weights = P * c->w_elt / split / c->zero_p;
+        term(c, MP_WEIGHTS, "parameters", c->weights, "%.0f params x %.0f B%s%s", P / split,
+             c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
+    }
+    if (s->offload == MP_OFFLOAD_PARAMS) {
+        c->weights_host = c->weights;
+        /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
+        double in_flight = 2.0 * (P / L) * 2 / split;
+        term(c, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
+             "2 layers x %.0f params x 2 B", P / L / split);
+        c->weights = in_flight;
+    }
+    /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
+    if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
+        c->gathered = 2.0 * (P / L) * (c->lora ? 2 : c->w_elt) / split;
+        term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
+             "prefetch 2 layers x %.0f params", P / L / split);
+    }
+    weights_autocast(c);
+}
+
+/* ---------- gradients ---------- */
+
+static void est_gradients(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const mp_framework *fw = c->fw;
+    c->g_elt = c->half ? 2 : 4;
+    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
+    if (c->half && !c->lora && fw->kind == MP_FW_MEGATRON) c->g_elt = 4;
+    c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
+    term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
+         c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
+    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
+    if (c->dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
+        c->ddp_buckets = c->trainable * c->g_elt / c->split;
+        term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
+             "a second copy of the gradients for all-reduce");
+    }
+    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
+    if (s->zero >= 2 && fw->kind == MP_FW_DEEPSPEED) {
+        c->ddp_buckets = fmin(c->trainable / c->split, 5e8) * c->g_elt;
+        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets,
+             "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", c->g_elt);
+    }
+}
+
+/* ---------- optimizer ---------- */
 
 /* Optimizer state bytes per trainable parameter (before sharding), and master weights. */
 static double optimizer_state_bytes(const mp_settings *s, double n, const mp_model *m)
@@ -189,6 +254,165 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
     }
 }
 
+/* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
+ * all parameters at once; mixed precision unscales into an fp32 copy. */
+static void optimizer_temporaries(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const mp_framework *fw = c->fw;
+    if (s->offload != MP_OFFLOAD_NONE) return;
+    if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) && fw->kind == MP_FW_PYTORCH)
+        c->opt_temp = fw->adam_temps * c->trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / c->split / c->zero_o;
+    if (c->half && s->precision != MP_PURE_BF16 && !c->lora)
+        c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
+    term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
+         "%.0f parameter-sized tensor(s) during the step (%s profile)",
+         fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
+}
+
+/* The state and fp32 master weights, on the GPU or offloaded, and the step's temporaries. */
+static void est_optimizer(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double trainable = c->trainable, split = c->split;
+    double opt_states = optimizer_state_bytes(s, trainable / split, c->m) / c->zero_o;
+    double master = 0;
+    if (c->half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / c->zero_o;
+    term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
+         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
+    term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
+    c->optimizer = opt_states + master;
+    c->e->model_states_bytes = c->weights + c->grads + c->optimizer;
+    if (s->offload != MP_OFFLOAD_NONE) {
+        /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
+        c->opt_host = c->optimizer + trainable * 4 / split / c->zero_o;
+        c->optimizer = 0;
+        term(c, -1, "offloaded optimizer, master weights, fp32 grads", c->opt_host,
+             "on the host (ZeRO-Offload)");
+    }
+    optimizer_temporaries(c);
+}
+
+/* ---------- activations ---------- */
+
+/* Saved layers (per checkpointing), the recomputed layer, logits and loss,
+ * and the activation gradients of one layer in backward. */
+static void est_activations(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const double tp = c->tp, pp = c->pp;
+    act_breakdown ab;
+    activations_per_layer(c->m, s, &ab);
+    double layers_here = c->L / pp;
+    /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
+    double inflight = pp > 1 ? pp : 1;
+    double layer_full = ab.total / tp;
+    switch (s->checkpointing) {
+    case MP_CKPT_NONE: c->saved_layers = layers_here * layer_full; break;
+    case MP_CKPT_SELECTIVE: c->saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
+    case MP_CKPT_FULL: c->saved_layers = layers_here * ab.layer_input / tp; break;
+    default: break;
+    }
+    c->saved_layers *= inflight;
+    c->e->act_per_layer = ab.total;
+    term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
+         c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
+         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
+         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
+    c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
+                 : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
+    term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
+         "one layer rebuilt during backward");
+
+    /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
+    double tokens_logits = c->B * c->T;
+    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
+    logits_model(c->m, s, tokens_logits, &c->logits_fwd, &c->logits_bwd);
+    c->logits_fwd /= tp, c->logits_bwd /= tp;
+    term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
+         "%.0f tokens x %.0f vocab%s", tokens_logits, (double)c->m->vocab,
+         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    c->final_norm = (ab.final_norm + ab.embed_mask) / tp;
+    c->act_bwd_temp = ab.backward_temp / tp;
+    term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
+         "activation gradients of one layer");
+}
+
+/* ---------- the step, moment by moment ---------- */
+
+/* Steady state (step 2 on): the optimizer state is resident throughout.
+ * With accumulation the gradients persist between micro-batches. */
+static void est_timeline(est_ctx *c)
+{
+    mp_estimate *e = c->e;
+    const double fixed = c->fw->workspace_bytes + c->fw->fixed_bytes;
+    double grads_resident = c->s->accum > 1 ? c->grads + c->ddp_buckets : 0;
+    double acts_fwd = c->saved_layers + c->final_norm + c->logits_fwd;
+    double p[MP_NCOMP];
+
+    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
+    p[MP_OPTIMIZER] = c->optimizer, p[MP_ACTIVATIONS] = acts_fwd, p[MP_OVERHEAD] = fixed;
+    phase(e, "forward end", p);
+
+    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_after_fwd;
+    p[MP_ACTIVATIONS] = acts_fwd + c->logits_bwd;
+    phase(e, "loss backward", p);
+
+    /* First layers of backward: all activations minus the logits, one layer's
+     * recomputation and its activation gradients, the head's gradient. */
+    double head_grad = c->lora ? 0
+        : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
+    p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad;
+    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp;
+    phase(e, "backward start", p);
+
+    /* autocast's 16-bit weight copies went with the graph */
+    p[MP_WEIGHTS] = c->weights + c->gathered;
+    p[MP_GRADIENTS] = c->grads + c->ddp_buckets;
+    p[MP_ACTIVATIONS] = c->act_bwd_temp;
+    phase(e, "backward end", p);
+
+    p[MP_WEIGHTS] = c->weights;
+    p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
+    /* between steps: the weights and the optimizer's state (gradients are set to None) */
+    e->resident_bytes = c->weights + c->optimizer + fixed;
+    p[MP_ACTIVATIONS] = 0;
+    phase(e, "optimizer step", p);
+}
+
+/* ---------- peak ---------- */
+
+/* The largest moment, then what the allocator and the CUDA context add to it. */
+static void est_peak(est_ctx *c)
+{
+    mp_estimate *e = c->e;
+    const mp_framework *fw = c->fw;
+    int pk = 0;
+    for (int i = 0; i < e->nphases; i++)
+        if (e->phases[i].total > e->phases[pk].total) pk = i;
+    e->peak_phase = pk;
+    for (int k = 0; k < MP_NCOMP; k++) {
+        e->at_peak[k] = e->phases[pk].comp[k];
+        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
+    }
+    /* Activations' peak component includes the logits; report their share. */
+    e->logits_bytes = pk <= 1 ? c->logits_fwd + (pk == 1 ? c->logits_bwd : 0) : 0;
+    e->total_bytes = e->phases[pk].total;
+    double rounded = e->total_bytes;
+    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
+    e->reserved_bytes = rounded * (1 + fw->frag);
+    e->device_bytes = e->reserved_bytes + fw->context_bytes;
+    /* Overhead: what the device holds beyond the tensors themselves. */
+    double slack = e->device_bytes - e->total_bytes;
+    e->at_peak[MP_OVERHEAD] += slack;
+    e->peak[MP_OVERHEAD] += slack;
+    term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
+    term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
+    term(c, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
+         "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
+}
+
 int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                     char *err)
 {
@@ -204,263 +428,16 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         mp_param_count(m, &e->params);
         return memtrain_estimate(m, s, e, explain, err);
     }
-    const mp_framework *fw = settings_framework(s);
-    mp_param_count(m, &e->params);
-    const double P = e->params.total;
-    const double B = (double)s->batch, T = (double)s->seq;
-    const double L = (double)m->layers, V = (double)m->vocab;
-    const double tp = (double)s->tp, pp = (double)s->pp;
-    const double dp = (double)(s->gpus / (s->tp * s->pp));
-    const double shard_model = tp * pp; /* model parallel split of weights */
-    const bool lora = s->lora_rank > 0;
-    const bool amp = is_amp(s->precision), half = is_16bit_storage(s->precision);
-
-    /* ---------------- weights ---------------- */
-    double w_elt = half ? 2 : 4;  /* trainable weights' storage */
-    double trainable, frozen_lin = 0, frozen_rest = 0;
-    if (lora) {
-        trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
-        frozen_lin = linear_params(m);
-        frozen_rest = P - frozen_lin;
-    } else {
-        trainable = P;
-    }
-    e->trainable_params = trainable;
-
-    /* Expert parallelism splits the experts' weights, tensor and pipeline split everything. */
-    double ep_div = 1;
-    if (m->experts && s->ep > 1) ep_div = (double)s->ep;
-    double expert_share = m->experts ? e->params.mlp / P : 0;
-    /* split: the effective divisor of the parameter count on one GPU */
-    double split = 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
-
-    double zero_div_p = s->zero >= 3 ? dp : 1, zero_div_g = s->zero >= 2 ? dp : 1,
-           zero_div_o = s->zero >= 1 ? dp : 1;
-
-    double weights = 0, weights_host = 0;
-    if (lora) {
-        double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
-                        : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
-        /* Quantised bases keep embeddings, norms and the head in 16 bits. */
-        double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
-        double base_lin = frozen_lin * base_elt / split, base_rest = frozen_rest * rest_elt / split;
-        /* adapters are stored like trainable weights: 16-bit under mixed and pure
-         * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
-        double adapters = trainable * (half ? 2 : 4) / split;
-        weights = (base_lin + base_rest) / zero_div_p + adapters / zero_div_p;
-        term(e, explain, MP_WEIGHTS, "frozen base (linear layers)", base_lin / zero_div_p,
-             "%.0f params x %.4g B (%s)", frozen_lin / split, base_elt,
-             s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
-        term(e, explain, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / zero_div_p,
-             "%.0f params x %.0f B", frozen_rest / split, rest_elt);
-        term(e, explain, MP_WEIGHTS, "LoRA adapters", adapters / zero_div_p,
-             "%.0f params (rank %lld) x %d B", trainable, (long long)s->lora_rank, half ? 2 : 4);
-        w_elt = half ? 2 : 4;
-    } else {
-        weights = P * w_elt / split / zero_div_p;
-        term(e, explain, MP_WEIGHTS, "parameters", weights, "%.0f params x %.0f B%s%s", P / split,
-             w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
-    }
-    if (s->offload == MP_OFFLOAD_PARAMS) {
-        weights_host = weights;
-        /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
-        double in_flight = 2.0 * (P / L) * 2 / split;
-        term(e, explain, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
-             "2 layers x %.0f params x 2 B", P / L / split);
-        weights = in_flight;
-    }
-    /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
-    double gathered = 0;
-    if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
-        gathered = 2.0 * (P / L) * (lora ? 2 : w_elt) / split;
-        term(e, explain, MP_WEIGHTS, "gathered layer (ZeRO-3)", gathered,
-             "prefetch 2 layers x %.0f params", P / L / split);
-    }
-    /* Autocast keeps 16-bit copies of the weights it casts until backward. */
-    double cast_cache = 0, cast_after_fwd = 0;
-    if (amp && fw->autocast_cache) {
-        /* the head's matrix is cast too, the embedding's when the head is tied */
-        double head_matrix = (double)m->vocab * (double)m->hidden;
-        double castable = lora ? (s->quant == MP_QUANT_NONE ? frozen_lin + head_matrix : 0) + trainable
-                               : linear_params(m) + head_matrix;
-        cast_cache = castable * 2 / split / (s->zero >= 3 ? dp : 1);
-        if (s->zero >= 3) cast_cache = 2.0 * (P / L) * 2 / split; /* per layer in flight */
-        term(e, explain, MP_WEIGHTS, "autocast 16-bit weight copies", cast_cache,
-             "%.0f params x 2 B, cached from forward to backward", castable / split);
-        /* Under full checkpointing the layers' copies are made without a graph:
-         * they go when autocast's cache is cleared at the end of forward, and
-         * each layer's are made again when it is recomputed. The head's stay. */
-        if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!lora || s->quant == MP_QUANT_NONE)) {
-            double head_cast = head_matrix * 2 / split;
-            cast_after_fwd = head_cast + (cast_cache - head_cast) / L;
-        } else {
-            cast_after_fwd = cast_cache;
-        }
-    }
-
-    /* ---------------- gradients ---------------- */
-    double g_elt = half ? 2 : 4;
-    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
-    if (half && !lora && fw->kind == MP_FW_MEGATRON) g_elt = 4;
-    double grads = trainable * g_elt / split / zero_div_g;
-    term(e, explain, MP_GRADIENTS, "gradients", grads, "%.0f trainable x %.0f B%s", trainable / split,
-         g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
-    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
-    double ddp_buckets = 0;
-    if (dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
-        ddp_buckets = trainable * g_elt / split;
-        term(e, explain, MP_GRADIENTS, "DDP gradient buckets", ddp_buckets,
-             "a second copy of the gradients for all-reduce");
-    }
-    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
-    if (s->zero >= 2) {
-        double bucket = fmin(trainable / split, 5e8) * g_elt;
-        if (fw->kind == MP_FW_DEEPSPEED) {
-            ddp_buckets = bucket;
-            term(e, explain, MP_GRADIENTS, "reduce bucket", bucket,
-                 "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", g_elt);
-        }
-    }
-
-    /* ---------------- optimizer ---------------- */
-    double opt_states = optimizer_state_bytes(s, trainable / split, m) / zero_div_o;
-    double master = 0;
-    if (half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / zero_div_o;
-    term(e, explain, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
-         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
-    term(e, explain, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B",
-         trainable / split);
-    double optimizer = opt_states + master;
-    e->model_states_bytes = weights + grads + optimizer;
-    double opt_host = 0;
-    if (s->offload != MP_OFFLOAD_NONE) {
-        /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
-        opt_host = optimizer + trainable * 4 / split / zero_div_o;
-        optimizer = 0;
-        term(e, explain, -1, "offloaded optimizer, master weights, fp32 grads", opt_host,
-             "on the host (ZeRO-Offload)");
-    }
-    /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
-     * all parameters at once; mixed precision unscales into an fp32 copy. */
-    double opt_temp = 0;
-    if (s->offload == MP_OFFLOAD_NONE) {
-        if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) &&
-            fw->kind == MP_FW_PYTORCH)
-            opt_temp = fw->adam_temps * trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / split / zero_div_o;
-        if (half && s->precision != MP_PURE_BF16 && !lora)
-            opt_temp = fmax(opt_temp, trainable * 4 / split / zero_div_o);
-        term(e, explain, MP_OPTIMIZER, "step temporaries", opt_temp,
-             "%.0f parameter-sized tensor(s) during the step (%s profile)",
-             fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
-    }
-
-    /* ---------------- activations ---------------- */
-    act_breakdown ab;
-    activations_per_layer(m, s, &ab);
-    double layers_here = L / pp;
-    /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
-    double inflight = pp > 1 ? pp : 1;
-    double saved_layers = 0, layer_full = ab.total / tp;
-    switch (s->checkpointing) {
-    case MP_CKPT_NONE: saved_layers = layers_here * layer_full; break;
-    case MP_CKPT_SELECTIVE: saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
-    case MP_CKPT_FULL: saved_layers = layers_here * ab.layer_input / tp; break;
-    default: break;
-    }
-    saved_layers *= inflight;
-    e->act_per_layer = ab.total;
-    term(e, explain, MP_ACTIVATIONS, "saved activations", saved_layers,
-         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
-         saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
-         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
-         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
-    double recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
-                     : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
-    term(e, explain, MP_ACTIVATIONS, "recomputed layer (backward)", recompute,
-         "one layer rebuilt during backward");
-
-    /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
-    double tokens_logits = B * T;
-    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, B * T);
-    double logits_fwd, logits_bwd;
-    logits_model(m, s, tokens_logits, &logits_fwd, &logits_bwd);
-    logits_fwd /= tp, logits_bwd /= tp;
-    term(e, explain, MP_ACTIVATIONS, "logits and loss", logits_fwd,
-         "%.0f tokens x %.0f vocab%s", tokens_logits, V,
-         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
-    double final_norm = (ab.final_norm + ab.embed_mask) / tp;
-    double act_bwd_temp = ab.backward_temp / tp;
-    term(e, explain, MP_ACTIVATIONS, "backward temporaries", act_bwd_temp,
-         "activation gradients of one layer");
-
-    /* ---------------- fixed allocations ---------------- */
-    double fixed = fw->workspace_bytes + fw->fixed_bytes;
-
-    /* ---------------- the step, moment by moment ---------------- */
-    /* Steady state (step 2 on): the optimizer state is resident throughout.
-     * With accumulation the gradients persist between micro-batches. */
-    double grads_resident = s->accum > 1 ? grads + ddp_buckets : 0;
-    double acts_fwd = saved_layers + final_norm + logits_fwd;
-    double c[MP_NCOMP];
-
-    c[MP_WEIGHTS] = weights + gathered + cast_cache, c[MP_GRADIENTS] = grads_resident;
-    c[MP_OPTIMIZER] = optimizer, c[MP_ACTIVATIONS] = acts_fwd, c[MP_OVERHEAD] = fixed;
-    phase(e, "forward end", c);
-
-    c[MP_WEIGHTS] = weights + gathered + cast_after_fwd;
-    c[MP_ACTIVATIONS] = acts_fwd + logits_bwd;
-    phase(e, "loss backward", c);
-
-    /* First layers of backward: all activations minus the logits, one layer's
-     * recomputation and its activation gradients, the head's gradient. */
-    double head_grad = lora ? 0 : (m->tied ? e->params.embed : e->params.head) * g_elt / split / zero_div_g;
-    c[MP_GRADIENTS] = s->accum > 1 ? grads_resident : head_grad;
-    c[MP_ACTIVATIONS] = saved_layers + final_norm + recompute + act_bwd_temp;
-    phase(e, "backward start", c);
-
-    /* autocast's 16-bit weight copies went with the graph */
-    c[MP_WEIGHTS] = weights + gathered;
-    c[MP_GRADIENTS] = grads + ddp_buckets;
-    c[MP_ACTIVATIONS] = act_bwd_temp;
-    phase(e, "backward end", c);
-
-    c[MP_WEIGHTS] = weights;
-    c[MP_OPTIMIZER] = optimizer + opt_temp;
-    /* between steps: the weights and the optimizer's state (gradients are set to None) */
-    e->resident_bytes = weights + optimizer + fixed;
-    c[MP_ACTIVATIONS] = 0;
-    phase(e, "optimizer step", c);
-
-    /* ---------------- peak ---------------- */
-    int pk = 0;
-    for (int i = 0; i < e->nphases; i++)
-        if (e->phases[i].total > e->phases[pk].total) pk = i;
-    e->peak_phase = pk;
-    for (int k = 0; k < MP_NCOMP; k++) {
-        e->at_peak[k] = e->phases[pk].comp[k];
-        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
-    }
-    /* Activations' peak component includes the logits; report their share. */
-    e->logits_bytes = pk <= 1 ? logits_fwd + (pk == 1 ? logits_bwd : 0) : 0;
-    e->total_bytes = e->phases[pk].total;
-    double rounded = e->total_bytes;
-    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
-    e->reserved_bytes = rounded * (1 + fw->frag);
-    e->device_bytes = e->reserved_bytes + fw->context_bytes;
-    /* Overhead: what the device holds beyond the tensors themselves. */
-    double slack = e->device_bytes - e->total_bytes;
-    e->at_peak[MP_OVERHEAD] += slack;
-    e->peak[MP_OVERHEAD] += slack;
-    term(e, explain, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
-    term(e, explain, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
-    term(e, explain, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
-         "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
-
-    /* ---------------- host ---------------- */
-    host_model(m, s, e, opt_host + weights_host, explain);
-
-    /* ---------------- speed ---------------- */
-    speed_model(m, s, gpu, e, trainable, dp);
+    est_ctx c;
+    est_setup(&c, m, s, e, explain);
+    est_weights(&c);
+    est_gradients(&c);
+    est_optimizer(&c);
+    est_activations(&c);
+    est_timeline(&c);
+    est_peak(&c);
+    host_model(m, s, e, c.opt_host + c.weights_host, explain);
+    speed_model(m, s, gpu, e, c.trainable, c.dp);
     return 0;
 }
 

@@ -35,7 +35,7 @@ static bool get_bool(json_t *root, const char *name, bool dflt)
     return v && json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
+static json_t *load_config(const char *path, char *err)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -44,24 +44,19 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
             snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je.text);
         else
             snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je.line, je.text);
-        return -1;
+        return NULL;
     }
     if (!json_is_object(root)) {
         json_decref(root);
         snprintf(err, MP_ERR_LEN, "config '%.150s' is not a JSON object", path);
-        return -1;
+        return NULL;
     }
-    memset(m, 0, sizeof *m);
-    const char *type = json_string_value(json_object_get(root, "model_type"));
-    if (!type) type = "";
-    bool gpt = !strcmp(type, "gpt2") || !strcmp(type, "opt") || !strcmp(type, "bloom") ||
-               !strcmp(type, "gpt_neox") || !strcmp(type, "phi") || !strcmp(type, "falcon") ||
-               !strcmp(type, "gptj") || !strcmp(type, "gpt_bigcode");
-    /* an unknown type: RMSNorm's epsilon key marks a Llama-like model */
-    if (!*type) gpt = !json_object_get(root, "rms_norm_eps");
-    mp_model_preset(m, gpt ? "gpt2" : "llama", err);
-    snprintf(m->family, sizeof m->family, "%s", *type ? type : (gpt ? "gpt2" : "llama"));
+    return root;
+}
 
+/* The shape's numbers, each from the first of its known keys; 0, or -1 with err. */
+static int read_shape(json_t *root, mp_model *m, const char *path, char *err)
+{
     static const char *const k_layers[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", NULL};
     static const char *const k_hidden[] = {"hidden_size", "n_embd", "d_model", "dim", NULL};
     static const char *const k_heads[] = {"num_attention_heads", "n_head", "num_heads", "n_heads", NULL};
@@ -91,24 +86,30 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     rc |= rc ? 0 : get_int(root, k_shared, &m->shared_experts, path, err);
     rc |= rc ? 0 : get_int(root, k_sffn, &m->shared_ffn, path, err);
     rc |= rc ? 0 : get_int(root, k_dense, &m->dense_layers, path, err);
-    if (rc) {
-        json_decref(root);
-        return -1;
-    }
+    if (rc) return -1;
     const char *missing = !m->layers ? "num_hidden_layers" : !m->hidden ? "hidden_size"
                         : !m->heads ? "num_attention_heads" : !m->vocab ? "vocab_size" : NULL;
     if (missing) {
         snprintf(err, MP_ERR_LEN, "config '%.150s' lacks '%s'", path, missing);
-        json_decref(root);
         return -1;
     }
+    return 0;
+}
+
+/* Experts' widths where the config leaves them implied, and Falcon's multi-query flag. */
+static void implied_widths(json_t *root, mp_model *m)
+{
     if (m->shared_ffn && !m->shared_experts) m->shared_experts = 1;
     /* DeepSeek-MoE: n_shared_experts experts of the routed width, fused into one MLP */
     if (m->shared_experts && !m->shared_ffn) m->shared_ffn = m->shared_experts * m->expert_ffn;
     if (m->experts && m->expert_ffn == 0) m->expert_ffn = m->ffn;
-    /* Falcon's multi-query flag */
     if (get_bool(root, "multi_query", false) && !m->kv_heads) m->kv_heads = 1;
-    /* Per-architecture details that change the parameter count */
+}
+
+/* Per-architecture details that change the parameter count: positions,
+ * biases, fused projections, norms, and whether the head is tied. */
+static void architecture_details(json_t *root, const char *type, bool gpt, mp_model *m)
+{
     if (!strcmp(type, "opt")) m->pos_offset = 2;
     if (!strcmp(type, "bloom")) m->pos = MP_POS_ALIBI, m->embed_norm = true, m->max_pos = m->max_pos ? m->max_pos : 2048;
     if (!strcmp(type, "falcon")) {
@@ -130,6 +131,28 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     if (tie && json_is_boolean(tie)) m->tied = json_is_true(tie);
     else m->tied = gpt || strcmp(type, "llama") != 0;
     if (!strcmp(type, "gpt_neox") && !tie) m->tied = false;
+}
+
+int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
+{
+    json_t *root = load_config(path, err);
+    if (!root) return -1;
+    memset(m, 0, sizeof *m);
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    if (!type) type = "";
+    bool gpt = !strcmp(type, "gpt2") || !strcmp(type, "opt") || !strcmp(type, "bloom") ||
+               !strcmp(type, "gpt_neox") || !strcmp(type, "phi") || !strcmp(type, "falcon") ||
+               !strcmp(type, "gptj") || !strcmp(type, "gpt_bigcode");
+    /* an unknown type: RMSNorm's epsilon key marks a Llama-like model */
+    if (!*type) gpt = !json_object_get(root, "rms_norm_eps");
+    mp_model_preset(m, gpt ? "gpt2" : "llama", err);
+    snprintf(m->family, sizeof m->family, "%s", *type ? type : (gpt ? "gpt2" : "llama"));
+    if (read_shape(root, m, path, err)) {
+        json_decref(root);
+        return -1;
+    }
+    implied_widths(root, m);
+    architecture_details(root, type, gpt, m);
     const char *name = json_string_value(json_object_get(root, "_name_or_path"));
     const char *slash = strrchr(path, '/');
     snprintf(m->name, sizeof m->name, "%s", name && *name ? name : (slash ? slash + 1 : path));

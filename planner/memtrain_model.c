@@ -10,7 +10,7 @@
  * them); activations = saved activations and the per-layer fp32 working
  * buffers; overhead = backward workspaces and small tables. The data loader is
  * host memory. */
-#include "estimate_internal.h"
+#include "memtrain_model.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,5 @@
 /* model.c — architecture presets, exact parameter counts and module shapes. */
 #include "memplan.h"
-#include "estimate_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +125,19 @@ void mp_param_count(const mp_model *m, mp_params *p)
     p->active = p->total - L * (mlp_all - mlp_active);
 }
 
+/* The LoRA target bits a linear module answers to ("qkv" -> q|k|v). */
+static unsigned linear_target_bit(const char *nm)
+{
+    static const struct { const char *name; unsigned bit; } map[] = {
+        {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V}, {"q", MP_LORA_Q}, {"k", MP_LORA_K},
+        {"v", MP_LORA_V}, {"o", MP_LORA_O}, {"gate", MP_LORA_GATE}, {"up", MP_LORA_UP},
+        {"down", MP_LORA_DOWN},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(nm, map[i].name) == 0) return map[i].bit;
+    return 0;
+}
+
 int mp_model_linears(const mp_model *m, mp_linear *out, int max)
 {
     int n = 0;
@@ -200,16 +212,4 @@ int mp_model_from_params(double params, mp_model *m, char *err)
     snprintf(m->source, sizeof m->source,
              "shape inferred from --params with Llama proportions (head dim 128, layers = hidden/128, vocab 32000)");
     return mp_model_finish(m, err);
-}
-
-unsigned linear_target_bit(const char *nm)
-{
-    static const struct { const char *name; unsigned bit; } map[] = {
-        {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V}, {"q", MP_LORA_Q}, {"k", MP_LORA_K},
-        {"v", MP_LORA_V}, {"o", MP_LORA_O}, {"gate", MP_LORA_GATE}, {"up", MP_LORA_UP},
-        {"down", MP_LORA_DOWN},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-        if (strcmp(nm, map[i].name) == 0) return map[i].bit;
-    return 0;
 }

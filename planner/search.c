@@ -4,7 +4,8 @@
  * fine-tuning before LoRA before QLoRA, AdamW-class optimizers before others,
  * then the highest estimated tokens/s. A larger micro-batch never uses less
  * memory, so once a batch misses the budget the larger ones are pruned. */
-#include "estimate_internal.h"
+#include "memplan.h"
+#include "estimate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,38 +79,40 @@ static void axis_range(axis *a, int pinned, int value, int count, unsigned only)
             if (!only || (only >> i & 1)) a->vals[a->n++] = i;
 }
 
-int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
-              const mp_search_opts *o, mp_search_result *r, char *err)
-{
-    memset(r, 0, sizeof *r);
-    const unsigned pin = o->pinned;
-    int64_t dp = base->gpus / (base->tp * base->pp);
-    if (dp < 1) dp = 1;
+/* The search space: the tasks asked for, each setting's values, the ZeRO
+ * stage x offload pairs that make sense for the GPU count, and the batches. */
+typedef struct space {
+    int tasks[3], ntasks;
+    axis prec, opt, ckpt, attn, ce;
+    int zo[16][2], nzo;
+    int64_t batches[16];
+    int nb;
+    int64_t dp;
+} space;
 
-    /* tasks */
-    int tasks[3], ntasks = 0;
+static int space_tasks(space *sp, const mp_settings *base, const mp_search_opts *o, char *err)
+{
+    const unsigned pin = o->pinned;
+    sp->ntasks = 0;
     for (int t = MP_TASK_FULL; t <= MP_TASK_QLORA; t++) {
         if (o->task != MP_TASK_ANY && o->task != (mp_task)t) continue;
         if ((pin & MP_PIN_LORA) && ((base->lora_rank == 0) != (t == MP_TASK_FULL))) continue;
         if ((pin & MP_PIN_QUANT) && ((base->quant != MP_QUANT_NONE) != (t == MP_TASK_QLORA)))
             continue;
-        tasks[ntasks++] = t;
+        sp->tasks[sp->ntasks++] = t;
     }
-    if (!ntasks) {
+    if (!sp->ntasks) {
         snprintf(err, MP_ERR_LEN, "the flags given rule out every task (--task %s with --lora-rank/--quant)",
                  mp_task_name(o->task));
         return -1;
     }
+    return 0;
+}
 
-    axis prec, opt, ckpt, attn, ce;
-    axis_range(&prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION, o->only_precisions);
-    axis_range(&opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER, o->only_optimizers);
-    axis_range(&ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT, 0);
-    axis_range(&attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
-    axis_range(&ce, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
-
-    /* ZeRO stage x offload pairs that make sense for the GPU count */
-    int zo[16][2], nzo = 0;
+static void space_zero_offload(space *sp, const mp_settings *base, unsigned pin)
+{
+    const int64_t dp = sp->dp;
+    sp->nzo = 0;
     for (int z = 0; z <= 3; z++)
         for (int off = 0; off < MP_NOFFLOAD; off++) {
             if ((pin & MP_PIN_ZERO) && z != base->zero) continue;
@@ -118,96 +121,146 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
             if (dp >= 2 && z == 1 && off == 0 && !(pin & MP_PIN_ZERO)) continue; /* dominated by 2 */
             if (off == MP_OFFLOAD_OPTIMIZER && z == 0) continue;
             if (off == MP_OFFLOAD_PARAMS && z != 3) continue;
-            zo[nzo][0] = z, zo[nzo][1] = off, nzo++;
+            sp->zo[sp->nzo][0] = z, sp->zo[sp->nzo][1] = off, sp->nzo++;
         }
+}
 
-    int64_t batches[16];
-    int nb = 0;
-    if (pin & MP_PIN_BATCH) batches[nb++] = base->batch;
-    else {
-        int64_t maxb = o->max_batch > 0 ? o->max_batch : 64;
-        if (o->global_batch > 0 && o->global_batch / dp < maxb) maxb = o->global_batch / dp;
-        if (maxb < 1) maxb = 1;
-        for (int64_t b = 1; b <= maxb && nb < 16; b *= 2) batches[nb++] = b;
+/* Micro-batches by doubling, up to --max-batch or the global batch per GPU. */
+static void space_batches(space *sp, const mp_settings *base, const mp_search_opts *o)
+{
+    sp->nb = 0;
+    if (o->pinned & MP_PIN_BATCH) {
+        sp->batches[sp->nb++] = base->batch;
+        return;
     }
+    int64_t maxb = o->max_batch > 0 ? o->max_batch : 64;
+    if (o->global_batch > 0 && o->global_batch / sp->dp < maxb) maxb = o->global_batch / sp->dp;
+    if (maxb < 1) maxb = 1;
+    for (int64_t b = 1; b <= maxb && sp->nb < 16; b *= 2) sp->batches[sp->nb++] = b;
+}
 
-    mp_settings s = *base;
-    char e2[MP_ERR_LEN], first_invalid[MP_ERR_LEN] = "";
-    size_t valid = 0;
-    for (int ti = 0; ti < ntasks; ti++) {
-        mp_task task = (mp_task)tasks[ti];
-        int quants[4], nq = 0;
-        if (task == MP_TASK_QLORA) {
-            if (pin & MP_PIN_QUANT) quants[nq++] = base->quant;
-            else quants[nq++] = MP_QUANT_NF4_DQ, quants[nq++] = MP_QUANT_NF4, quants[nq++] = MP_QUANT_INT8;
-        } else {
-            quants[nq++] = MP_QUANT_NONE;
+static int space_build(space *sp, const mp_settings *base, const mp_search_opts *o, char *err)
+{
+    const unsigned pin = o->pinned;
+    sp->dp = base->gpus / (base->tp * base->pp);
+    if (sp->dp < 1) sp->dp = 1;
+    if (space_tasks(sp, base, o, err)) return -1;
+    axis_range(&sp->prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION, o->only_precisions);
+    axis_range(&sp->opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER, o->only_optimizers);
+    axis_range(&sp->ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT, 0);
+    axis_range(&sp->attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
+    axis_range(&sp->ce, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
+    space_zero_offload(sp, base, pin);
+    space_batches(sp, base, o);
+    return 0;
+}
+
+/* One search in progress: where candidates go, and the first invalid
+ * combination's reason (reported if none is valid). */
+typedef struct search_run {
+    const mp_model *m;
+    const mp_gpu *gpu;
+    const mp_search_opts *o;
+    const space *sp;
+    mp_search_result *r;
+    size_t valid;
+    char first_invalid[MP_ERR_LEN];
+} search_run;
+
+/* Combinations not worth estimating: bf16 without hardware support unless
+ * the user insists, and dominated twins: fp16 needs the memory of bf16 plus
+ * loss scaling, and a paged optimizer the memory of its unpaged self. */
+static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opts *o)
+{
+    const unsigned pin = o->pinned;
+    bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 ||
+                s->precision == MP_PURE_BF16;
+    if (bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) return true;
+    if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) &&
+        (s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16))
+        return true;
+    if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) &&
+        (s->optimizer == MP_PAGED_ADAMW || s->optimizer == MP_PAGED_ADAMW_8BIT))
+        return true;
+    return false;
+}
+
+/* Estimate s at each micro-batch, smallest first, until one misses the
+ * budget; 0, or -1 with err when out of memory. */
+static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
+{
+    const mp_search_opts *o = run->o;
+    const space *sp = run->sp;
+    mp_search_result *r = run->r;
+    char e2[MP_ERR_LEN];
+    for (int bi = 0; bi < sp->nb; bi++) {
+        s->batch = sp->batches[bi];
+        if (!(o->pinned & MP_PIN_ACCUM))
+            s->accum = o->global_batch > 0 ? (o->global_batch + s->batch * sp->dp - 1) / (s->batch * sp->dp)
+                                           : 1;
+        mp_estimate e;
+        r->evaluated++;
+        if (mp_estimate_ex(run->m, s, run->gpu, &e, false, e2)) { /* an invalid combination */
+            if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
+            break;
         }
-        s.lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : 16);
-        for (int qi = 0; qi < nq; qi++)
-        for (int pi = 0; pi < prec.n; pi++)
-        for (int oi = 0; oi < opt.n; oi++)
-        for (int ki = 0; ki < ckpt.n; ki++)
-        for (int ai = 0; ai < attn.n; ai++)
-        for (int ci = 0; ci < ce.n; ci++)
-        for (int zi = 0; zi < nzo; zi++) {
-            s.quant = (mp_quant)quants[qi];
-            s.precision = (mp_precision)prec.vals[pi];
-            s.optimizer = (mp_optimizer)opt.vals[oi];
-            s.checkpointing = (mp_ckpt)ckpt.vals[ki];
-            s.attention = (mp_attention)attn.vals[ai];
-            s.ce = (mp_ce)ce.vals[ci];
-            s.zero = zo[zi][0];
-            s.offload = (mp_offload)zo[zi][1];
-            r->considered += (size_t)nb;
-            /* bf16 needs hardware support unless the user insists */
-            bool bf16 = s.precision == MP_AMP_BF16 || s.precision == MP_MIXED_BF16 ||
-                        s.precision == MP_PURE_BF16;
-            if (bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) continue;
-            /* Dominated twins: fp16 needs the memory of bf16 plus loss scaling, and a paged
-             * optimizer the memory of its unpaged self; skip them unless asked. */
-            if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) &&
-                (s.precision == MP_AMP_FP16 || s.precision == MP_MIXED_FP16))
-                continue;
-            if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) &&
-                (s.optimizer == MP_PAGED_ADAMW || s.optimizer == MP_PAGED_ADAMW_8BIT))
-                continue;
-            for (int bi = 0; bi < nb; bi++) {
-                s.batch = batches[bi];
-                if (!(pin & MP_PIN_ACCUM))
-                    s.accum = o->global_batch > 0
-                                  ? (o->global_batch + s.batch * dp - 1) / (s.batch * dp)
-                                  : 1;
-                mp_estimate e;
-                r->evaluated++;
-                if (mp_estimate_ex(m, &s, gpu, &e, false, e2)) { /* an invalid combination */
-                    if (!first_invalid[0]) snprintf(first_invalid, sizeof first_invalid, "%s", e2);
-                    break;
-                }
-                valid++;
-                mp_candidate c = {.s = s, .task = task, .tier = optimizer_tier(&s),
-                                  .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
-                                  .host_bytes = e.host_bytes, .trainable = e.trainable_params,
-                                  .tokens_per_s = e.tokens_per_s};
-                memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
-                c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
-                if (push(r, &c)) {
-                    snprintf(err, MP_ERR_LEN, "out of memory in the search");
-                    return -1;
-                }
-                if (c.fits) r->fitting++;
-                else break; /* larger micro-batches need more memory still */
-            }
+        run->valid++;
+        mp_candidate c = {.s = *s, .task = task, .tier = optimizer_tier(s),
+                          .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
+                          .host_bytes = e.host_bytes, .trainable = e.trainable_params,
+                          .tokens_per_s = e.tokens_per_s};
+        memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
+        c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
+        if (push(r, &c)) {
+            snprintf(err, MP_ERR_LEN, "out of memory in the search");
+            return -1;
         }
+        if (c.fits) r->fitting++;
+        else break; /* larger micro-batches need more memory still */
     }
-    if (!valid) {
-        /* what the user pinned rules out every combination: say why */
-        snprintf(err, MP_ERR_LEN, "%s", first_invalid[0] ? first_invalid : "no valid combination");
-        return -1;
+    return 0;
+}
+
+/* Every combination of one task's settings; s carries the rest of the base. */
+static int search_task(search_run *run, mp_settings *s, const mp_settings *base, mp_task task,
+                       char *err)
+{
+    const space *sp = run->sp;
+    int quants[4], nq = 0;
+    if (task == MP_TASK_QLORA) {
+        if (run->o->pinned & MP_PIN_QUANT) quants[nq++] = base->quant;
+        else quants[nq++] = MP_QUANT_NF4_DQ, quants[nq++] = MP_QUANT_NF4, quants[nq++] = MP_QUANT_INT8;
+    } else {
+        quants[nq++] = MP_QUANT_NONE;
     }
-    /* Sort pointers, then lay the candidates out in that order: moving the
-     * structs themselves inside qsort costs more than the comparisons. */
-    g_prefer_speed = o->prefer_speed;
+    s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : 16);
+    for (int qi = 0; qi < nq; qi++)
+    for (int pi = 0; pi < sp->prec.n; pi++)
+    for (int oi = 0; oi < sp->opt.n; oi++)
+    for (int ki = 0; ki < sp->ckpt.n; ki++)
+    for (int ai = 0; ai < sp->attn.n; ai++)
+    for (int ci = 0; ci < sp->ce.n; ci++)
+    for (int zi = 0; zi < sp->nzo; zi++) {
+        s->quant = (mp_quant)quants[qi];
+        s->precision = (mp_precision)sp->prec.vals[pi];
+        s->optimizer = (mp_optimizer)sp->opt.vals[oi];
+        s->checkpointing = (mp_ckpt)sp->ckpt.vals[ki];
+        s->attention = (mp_attention)sp->attn.vals[ai];
+        s->ce = (mp_ce)sp->ce.vals[ci];
+        s->zero = sp->zo[zi][0];
+        s->offload = (mp_offload)sp->zo[zi][1];
+        run->r->considered += (size_t)sp->nb;
+        if (skipped(s, run->gpu, run->o)) continue;
+        if (try_batches(run, s, task, err)) return -1;
+    }
+    return 0;
+}
+
+/* Sort pointers, then lay the candidates out in that order: moving the
+ * structs themselves inside qsort costs more than the comparisons. */
+static int rank_candidates(mp_search_result *r, bool prefer_speed, char *err)
+{
+    g_prefer_speed = prefer_speed;
     const mp_candidate **order = malloc(r->n * sizeof *order + 1);
     mp_candidate *sorted = malloc(r->n * sizeof *sorted + 1);
     if (!order || !sorted) {
@@ -222,6 +275,24 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     free(r->cands);
     r->cands = sorted, r->cap = r->n;
     return 0;
+}
+
+int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
+              const mp_search_opts *o, mp_search_result *r, char *err)
+{
+    memset(r, 0, sizeof *r);
+    space sp;
+    if (space_build(&sp, base, o, err)) return -1;
+    search_run run = {.m = m, .gpu = gpu, .o = o, .sp = &sp, .r = r};
+    mp_settings s = *base;
+    for (int ti = 0; ti < sp.ntasks; ti++)
+        if (search_task(&run, &s, base, (mp_task)sp.tasks[ti], err)) return -1;
+    if (!run.valid) {
+        /* what the user pinned rules out every combination: say why */
+        snprintf(err, MP_ERR_LEN, "%s", run.first_invalid[0] ? run.first_invalid : "no valid combination");
+        return -1;
+    }
+    return rank_candidates(r, o->prefer_speed, err);
 }
 
 void mp_search_free(mp_search_result *r)

@@ -4,7 +4,8 @@
  * root is bracketed by doubling, then found with GSL's Brent solver on the
  * piecewise-linear interpolation between integers, and the answer is the
  * largest integer whose estimate fits. */
-#include "estimate_internal.h"
+#include "memplan.h"
+#include "estimate.h"
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_roots.h>

@@ -5,7 +5,7 @@
  * forward of what it recomputes; a frozen base skips its weight gradients
  * (2 of the 4 backward FLOPs). Time = FLOPs / (peak x utilisation) + weight
  * traffic / bandwidth + offload transfers / host link + communication. */
-#include "estimate_internal.h"
+#include "speed.h"
 
 #include <math.h>
 

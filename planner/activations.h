@@ -1,0 +1,21 @@
+/* activations.h — what a transformer layer and the loss keep for backward. */
+#ifndef ACTIVATIONS_H
+#define ACTIVATIONS_H
+
+#include "memplan.h"
+
+/* Saved activations of one transformer layer for one micro-batch, in bytes. */
+typedef struct act_breakdown {
+    double total;          /* everything saved for backward, no checkpointing */
+    double attn_core;      /* T x T scores and friends: what selective recompute drops */
+    double layer_input;    /* the layer's input: what full checkpointing keeps */
+    double final_norm;     /* the final norm's saved tensors and the head's input */
+    double embed_mask;     /* the embedding dropout's mask (with --dropout) */
+    double backward_temp;  /* activation gradients alive while one layer runs backward */
+} act_breakdown;
+
+void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
+/* Logits and loss: bytes alive at forward end, and extra during the loss backward. */
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd);
+
+#endif

@@ -1,0 +1,43 @@
+/* params.c — how the estimate divides the parameters: LoRA's trainable
+ * adapters, the linear layers' weights (what quantisation stores), and the
+ * bytes a quantised weight takes. */
+#include "memplan.h"
+#include "params.h"
+
+/* LoRA: trainable parameters over the whole model, from the real module shapes. */
+double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
+{
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    double per_layer = 0;
+    for (int i = 0; i < n && i < 16; i++) {
+        unsigned bit = lin[i].target;
+        if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
+    }
+    return per_layer * m->layers;
+}
+
+/* Parameters that live in linear layers (what int8/NF4 quantise). */
+double linear_params(const mp_model *m)
+{
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    double per_layer = 0;
+    for (int i = 0; i < n && i < 16; i++) per_layer += (double)lin[i].count * lin[i].in * lin[i].out;
+    return per_layer * m->layers;
+}
+
+/* Bytes per stored base weight under each quantisation.
+ * int8 (LLM.int8, Dettmers et al. 2022): 1 byte plus an fp32 scale per row (~0).
+ * NF4 (QLoRA, Dettmers et al. 2023, Sec. 3): 4 bits plus one fp32 absmax per 64
+ * weights = 4.5 bits; double quantisation stores the absmax in 8 bits with one
+ * fp32 constant per 256 of them: 4 + 8/64 + 32/(64*256) = 4.127 bits. */
+double mp_quant_bytes_per_param(mp_quant q)
+{
+    switch (q) {
+    case MP_QUANT_INT8: return 1.0;
+    case MP_QUANT_NF4: return (4.0 + 32.0 / 64.0) / 8.0;
+    case MP_QUANT_NF4_DQ: return (4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
+    default: return 0;
+    }
+}

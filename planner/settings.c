@@ -1,0 +1,68 @@
+/* settings.c — a training configuration: its defaults, and whether it makes sense. */
+#include "memplan.h"
+#include "framework.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void mp_settings_default(mp_settings *s, const mp_model *m)
+{
+    memset(s, 0, sizeof *s);
+    s->precision = MP_FP32;
+    s->optimizer = MP_ADAMW;
+    s->adam8_block = 256;
+    s->batch = 1;
+    s->accum = 1;
+    s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+    s->ce_chunk = 1024;
+    s->lora_targets = MP_LORA_ALL;
+    s->gpus = 1;
+    s->tp = s->pp = s->ep = 1;
+    s->shuffle_buffer = 10000;
+    char err[MP_ERR_LEN];
+    s->framework = mp_framework_find("pytorch", err);
+}
+
+int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
+{
+#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
+    if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
+    if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
+    if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
+    if (m->pos == MP_POS_LEARNED && s->seq > m->max_pos)
+        BAD("--seq '%lld' exceeds the model's %lld learned positions", (long long)s->seq,
+            (long long)m->max_pos);
+    if (s->gpus < 1) BAD("invalid --gpus '%lld' (at least 1)", (long long)s->gpus);
+    if (s->tp < 1 || s->pp < 1 || s->ep < 1) BAD("parallel degrees must be at least 1");
+    if (s->gpus % (s->tp * s->pp))
+        BAD("--gpus '%lld' is not a multiple of tensor x pipeline parallel (%lld x %lld)",
+            (long long)s->gpus, (long long)s->tp, (long long)s->pp);
+    if (s->tp > 1 && (m->heads % s->tp || m->kv_heads % s->tp))
+        BAD("--tp '%lld' must divide the heads (%lld) and kv-heads (%lld)", (long long)s->tp,
+            (long long)m->heads, (long long)m->kv_heads);
+    if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
+    if (s->ep > 1 && (!m->experts || m->experts % s->ep))
+        BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
+    int64_t dp = s->gpus / (s->tp * s->pp);
+    if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
+    if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
+    if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
+        BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
+    if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
+        BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
+    if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)
+        BAD("memtrain runs on one CPU device and does not offload");
+    if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
+        BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
+    if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
+        BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
+            mp_quant_name(s->quant));
+    if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
+    if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
+    if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
+    if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
+        BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
+    if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
+    return 0;
+#undef BAD
+}
