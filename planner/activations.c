@@ -7,7 +7,6 @@
 #include "activations.h"
 #include "framework.h"
 
-static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
 
 /* What every part of one layer's count reads: the run's sizes and element sizes. */
 typedef struct layer_ctx {
@@ -28,7 +27,7 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
 {
     l->m = m, l->s = s, l->fw = settings_framework(s);
     l->torch = l->fw->kind == MP_FW_PYTORCH;
-    l->amp = is_amp(s->precision);
+    l->amp = mp_precision_desc_of(s->precision)->autocast;
     l->frozen = s->lora_rank > 0;
     l->sb = (double)s->batch * (double)s->seq, l->T = (double)s->seq;
     l->C = (double)m->hidden, l->NH = (double)m->heads;

@@ -25,18 +25,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_16bit_storage(mp_precision p)
-{
-    return p == MP_MIXED_BF16 || p == MP_MIXED_FP16 || p == MP_PURE_BF16;
-}
-static bool is_amp(mp_precision p) { return p == MP_AMP_BF16 || p == MP_AMP_FP16; }
-
 /* What every step of the estimate reads (the run's shape and how it is split
  * across GPUs) and what each step leaves for the later ones: bytes on one GPU. */
 typedef struct est_ctx {
     const mp_model *m;
     const mp_settings *s;
     const mp_framework *fw;
+    const mp_precision_desc *prec; /* the precision's row: bytes stored, autocast, masters */
     mp_estimate *e;
     bool explain;
     bool lora, amp, half;          /* adapters on a frozen base; autocast; 16-bit storage */
@@ -105,7 +100,8 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
     c->tp = (double)s->tp, c->pp = (double)s->pp;
     c->dp = (double)(s->gpus / (s->tp * s->pp));
     c->lora = s->lora_rank > 0;
-    c->amp = is_amp(s->precision), c->half = is_16bit_storage(s->precision);
+    c->prec = mp_precision_desc_of(s->precision);
+    c->amp = c->prec->autocast, c->half = c->prec->stored_bytes == 2;
     if (c->lora) {
         c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
         c->frozen_lin = linear_params(m);
@@ -232,7 +228,7 @@ static void est_gradients(est_ctx *c)
 /* Optimizer state bytes per trainable parameter (before sharding), and master weights. */
 static double optimizer_state_bytes(const mp_settings *s, double n, const mp_model *m)
 {
-    double sb = s->precision == MP_PURE_BF16 ? 2 : 4; /* state element size */
+    double sb = mp_precision_desc_of(s->precision)->state_bytes; /* state element size */
     switch (s->optimizer) {
     case MP_ADAMW:
     case MP_PAGED_ADAMW: return 2 * sb * n; /* m and v */
@@ -261,9 +257,10 @@ static void optimizer_temporaries(est_ctx *c)
     const mp_settings *s = c->s;
     const mp_framework *fw = c->fw;
     if (s->offload != MP_OFFLOAD_NONE) return;
-    if ((s->optimizer == MP_ADAMW || s->optimizer == MP_PAGED_ADAMW) && fw->kind == MP_FW_PYTORCH)
-        c->opt_temp = fw->adam_temps * c->trainable * (s->precision == MP_PURE_BF16 ? 2 : 4) / c->split / c->zero_o;
-    if (c->half && s->precision != MP_PURE_BF16 && !c->lora)
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    if (od->adamw_class && !od->eight_bit && fw->kind == MP_FW_PYTORCH)
+        c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
+    if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
     term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
          "%.0f parameter-sized tensor(s) during the step (%s profile)",
@@ -277,7 +274,7 @@ static void est_optimizer(est_ctx *c)
     const double trainable = c->trainable, split = c->split;
     double opt_states = optimizer_state_bytes(s, trainable / split, c->m) / c->zero_o;
     double master = 0;
-    if (c->half && s->precision != MP_PURE_BF16) master = trainable * 4 / split / c->zero_o;
+    if (c->prec->master_copy) master = trainable * 4 / split / c->zero_o;
     term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
          mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
     term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);

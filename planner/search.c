@@ -11,15 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 0: AdamW-class, 1: other adaptive optimizers or no fp32 master copy (pure
+ * bf16: updates can round away), 2: SGD. */
 static int optimizer_tier(const mp_settings *s)
 {
-    int t = 0;
-    switch (s->optimizer) {
-    case MP_ADAMW: case MP_ADAMW_8BIT: case MP_PAGED_ADAMW: case MP_PAGED_ADAMW_8BIT: t = 0; break;
-    case MP_LION: case MP_ADAFACTOR: t = 1; break;
-    default: t = 2;
-    }
-    if (s->precision == MP_PURE_BF16 && t < 1) t = 1; /* no fp32 master copy: updates can round away */
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    int t = mp_optimizer_desc_of(s->optimizer)->tier;
+    if (pd->stored_bytes == 2 && !pd->master_copy && t < 1) t = 1;
     return t;
 }
 
@@ -27,8 +25,8 @@ static int optimizer_tier(const mp_settings *s)
 static int complexity(const mp_settings *s)
 {
     return (s->offload != MP_OFFLOAD_NONE) * 3 + (s->zero > 0) + (s->checkpointing != MP_CKPT_NONE) +
-           (s->ce == MP_CE_CHUNKED) + (s->optimizer == MP_PAGED_ADAMW || s->optimizer == MP_PAGED_ADAMW_8BIT) +
-           (s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16); /* loss scaling */
+           (s->ce == MP_CE_CHUNKED) + mp_optimizer_desc_of(s->optimizer)->paged +
+           mp_precision_desc_of(s->precision)->loss_scaling;
 }
 
 static int push(mp_search_result *r, const mp_candidate *c)
@@ -173,14 +171,11 @@ typedef struct search_run {
 static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opts *o)
 {
     const unsigned pin = o->pinned;
-    bool bf16 = s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 ||
-                s->precision == MP_PURE_BF16;
-    if (bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) return true;
-    if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) &&
-        (s->precision == MP_AMP_FP16 || s->precision == MP_MIXED_FP16))
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    if (pd->needs_bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) return true;
+    if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) && pd->same_memory_as != s->precision)
         return true;
-    if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) &&
-        (s->optimizer == MP_PAGED_ADAMW || s->optimizer == MP_PAGED_ADAMW_8BIT))
+    if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s->optimizer)->same_memory_as != s->optimizer)
         return true;
     return false;
 }

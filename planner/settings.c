@@ -60,7 +60,7 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
     if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
     if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
-    if ((s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT) && s->adam8_block < 1)
+    if (mp_optimizer_desc_of(s->optimizer)->eight_bit && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
     if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
     return 0;

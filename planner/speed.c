@@ -33,8 +33,7 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
      * underfill the GPU (half efficiency at 512 tokens per micro-batch). */
     bool sixteen = s->precision != MP_FP32;
     double peak = (sixteen ? gpu->tflops_16 : gpu->tflops_32) * 1e12;
-    if (sixteen && !gpu->bf16 && (s->precision == MP_AMP_BF16 || s->precision == MP_MIXED_BF16 ||
-                                  s->precision == MP_PURE_BF16))
+    if (sixteen && !gpu->bf16 && mp_precision_desc_of(s->precision)->needs_bf16)
         peak = gpu->tflops_32 * 1e12 / 4; /* emulated bf16 */
     double util = 0.5 * tokens_micro / (tokens_micro + 512.0);
     if (s->quant == MP_QUANT_NF4 || s->quant == MP_QUANT_NF4_DQ || s->quant == MP_QUANT_INT8)

@@ -62,9 +62,11 @@ static void test_alloc(void)
     mt_mem_trim();
     mt_mem_get(&s);
     CHECK(s.cached == 0, "trim empties the cache");
-    CHECK(mt_rss_bytes() > 0 && mt_peak_rss_bytes() >= mt_rss_bytes(),
-          "RSS %.1f MiB, high-water mark %.1f MiB", mt_rss_bytes() / 1048576.0,
-          mt_peak_rss_bytes() / 1048576.0);
+    /* RSS first, then the high-water mark: the kernel's per-thread RSS counters
+     * are folded in lazily, so allow a few pages of disagreement. */
+    double rss = (double)mt_rss_bytes(), hwm = (double)mt_peak_rss_bytes();
+    CHECK(rss > 0 && hwm + 256 * 1024 >= rss, "RSS %.1f MiB, high-water mark %.1f MiB", rss / 1048576.0,
+          hwm / 1048576.0);
 }
 
 /* ---------- MEMORY.md, transcribed ---------- */
