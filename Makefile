@@ -4,6 +4,7 @@
 #   make bench           benchmarks (stable, parseable "bench:" lines)
 #   make validate        memtrain measured against memplan's prediction, 20 configurations
 #   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
+#   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
 
@@ -59,7 +60,7 @@ COUNTER    := $(BUILD)/lib/libmpcount.so
 PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
-.PHONY: all check test test-unit test-cli test-validate test-pytorch bench validate validate-pytorch \
+.PHONY: all check test test-unit test-cli test-validate test-pytorch bench validate validate-pytorch validate-published \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
 
@@ -131,6 +132,8 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
+validate-published: $(BIN)/memplan
+	@python3 tests/validation/published/compare.py $(BIN)/memplan
 validate-pytorch: $(PROGS) $(COUNTER)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --out $(BUILD)/pytorch-measurements.csv
 

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Compare memplan's prediction with published GPU-memory measurements.
+
+  compare.py MEMPLAN [--framework F] [--csv OUT]
+
+Reads measurements.csv beside this file (every row cites its source), asks
+`memplan estimate --format json` for the same configuration, and compares the
+figure the source reports with memplan's figure of the same kind:
+allocated -> total_bytes, reserved -> reserved_bytes, device -> device_bytes.
+
+A row whose run used something memplan cannot express (a LoRA adapter on the
+output head, LoRA dropout, activation offloading, the optimizer step fused
+into the backward, torch.compile, a model without a profile) is still
+estimated without it, and marked with what was left out; the summary gives the
+expressible rows apart. The report ends with one line per group:
+  "<group>: N rows, median error X%, worst Y%, Z under-estimated"
+(error = predicted / published - 1; negative = memplan under-estimates).
+It never fails on the size of the errors: it is a measurement, not a gate.
+"""
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+METRIC_FIELD = {"allocated": "total_bytes", "reserved": "reserved_bytes", "device": "device_bytes"}
+
+
+def settings(row):
+    """other_settings as a dict: 'key=value (comment)' items separated by ';'."""
+    out = {}
+    for item in row["other_settings"].split(";"):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def flags_and_gaps(row, profiles):
+    """The memplan flags for a row, and what the row used that memplan cannot express."""
+    st, gaps = settings(row), []
+    if row["model"] not in profiles:
+        return None, ["no profile for %s" % row["model"]]
+    f = ["--model", row["model"], "--precision", row["precision"], "--optimizer", row["optimizer"],
+         "--batch", row["batch"], "--seq", row["seq"], "--accum", row["accum"] or "1",
+         "--checkpointing", row["checkpointing"] or "none"]
+    attn = st.get("attention", "sdpa")
+    f += ["--attention", "eager" if attn.startswith("eager") else "flash"]
+    f += ["--ce", "chunked" if st.get("ce", "full").startswith("chunked") else "full"]
+    if row["task"] in ("lora", "qlora"):
+        targets = []
+        for t in row["lora_targets"].split(","):
+            if t == "head":
+                gaps.append("LoRA on the output head")
+            elif t == "mlp":
+                targets += ["gate", "up", "down"]
+            elif t:
+                targets.append(t)
+        f += ["--lora-rank", row["lora_rank"], "--lora-targets", ",".join(targets) or "all"]
+        if row["quant"] not in ("", "none"):
+            f += ["--quant", row["quant"]]
+        if float(row["lora_dropout"] or 0) > 0:
+            gaps.append("LoRA dropout %s" % row["lora_dropout"])
+    gpus = int(row["gpus"] or 1)
+    if gpus > 1:
+        f += ["--gpus", str(gpus), "--zero", "3"]  # every multi-GPU source row is ZeRO-3 or FSDP full shard
+    if st.get("offload", "").startswith("params"):
+        f += ["--offload", "params"]
+    for key, what in (("activation_offloading", "activation offloading"),
+                      ("optimizer_in_bwd", "optimizer step in the backward"), ("compile", "torch.compile")):
+        if st.get(key, "false").startswith("true"):
+            gaps.append(what)
+    return f, gaps
+
+
+def predict(memplan, flags, framework):
+    out = subprocess.run([memplan, "estimate", "--framework", framework, "--format", "json"] + flags,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    return json.loads(out.stdout), None
+
+
+def summary(name, errs):
+    if not errs:
+        return "%s: 0 rows" % name
+    under = sum(1 for e in errs if e < 0)
+    worst = max(errs, key=abs)
+    return "%s: %d rows, median error %+.1f%%, worst %+.1f%%, %d under-estimated" % (
+        name, len(errs), 100 * statistics.median(errs), 100 * worst, under)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    memplan, framework, out_csv = sys.argv[1], "pytorch", None
+    args = sys.argv[2:]
+    while args:
+        a = args.pop(0)
+        if a == "--framework" and args:
+            framework = args.pop(0)
+        elif a == "--csv" and args:
+            out_csv = args.pop(0)
+        else:
+            sys.exit("compare.py: unknown argument '%s'" % a)
+    profiles = set(subprocess.run([memplan, "list", "models"], capture_output=True, text=True,
+                                  check=True).stdout.split())
+    with open(os.path.join(HERE, "measurements.csv"), newline="") as fh:
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    results, failed = [], 0
+    print("%-34s %-9s %10s %10s %8s  %s" % ("row", "metric", "published", "memplan", "error", "left out"))
+    for row in rows:
+        flags, gaps = flags_and_gaps(row, profiles)
+        est, why = predict(memplan, flags, framework) if flags else (None, "; ".join(gaps))
+        if est is None:
+            failed += flags is not None
+            print("%-34s %-9s %10.2f %10s %8s  %s" % (row["id"][:34], row["metric"],
+                                                    int(row["value_bytes"]) / 2**30, "-", "-", why))
+            continue
+        pub, pred = int(row["value_bytes"]), est[METRIC_FIELD[row["metric"]]]
+        err = pred / pub - 1
+        results.append((row, pred, err, gaps))
+        print("%-34s %-9s %10.2f %10.2f %+7.1f%%  %s" % (row["id"][:34], row["metric"], pub / 2**30,
+                                                       pred / 2**30, 100 * err, "; ".join(gaps)))
+    print("(GiB; error = memplan / published - 1)")
+    print(summary("all estimated", [e for _, _, e, _ in results]))
+    print(summary("expressible", [e for _, _, e, g in results if not g]))
+    for metric in ("allocated", "reserved", "device"):
+        print(summary("metric " + metric, [e for r, _, e, g in results if r["metric"] == metric]))
+    if out_csv:
+        with open(out_csv, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["id", "metric", "published_bytes", "predicted_bytes", "error", "left_out"])
+            for r, pred, err, gaps in results:
+                w.writerow([r["id"], r["metric"], r["value_bytes"], int(pred), "%.4f" % err, "; ".join(gaps)])
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
