@@ -225,29 +225,20 @@ static void est_gradients(est_ctx *c)
 
 /* ---------- optimizer ---------- */
 
-/* Optimizer state bytes per trainable parameter (before sharding), and master weights. */
+/* Optimizer state bytes for n trainable parameters (before sharding), from the
+ * optimizer's row: parameter-sized states, 8-bit block-wise states, or factored. */
 static double optimizer_state_bytes(const mp_settings *s, double n, const mp_model *m)
 {
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     double sb = mp_precision_desc_of(s->precision)->state_bytes; /* state element size */
-    switch (s->optimizer) {
-    case MP_ADAMW:
-    case MP_PAGED_ADAMW: return 2 * sb * n; /* m and v */
-    case MP_ADAMW_8BIT:
-    case MP_PAGED_ADAMW_8BIT:
-        /* two 1-byte states plus one fp32 absmax per block each (Dettmers et al. 2022) */
-        return 2 * n + 2 * 4 * ceil(n / (double)s->adam8_block);
-    case MP_SGD: return 0;
-    case MP_SGD_MOMENTUM: return sb * n;
-    case MP_LION: return sb * n; /* momentum only (Chen et al. 2023) */
-    case MP_ADAFACTOR: {
-        /* factored second moment: rows + columns per matrix (Shazeer & Stern 2018),
-         * no first moment (beta1 = None, Hugging Face's default). */
+    if (od->eight_bit) /* 1-byte states plus one fp32 absmax per block each (Dettmers et al. 2022) */
+        return od->states * n + od->states * 4 * ceil(n / (double)s->adam8_block);
+    if (od->factored) {
         /* a C x F matrix keeps C + F numbers instead of C*F: about n/F + n/C */
         double c = (double)m->hidden, f = (double)(m->ffn > 0 ? m->ffn : m->hidden);
         return sb * (n / c + n / f);
     }
-    default: return 0;
-    }
+    return od->states * sb * n;
 }
 
 /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for

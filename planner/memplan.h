@@ -240,8 +240,10 @@ typedef struct mp_precision_desc {
 
 typedef struct mp_optimizer_desc {
     mp_value v;
+    double states;            /* parameter-sized states (AdamW 2: m and v; momentum 1; SGD 0) */
+    bool factored;            /* Adafactor: a row and a column per matrix instead of a full state */
     int tier;                 /* 0 AdamW-class, 1 other adaptive (Lion, Adafactor), 2 SGD */
-    bool adamw_class, eight_bit, paged, momentum;
+    bool adamw_class, eight_bit, paged, momentum; /* eight_bit: 1-byte states, an fp32 absmax per block */
     mp_optimizer same_memory_as; /* the unpaged twin of a paged optimizer, else itself */
     const char *hf_optim;     /* TrainingArguments optim */
     const char *deepspeed;    /* DeepSpeed optimizer type, or NULL: DeepSpeed builds none */

@@ -44,26 +44,28 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
-                  .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
+                  .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
                   .hf_optim = "adamw_torch", .deepspeed = "AdamW"},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
-                       .tier = 0, .adamw_class = true, .eight_bit = true, .same_memory_as = MP_ADAMW_8BIT,
+                       .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true, .same_memory_as = MP_ADAMW_8BIT,
                        .hf_optim = "adamw_bnb_8bit"},
     [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
-                        .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
+                        .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
                         .hf_optim = "paged_adamw_32bit"},
     [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
-                             .tier = 0, .adamw_class = true, .eight_bit = true, .paged = true,
+                             .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true, .paged = true,
                              .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit"},
     [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
-                .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD"},
+                .states = 0, .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD"},
     [MP_SGD_MOMENTUM] = {{"sgd-momentum", "sgdm momentum", "SGD with one momentum buffer", true},
-                         .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM,
+                         .states = 1, .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM,
                          .hf_optim = "sgd", .deepspeed = "SGD"},
+    /* Adafactor's factored second moment (Shazeer & Stern 2018), no first moment
+     * (beta1 = None, Hugging Face's default) */
     [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
-                      .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
-    [MP_LION] = {{"lion", NULL, "Lion: one momentum state", false},
-                 .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "Lion"},
+                      .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
+    [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
+                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "Lion"},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {
