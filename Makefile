@@ -102,7 +102,7 @@ test-validate: $(PROGS)
 # arithmetic, which the sanitizer build adds nothing to).
 test-pytorch: $(PROGS) $(COUNTER)
 ifeq ($(PYTORCH)$(SANITIZE),yes)
-	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --quick --out $(BUILD)/pytorch-quick.csv
+	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --quick --out $(BUILD)/pytorch-quick.csv
 	@# the calibration flow on what was just measured: fit, write, load back
 	@$(BIN)/memplan calibrate $(BUILD)/pytorch-quick.csv --framework pytorch-cpu \
 	    -o $(BUILD)/pytorch-quick-profile.csv | tail -1
@@ -129,7 +129,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
 validate-pytorch: $(PROGS) $(COUNTER)
-	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) --out $(BUILD)/pytorch-measurements.csv
+	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --out $(BUILD)/pytorch-measurements.csv
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1

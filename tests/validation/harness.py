@@ -175,8 +175,9 @@ def memplan_args(cfg, framework):
     return [str(x) for x in a]
 
 
-def predict(memplan, cfg, framework):
-    p = subprocess.run([memplan] + memplan_args(cfg, framework), capture_output=True, text=True)
+def predict(memplan, cfg, framework, extra_args=()):
+    p = subprocess.run([memplan] + memplan_args(cfg, framework) + [str(a) for a in extra_args],
+                       capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"harness: error: memplan failed for '{cfg['name']}': {p.stderr.strip()}")
     return json.loads(p.stdout)
