@@ -52,7 +52,7 @@ RANK_TIMEOUT_S = 300
 MEASUREMENT_COLUMNS = (
     "name", "family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_pos",
     "batch", "seq", "precision", "optimizer", "foreach", "checkpointing", "ranks", "zero",
-    "rank", "params", "held_params", "bucket_bytes", "model_bytes", "wrap_bytes",
+    "rank", "params", "held_params", "largest_held_params", "bucket_bytes", "model_bytes", "wrap_bytes",
     "wrap_peak_bytes", "step_base_bytes", "forward_peak_bytes", "backward_peak_bytes",
     "optimizer_step_peak_bytes", "allocated_peak_bytes", "peak_phase")
 
@@ -66,6 +66,8 @@ COLUMN_NOTES = """\
 #                        foreach: 1 = AdamW(foreach=True), 0 = per-tensor AdamW
 #   params               the model's parameters (tied ones once)
 #   held_params          parameters this rank's optimizer steps (its ZeRO partition)
+#   largest_held_params  the largest of those tensors (per-tensor AdamW's
+#                        temporaries are about two of it)
 #   bucket_bytes         DDP's gradient buckets, as DDP's logging data reports them
 #                        after the measured step (bucket_sizes, summed)
 #   model_bytes          held after the model was built, before wrapping
@@ -98,10 +100,10 @@ def make_optimizer(cfg, params):
     kw = dict(kw, foreach=bool(cfg["foreach"]))
     if cfg["zero"]:
         opt = ZeroRedundancyOptimizer(params, optimizer_class=cls, **kw)
-        held = sum(p.numel() for g in opt.optim.param_groups for p in g["params"])
+        held = [p for g in opt.optim.param_groups for p in g["params"]]  # this rank's partition
     else:
         opt = cls(params, **kw)
-        held = sum(p.numel() for p in params)
+        held = params
     return opt, held
 
 
@@ -140,6 +142,7 @@ def measure_rank(cfg):
     dist.barrier()  # gloo's worker thread may still hold the flat copy wrapping broadcast
     wrap_bytes = current() - base - model_bytes
     opt, held = make_optimizer(cfg, [p for p in ddp.parameters() if p.requires_grad])
+    held_sizes = [p.numel() for p in held]
 
     def step():
         phases = {}
@@ -161,7 +164,8 @@ def measure_rank(cfg):
     phases = step()
     at = max(phases, key=phases.get)
     dist.destroy_process_group()
-    return {"rank": rank, "params": sum(p.numel() for p in model.parameters()), "held_params": held,
+    return {"rank": rank, "params": sum(p.numel() for p in model.parameters()),
+            "held_params": sum(held_sizes), "largest_held_params": max(held_sizes),
             "bucket_bytes": bucket_bytes(ddp), "model_bytes": model_bytes, "wrap_bytes": wrap_bytes,
             "wrap_peak_bytes": wrap_peak, "step_base_bytes": step_base, "phases": phases,
             "allocated_peak_bytes": phases[at], "peak_phase": at, "torch": torch.__version__}
@@ -239,7 +243,7 @@ def print_comparison(cfg, ranks, e, seconds):
     err = (pred - meas) / meas * 100
     peaks = " ".join(mib(m["allocated_peak_bytes"]) for m in ranks)
     impl = "foreach" if cfg["foreach"] else "per-tensor"
-    print(f"{cfg['name']:<20} {cfg['ranks']:>2} {cfg['zero']:>4} {impl:<10} {peaks:<31} "
+    print(f"{cfg['name']:<24} {cfg['ranks']:>2} {cfg['zero']:>4} {impl:<10} {peaks:<31} "
           f"{mib(meas)} {mib(pred)} {err:+7.2f}%  {top['peak_phase']} / {e['peak_phase']}  {seconds:4.1f}")
     return err
 
@@ -249,7 +253,7 @@ def print_facts(cfg, ranks):
     for m in ranks:
         ph = m["phases"]
         share = m["held_params"] / m["params"] * 100
-        print(f"  {cfg['name']:<20} r{m['rank']} held {m['held_params']:>8} ({share:5.1f}%) "
+        print(f"  {cfg['name']:<24} r{m['rank']} held {m['held_params']:>8} ({share:5.1f}%) "
               f"buckets {mib(m['bucket_bytes'])} model {mib(m['model_bytes'])} "
               f"wrap {mib(m['wrap_bytes'])} (peak {mib(m['wrap_peak_bytes'])}) "
               f"step base {mib(m['step_base_bytes'])} fwd {mib(ph['forward'])} "
@@ -269,7 +273,8 @@ def write_measurements(path, rows, torch_version):
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
                platform.processor())
     with open(path, "w", newline="") as f:
-        f.write("# PyTorch data parallel measured per rank (tests/validation/ddp.py, ddp_configs.csv).\n"
+        f.write("# PyTorch data parallel measured per rank (tests/validation/ddp.py on ddp_configs.csv;\n"
+                "# make validate-ddp writes build/ddp-measurements.csv).\n"
                 f"# Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
                 f"glibc {platform.libc_ver()[1]}; Python {platform.python_version()}, torch {torch_version} "
                 f"(CPU, gloo); measured {datetime.date.today().isoformat()}.\n")
@@ -295,7 +300,7 @@ def run(argv):
     if not cfgs:
         sys.exit("ddp: error: no configurations to run")
 
-    print(f"{'config':<20} {'N':>2} {'zero':>4} {'optimizer':<10} {'peak per rank r0.. (MiB)':<31} "
+    print(f"{'config':<24} {'N':>2} {'zero':>4} {'optimizer':<10} {'peak per rank r0.. (MiB)':<31} "
           f"{'max rank':>7} {'memplan':>7} {'error':>8}  peak phase (max rank / memplan)  s")
     errors, rows, facts, failures, torch_version = [], [], [], [], ""
     t0 = time.time()
@@ -304,7 +309,7 @@ def run(argv):
         ranks, error = run_ranks(cfg, o.counter)
         if error:
             failures.append(cfg["name"])
-            print(f"{cfg['name']:<20} FAILED: {error}")
+            print(f"{cfg['name']:<24} FAILED: {error}")
             continue
         e = harness.predict(o.memplan, cfg, "pytorch-cpu", ["--gpus", cfg["ranks"], "--zero", cfg["zero"]])
         if e["params"] != ranks[0]["params"]:
