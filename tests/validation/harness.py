@@ -46,17 +46,21 @@ CONFIG_KEYS = {"name": str, "family": str, "layers": int, "hidden": int, "heads"
                "quick": int}
 
 
-def read_configs(path):
+def read_configs(path, extra_keys=None, extra_defaults=None):
+    """The configurations in PATH; extra_keys (name: type) are columns another
+    harness adds (ddp.py's ranks), extra_defaults what an empty one means."""
+    keys = dict(CONFIG_KEYS, **(extra_keys or {}))
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     out = []
     for r in rows:
         cfg = {}
-        for k, conv in CONFIG_KEYS.items():
+        for k, conv in keys.items():
             v = (r.get(k) or "").strip()
             if v == "":
                 v = {"kv_heads": r["heads"], "max_pos": "1024", "accum": "1", "lora_rank": "0",
-                     "lora_targets": "", "dropout": "0", "quick": "0"}.get(k, v)
+                     "lora_targets": "", "dropout": "0", "quick": "0",
+                     **(extra_defaults or {})}.get(k, v)
             if v == "" and k != "lora_targets":
                 sys.exit(f"harness: error: {path}: configuration '{r.get('name')}' has no '{k}'")
             cfg[k] = conv(v)
@@ -66,11 +70,11 @@ def read_configs(path):
 
 # ------------------------------------------------------------- measuring
 
-def measure(cfg):
+def counters(device):
+    """(current, peak, reset): the interposer's counters on the CPU, the caching
+    allocator's on a GPU; checked to see a 64 MiB tensor come and go."""
     import torch
-    import hfmodels
 
-    device = cfg.get("device", "cpu")
     if device == "cuda":
         # the caching allocator's own counters: what max_memory_allocated reports
         current, peak = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
@@ -90,7 +94,15 @@ def measure(cfg):
     del probe
     if not (64 << 20) <= grew <= (64 << 20) + 65536 or abs(current() - before) > 65536:
         sys.exit(f"harness: error: the allocation counter saw {grew} bytes for a 67108864-byte tensor")
+    return current, peak, reset
 
+
+def measure(cfg):
+    import torch
+    import hfmodels
+
+    device = cfg.get("device", "cpu")
+    current, peak, reset = counters(device)
     torch.manual_seed(0)
     torch.set_num_threads(1)  # per-thread library scratch would make counts vary by machine
     b, t, k = cfg["batch"], cfg["seq"], cfg["accum"]
@@ -163,8 +175,9 @@ def memplan_args(cfg, framework):
     return [str(x) for x in a]
 
 
-def predict(memplan, cfg, framework):
-    p = subprocess.run([memplan] + memplan_args(cfg, framework), capture_output=True, text=True)
+def predict(memplan, cfg, framework, extra_args=()):
+    p = subprocess.run([memplan] + memplan_args(cfg, framework) + [str(a) for a in extra_args],
+                       capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"harness: error: memplan failed for '{cfg['name']}': {p.stderr.strip()}")
     return json.loads(p.stdout)
