@@ -79,6 +79,9 @@ static const struct { const char *col, *flag; bool numeric; } row_opts[] = {
 };
 #define NROW_OPTS (sizeof row_opts / sizeof *row_opts)
 
+/* A row's settings are read as memplan estimate reads its flags. */
+static const cli_command as_estimate = {.name = "estimate"};
+
 /* cli_parse reports on stderr; a row's message is caught here and given back with the row. */
 static int parse_row_args(cli *c, int argc, char **argv, char *msg, size_t len)
 {
@@ -87,11 +90,11 @@ static int parse_row_args(cli *c, int argc, char **argv, char *msg, size_t len)
     int saved = cap ? dup(2) : -1;
     if (!cap || saved < 0) {
         if (cap) fclose(cap);
-        return cli_parse(c, argc, argv, "estimate"); /* reports without the row */
+        return cli_parse(c, argc, argv, &as_estimate); /* reports without the row */
     }
     fflush(stderr);
     dup2(fileno(cap), 2);
-    int rc = cli_parse(c, argc, argv, "estimate");
+    int rc = cli_parse(c, argc, argv, &as_estimate);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
