@@ -135,6 +135,30 @@ static int read_bytes(const char *path, const csv_table *t, int r, int c, const 
     return 0;
 }
 
+/* argv for `memplan estimate` from row r: flags are literals and values point into the
+ * table, which outlives every parse (getopt may keep a pointer into the last one). */
+static int row_argv(const char *path, const csv_table *t, int r, const int *cols, char **argv, int *argc)
+{
+    argv[(*argc)++] = "memplan";
+    for (size_t k = 0; k < NROW_OPTS; k++) {
+        const char *v = cell(t, r, cols[k]);
+        if (!*v) continue;
+        double d = 0;
+        if (!row_opts[k].flag && (!strcasecmp(v, "true") || !strcasecmp(v, "yes"))) d = 1;
+        else if (!row_opts[k].flag && (!strcasecmp(v, "false") || !strcasecmp(v, "no"))) d = 0;
+        else if (row_opts[k].numeric && !parse_number(v, &d))
+            return row_error(path, r + 1, "column '%s' is not a number: '%s'", row_opts[k].col, v);
+        if (!row_opts[k].flag) {          /* dropout: 0 or 1 (or a rate), true or false */
+            if (d != 0) argv[(*argc)++] = "--dropout";
+            continue;
+        }
+        argv[(*argc)++] = (char *)row_opts[k].flag;
+        argv[(*argc)++] = (char *)v;
+    }
+    argv[*argc] = NULL;
+    return 0;
+}
+
 static int load_runs(const char *path, const csv_table *t, run **out, int *nruns)
 {
     *out = NULL, *nruns = 0;
@@ -171,34 +195,13 @@ static int load_runs(const char *path, const csv_table *t, run **out, int *nruns
             rc = row_error(path, r + 1, "%d fields, but the header has %d", t->nfields[r], t->nhead);
             break;
         }
-        /* argv for `memplan estimate`: flags are literals and values point into the table,
-         * which outlives every parse (getopt may keep a pointer into the last one). */
         char *argv[2 * NROW_OPTS + 2];
         int argc = 0;
-        argv[argc++] = "memplan";
-        for (size_t k = 0; k < NROW_OPTS && !rc; k++) {
-            const char *v = cell(t, r, cols[k]);
-            if (!*v) continue;
-            double d = 0;
-            if (!row_opts[k].flag && (!strcasecmp(v, "true") || !strcasecmp(v, "yes"))) d = 1;
-            else if (!row_opts[k].flag && (!strcasecmp(v, "false") || !strcasecmp(v, "no"))) d = 0;
-            else if (row_opts[k].numeric && !parse_number(v, &d)) {
-                rc = row_error(path, r + 1, "column '%s' is not a number: '%s'", row_opts[k].col, v);
-                break;
-            }
-            if (!row_opts[k].flag) {          /* dropout: 0 or 1 (or a rate), true or false */
-                if (d != 0) argv[argc++] = "--dropout";
-                continue;
-            }
-            argv[argc++] = (char *)row_opts[k].flag;
-            argv[argc++] = (char *)v;
-        }
-        if (rc) break;
+        if ((rc = row_argv(path, t, r, cols, argv, &argc))) break;
         if (!*cell(t, r, cmodel) && !*cell(t, r, cfamily)) {
             rc = row_error(path, r + 1, "no model: give 'model', or 'family' with layers, hidden and heads");
             break;
         }
-        argv[argc] = NULL;
         char msg[MP_ERR_LEN + 64];
         if (parse_row_args(c, argc, argv, msg, sizeof msg)) {
             rc = msg[0] ? cli_error("%s row %d: %s", path, r + 1, msg) : EXIT_USAGE;
