@@ -87,7 +87,7 @@ typedef struct mp_opt_group {
 } mp_opt_group;
 /* A name given twice: the first row counts (so a command's own row replaces a shared one). */
 
-#define MP_OPT_MAX 96
+#define MP_OPT_MAX 96           /* rows one parser takes (memplan: 60) */
 typedef struct mp_opt_parser {
     struct option longopts[MP_OPT_MAX + 1];
     char shortopts[2 * MP_OPT_MAX + 2];
@@ -117,7 +117,8 @@ int mp_opt_read(const mp_opt *o, const char *value, void *base, unsigned *pinned
 const mp_opt *mp_opt_find(const mp_opt *rows, const char *name);
 /* Copy the row's field from one struct to another. */
 void mp_opt_copy(const mp_opt *o, void *dst, const void *src);
-/* The index of `value` in v, or -1 with "invalid value ... (CHOICES)" in err, listed as o says. */
+/* The value `value` names in v (its index, or what v->parse makes of it), or -1 with
+ * "invalid value ... for --NAME (CHOICES)" in err, the choices listed as o says. */
 int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *err);
 /* "fp32, amp-bf16, ..." (or "... or pure-bf16"), as the row lists v. */
 const char *mp_opt_choices(const mp_opt *o, const mp_vocab *v, char *buf, size_t len);
