@@ -94,8 +94,10 @@ static int run(int (*cmd)(cli *), const char *name, const char *const *args, con
     argv[argc++] = "-o";
     argv[argc++] = (char *)file;
     argv[argc] = NULL;
+    /* the scopes memplan.c's command table gives them */
+    cli_command command = {.name = name, .run = cmd, .scope = CLI_GRID | (cmd == cmd_table ? CLI_LISTS : 0)};
     cli c;
-    int rc = cli_parse(&c, argc, argv, name);
+    int rc = cli_parse(&c, argc, argv, &command);
     return rc ? rc : cmd(&c);
 }
 
@@ -280,7 +282,8 @@ static void test_same_as_plan(void)
     for (int i = 0; i < 5; i++) {
         char *argv[] = {"memplan", "--model", (char *)models[i], NULL};
         cli c;
-        if (cli_parse(&c, 3, argv, "table")) continue;
+        cli_command table_command = {.name = "table", .run = cmd_table, .scope = CLI_GRID | CLI_LISTS};
+        if (cli_parse(&c, 3, argv, &table_command)) continue;
         table_cache *cache = calloc(1, sizeof *cache);
         for (int k = 0; k < 6; k++) {
             mp_gpu g;

@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
@@ -37,6 +36,7 @@
 #include "history.h"
 #include "layout.h"
 #include "memplan.h"
+#include "options.h"
 #include "snapshot.h"
 #include "whatif.h"
 
@@ -99,9 +99,11 @@ static double now_s(void)
 
 /* ---------- options ---------- */
 
+enum { FORMAT_JSON, FORMAT_CSV };
+
 typedef struct options {
-    bool once, plan, color;
-    const char *format;
+    bool once, plan, no_color, help, version;
+    int format;                /* FORMAT_JSON or FORMAT_CSV */
     double stale_s;
     int interval_ms;
     int history;
@@ -110,53 +112,70 @@ typedef struct options {
     const char *file;
     char **cmd;
     int ncmd;
-    /* planner flags, applied once the model is known */
-    const char *model, *params, *hf;
-    const char *precision, *optimizer, *ckpt, *attention, *ce, *quant, *targets;
-    int64_t seq, batch, accum, lora, gpus, zero;
+    /* the planner (--plan): the model's source, and the settings given, which are
+     * applied once the model (and so the default settings) is known */
+    mp_model_source src;
+    mp_settings given;
+    const mp_opt *set[32];
+    int nset;
+    unsigned pinned;
 } options;
 
-enum {
-    O_ONCE = 256, O_FORMAT, O_STALE, O_INTERVAL, O_NOCOLOR, O_HISTORY, O_GPU, O_HEADROOM,
-    O_PLAN, O_MODEL, O_PARAMS, O_HF, O_SEQ, O_BATCH, O_ACCUM, O_PRECISION, O_OPTIMIZER,
-    O_CKPT, O_ATTN, O_CE, O_LORA, O_TARGETS, O_QUANT, O_GPUS, O_ZERO, O_VERSION,
+static const char *const format_names[] = {"json", "csv"};
+static const mp_vocab formats = {.n = 2, .names = format_names};
+
+#define OPT(field) MP_OPT_AT(options, field)
+static const mp_opt memtop_opts[] = {
+    {"once", MP_OPT_FLAG, OPT(once), .help = "print one snapshot to stdout and exit (no terminal needed)"},
+    {"format", MP_OPT_ENUM, OPT(format), .vocab = &formats, .or_last = true,
+     .help = "the snapshot's format (default json)"},
+    {"stale", MP_OPT_REAL, OPT(stale_s), .lo = 0.1, .hi = 1e9, .arg = "SECONDS",
+     .help = "mark the data stale after this long without a row (default 10)"},
+    {"interval", MP_OPT_REAL, OPT(interval_ms), .lo = 10, .hi = 3600000, .arg = "MS",
+     .help = "refresh interval in milliseconds (default 1000)"},
+    {"history", MP_OPT_REAL, OPT(history), .lo = 16, .hi = 1e7, .arg = "N",
+     .help = "steps kept for the charts (default 4096)"},
+    {"gpu", MP_OPT_STRING, OPT(gpu), .arg = "G",
+     .help = "budget: a GPU profile (memplan list gpus) or a size (24GB, 24GiB);\n"
+             "in the run view it overrides the file's budget_bytes"},
+    {"headroom", MP_OPT_FRACTION, OPT(headroom), .arg = "H",
+     .help = "fraction kept free below the budget: 0.1 or 10% (default 10%)"},
+    {"no-color", MP_OPT_FLAG, OPT(no_color), .help = "no colours (also when NO_COLOR is set)"},
+    {"help", MP_OPT_FLAG, OPT(help), .short_name = 'h', .help = "this text;  --version  the version"},
+    {"version", MP_OPT_FLAG, OPT(version), .help = NULL}, /* named in --help's line */
+    {"plan", MP_OPT_FLAG, OPT(plan), .help = NULL},       /* in the usage lines */
+    {0},
 };
 
-static const struct option longopts[] = {
-    {"once", 0, 0, O_ONCE}, {"format", 1, 0, O_FORMAT}, {"stale", 1, 0, O_STALE},
-    {"interval", 1, 0, O_INTERVAL}, {"no-color", 0, 0, O_NOCOLOR}, {"history", 1, 0, O_HISTORY},
-    {"gpu", 1, 0, O_GPU}, {"headroom", 1, 0, O_HEADROOM}, {"plan", 0, 0, O_PLAN},
-    {"model", 1, 0, O_MODEL}, {"params", 1, 0, O_PARAMS}, {"hf-config", 1, 0, O_HF},
-    {"seq", 1, 0, O_SEQ}, {"batch", 1, 0, O_BATCH}, {"accum", 1, 0, O_ACCUM},
-    {"precision", 1, 0, O_PRECISION}, {"optimizer", 1, 0, O_OPTIMIZER},
-    {"checkpointing", 1, 0, O_CKPT}, {"attention", 1, 0, O_ATTN}, {"ce", 1, 0, O_CE},
-    {"lora-rank", 1, 0, O_LORA}, {"lora-targets", 1, 0, O_TARGETS}, {"quant", 1, 0, O_QUANT},
-    {"gpus", 1, 0, O_GPUS}, {"zero", 1, 0, O_ZERO}, {"help", 0, 0, 'h'},
-    {"version", 0, 0, O_VERSION}, {0, 0, 0, 0},
-};
+/* The planner's flags: the library's rows (memplan's), those the what-if view takes. */
+static const char *const source_flags[] = {"model", "params", "hf-config", NULL};
+static const char *const setting_flags[] = {"seq", "batch", "accum", "precision", "optimizer", "checkpointing",
+                                            "attention", "ce", "lora-rank", "lora-targets", "quant", "gpus",
+                                            "zero", NULL};
 
-static const char usage_text[] =
-    "usage: memtop [OPTIONS] FILE                 follow a memtrain metrics file\n"
-    "       memtop [OPTIONS] -- COMMAND [ARGS]    run COMMAND --metrics TMPFILE and follow it\n"
-    "       memtop --plan MODEL [--gpu G] [SETTINGS]   the planner, live (what-if view)\n"
-    "options:\n"
-    "  --once                print one snapshot to stdout and exit (no terminal needed)\n"
-    "  --format json|csv     the snapshot's format (default json)\n"
-    "  --stale SECONDS       mark the data stale after this long without a row (default 10)\n"
-    "  --interval MS         refresh interval in milliseconds (default 1000)\n"
-    "  --history N           steps kept for the charts (default 4096)\n"
-    "  --gpu G               budget: a GPU profile (memplan list gpus) or a size (24GB, 24GiB);\n"
-    "                        in the run view it overrides the file's budget_bytes\n"
-    "  --headroom H          fraction kept free below the budget: 0.1 or 10% (default 10%)\n"
-    "  --no-color            no colours (also when NO_COLOR is set)\n"
-    "  -h, --help            this text;  --version  the version\n"
-    "planner (with --plan):\n"
-    "  --model NAME | --params N | --hf-config FILE\n"
-    "  --seq T  --batch B  --accum K  --precision P  --optimizer O  --checkpointing C\n"
-    "  --attention eager|flash  --ce full|chunked  --lora-rank R  --lora-targets LIST\n"
-    "  --quant none|int8|nf4|nf4-dq  --gpus N  --zero 0..3\n"
-    "keys: h or ? help, q quit, Tab select; the what-if keys are in the help screen\n"
-    "exit status: 0 done, 1 a runtime error, 2 bad usage; with -- COMMAND, the command's status\n";
+enum { NGROUPS = 3 };
+static void option_groups(options *o, mp_opt_group g[NGROUPS])
+{
+    g[0] = (mp_opt_group){"options:", memtop_opts, o, NULL};
+    g[1] = (mp_opt_group){"planner (with --plan):", mp_model_source_opts, &o->src, source_flags};
+    g[2] = (mp_opt_group){NULL, mp_settings_opts, &o->given, setting_flags};
+}
+
+static void usage(FILE *f)
+{
+    static options o;
+    mp_opt_group g[NGROUPS];
+    option_groups(&o, g);
+    fputs("usage: memtop [OPTIONS] FILE                 follow a memtrain metrics file\n"
+          "       memtop [OPTIONS] -- COMMAND [ARGS]    run COMMAND --metrics TMPFILE and follow it\n"
+          "       memtop --plan MODEL [--gpu G] [SETTINGS]   the planner, live (what-if view)\n", f);
+    mp_opt_help(f, g, 1, 0);
+    fprintf(f, "%s\n", g[1].title);
+    mp_opt_synopsis(f, &g[1], " | ", 80);
+    mp_opt_synopsis(f, &g[2], "  ", 80);
+    fputs("keys: h or ? help, q quit, Tab select; the what-if keys are in the help screen\n"
+          "exit status: 0 done, 1 a runtime error, 2 bad usage; with -- COMMAND, the command's status\n", f);
+}
 
 static int usage_error(const char *fmt, ...)
 {
@@ -167,37 +186,9 @@ static int usage_error(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+/* Everything after "--" is the command; returns where the options end, or -1. */
+static int split_command(int argc, char **argv, options *o)
 {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(d) || d < lo || d > hi)
-        return usage_error("invalid value '%s' for --%s (%g to %g)", v, flag, lo, hi);
-    *out = d;
-    return 0;
-}
-
-static int parse_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    double d;
-    if (parse_num(flag, v, (double)lo, (double)hi, &d)) return EXIT_USAGE;
-    if (d != floor(d)) return usage_error("invalid value '%s' for --%s (an integer)", v, flag);
-    *out = (int64_t)d;
-    return 0;
-}
-
-static int parse_options(int argc, char **argv, options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->format = "json";
-    o->stale_s = 10;
-    o->interval_ms = 1000;
-    o->history = 4096;
-    o->headroom = 0.10;
-    o->color = true;
-    o->seq = o->batch = o->accum = o->lora = o->gpus = o->zero = -1;
-    /* Everything after "--" is the command. */
     int end = argc;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--") == 0) {
@@ -207,72 +198,26 @@ static int parse_options(int argc, char **argv, options *o)
     if (end < argc) {
         o->cmd = argv + end + 1;
         o->ncmd = argc - end - 1;
-        if (o->ncmd == 0) return usage_error("no command after '--'");
-    }
-    opterr = 0;
-    optind = 1;
-    int c;
-    double d;
-    while ((c = getopt_long(end, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_ONCE: o->once = true; break;
-        case O_FORMAT:
-            if (strcmp(optarg, "json") && strcmp(optarg, "csv"))
-                return usage_error("invalid value '%s' for --format (json or csv)", optarg);
-            o->format = optarg;
-            break;
-        case O_STALE:
-            if (parse_num("stale", optarg, 0.1, 1e9, &o->stale_s)) return EXIT_USAGE;
-            break;
-        case O_INTERVAL:
-            if (parse_num("interval", optarg, 10, 3600000, &d)) return EXIT_USAGE;
-            o->interval_ms = (int)d;
-            break;
-        case O_HISTORY:
-            if (parse_num("history", optarg, 16, 1e7, &d)) return EXIT_USAGE;
-            o->history = (int)d;
-            break;
-        case O_NOCOLOR: o->color = false; break;
-        case O_GPU: o->gpu = optarg; break;
-        case O_HEADROOM: {
-            char *e;
-            errno = 0;
-            double h = strtod(optarg, &e);
-            if (*e == '%' && e[1] == 0) h /= 100, e++;
-            if (!*optarg || *e || errno || !(h >= 0 && h < 1))
-                return usage_error("invalid value '%s' for --headroom (0 to 0.99, or 0%% to 99%%)", optarg);
-            o->headroom = h;
-            break;
-        }
-        case O_PLAN: o->plan = true; break;
-        case O_MODEL: o->model = optarg; break;
-        case O_PARAMS: o->params = optarg; break;
-        case O_HF: o->hf = optarg; break;
-        case O_SEQ: if (parse_int("seq", optarg, 1, 1 << 24, &o->seq)) return EXIT_USAGE; break;
-        case O_BATCH: if (parse_int("batch", optarg, 1, 1 << 20, &o->batch)) return EXIT_USAGE; break;
-        case O_ACCUM: if (parse_int("accum", optarg, 1, 1 << 20, &o->accum)) return EXIT_USAGE; break;
-        case O_LORA: if (parse_int("lora-rank", optarg, 0, 1 << 16, &o->lora)) return EXIT_USAGE; break;
-        case O_GPUS: if (parse_int("gpus", optarg, 1, 1 << 20, &o->gpus)) return EXIT_USAGE; break;
-        case O_ZERO: if (parse_int("zero", optarg, 0, 3, &o->zero)) return EXIT_USAGE; break;
-        case O_PRECISION: o->precision = optarg; break;
-        case O_OPTIMIZER: o->optimizer = optarg; break;
-        case O_CKPT: o->ckpt = optarg; break;
-        case O_ATTN: o->attention = optarg; break;
-        case O_CE: o->ce = optarg; break;
-        case O_QUANT: o->quant = optarg; break;
-        case O_TARGETS: o->targets = optarg; break;
-        case 'h': fputs(usage_text, stdout); exit(0);
-        case O_VERSION: puts("memtop 1.0 (memplan; metrics format v1)"); exit(0);
-        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        if (o->ncmd == 0) {
+            usage_error("no command after '--'");
+            return -1;
         }
     }
+    return end;
+}
+
+/* What is left after the options: a FILE, or nothing with -- COMMAND or --plan. */
+static int check_operands(options *o, char **argv, int end)
+{
     int nrest = end - optind;
     if (o->plan) {
         if (o->cmd || nrest) return usage_error("--plan takes no FILE or COMMAND");
-        if (!o->model && !o->params && !o->hf) return usage_error("--plan needs --model, --params or --hf-config");
+        if (!o->src.name && !o->src.params && !o->src.hf_config)
+            return usage_error("--plan needs --model, --params or --hf-config");
     } else {
-        if (o->model || o->params || o->hf || o->seq > 0 || o->batch > 0 || o->precision)
+        /* as ever, these settings are refused without --plan, the others ignored */
+        if (o->src.name || o->src.params || o->src.hf_config ||
+            (o->pinned & (MP_PIN_SEQ | MP_PIN_BATCH | MP_PIN_PRECISION)))
             return usage_error("model and settings flags need --plan");
         if (o->cmd && nrest) return usage_error("give a FILE or '-- COMMAND', not both");
         if (!o->cmd && nrest != 1)
@@ -282,39 +227,45 @@ static int parse_options(int argc, char **argv, options *o)
     return 0;
 }
 
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->stale_s = 10;
+    o->interval_ms = 1000;
+    o->history = 4096;
+    o->headroom = 0.10;
+    int end = split_command(argc, argv, o);
+    if (end < 0) return EXIT_USAGE;
+    mp_opt_group g[NGROUPS];
+    option_groups(o, g);
+    mp_opt_parser p;
+    mp_opt_start(&p, g, NGROUPS, &o->pinned, end, argv);
+    char err[MP_OPT_ERR_LEN];
+    const mp_opt *row;
+    int r;
+    while ((r = mp_opt_next(&p, &row, err)) == MP_OPT_GIVEN) {
+        if (o->help) usage(stdout);
+        if (o->version) puts("memtop 1.0 (memplan; metrics format v1)");
+        if (o->help || o->version) exit(0);
+    }
+    if (r != MP_OPT_DONE) return usage_error("%s", err);
+    for (int i = 0; setting_flags[i]; i++)
+        if (mp_opt_given(&p, setting_flags[i])) o->set[o->nset++] = mp_opt_find(mp_settings_opts, setting_flags[i]);
+    return check_operands(o, argv, end);
+}
+
 /* The planner's model and settings from the --plan flags. */
 static int plan_setup(const options *o, mp_model *m, mp_settings *s, mp_gpu *g, bool *have_gpu)
 {
     char err[MP_ERR_LEN];
-    if ((o->model != NULL) + (o->params != NULL) + (o->hf != NULL) > 1)
+    const mp_model_source *src = &o->src;
+    if ((src->name != NULL) + (src->params > 0) + (src->hf_config != NULL) > 1)
         return usage_error("give one of --model, --params, --hf-config");
-    if (o->model && mp_model_lookup(o->model, m, err)) return usage_error("%s", err);
-    if (o->params) {
-        double n;
-        if (mp_parse_count(o->params, &n, err) || mp_model_from_params(n, m, err)) return usage_error("%s", err);
-    }
-    if (o->hf && mp_model_from_hf_config(o->hf, m, err)) return usage_error("%s", err);
+    if (src->name && mp_model_lookup(src->name, m, err)) return usage_error("%s", err);
+    if (src->params > 0 && mp_model_from_params(src->params, m, err)) return usage_error("%s", err);
+    if (src->hf_config && mp_model_from_hf_config(src->hf_config, m, err)) return usage_error("%s", err);
     mp_settings_default(s, m);
-#define ENUM(str, parse, field, flag, choices)                                                \
-    if (str && parse(str, &s->field))                                                         \
-        return usage_error("invalid value '%s' for --%s (%s)", str, flag, choices);
-    ENUM(o->precision, mp_precision_parse, precision, "precision",
-         "fp32, amp-bf16, amp-fp16, mixed-bf16, mixed-fp16, pure-bf16")
-    ENUM(o->optimizer, mp_optimizer_parse, optimizer, "optimizer",
-         "adamw, adamw-8bit, paged-adamw, paged-adamw-8bit, sgd, sgd-momentum, adafactor, lion")
-    ENUM(o->ckpt, mp_ckpt_parse, checkpointing, "checkpointing", "none, selective, full")
-    ENUM(o->attention, mp_attention_parse, attention, "attention", "eager, flash")
-    ENUM(o->ce, mp_ce_parse, ce, "ce", "full, chunked")
-    ENUM(o->quant, mp_quant_parse, quant, "quant", "none, int8, nf4, nf4-dq")
-#undef ENUM
-    if (o->targets && mp_lora_targets_parse(o->targets, &s->lora_targets))
-        return usage_error("invalid value '%s' for --lora-targets (q,k,v,o,gate,up,down, attn, mlp, all)", o->targets);
-    if (o->seq > 0) s->seq = o->seq;
-    if (o->batch > 0) s->batch = o->batch;
-    if (o->accum > 0) s->accum = o->accum;
-    if (o->lora >= 0) s->lora_rank = o->lora;
-    if (o->gpus > 0) s->gpus = o->gpus;
-    if (o->zero >= 0) s->zero = (int)o->zero;
+    for (int i = 0; i < o->nset; i++) mp_opt_copy(o->set[i], s, &o->given);
     *have_gpu = false;
     if (o->gpu) {
         if (mp_gpu_lookup(o->gpu, g, err)) return usage_error("%s", err);
@@ -501,7 +452,7 @@ static int once_run(const options *o, const char *path, child *c)
     }
     mtop_snapshot s;
     mtop_snapshot_make(&s, &f, &h, &so, age);
-    rc = print_text(strcmp(o->format, "csv") ? mtop_snapshot_json(&s) : mtop_snapshot_csv(&s));
+    rc = print_text(o->format == FORMAT_CSV ? mtop_snapshot_csv(&s) : mtop_snapshot_json(&s));
     mtop_history_free(&h);
     mtop_follow_free(&f);
     if (rc) return rc;
@@ -633,7 +584,7 @@ static int interactive(app *a)
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
         return fail(EXIT_RUNTIME, "standard input and output must be a terminal (use --once for a snapshot)");
     const char *no_color = getenv("NO_COLOR");
-    bool color = a->o->color && !(no_color && *no_color);
+    bool color = !a->o->no_color && !(no_color && *no_color);
     SCREEN *scr = newterm(NULL, stdout, stdin);
     if (!scr) return fail(EXIT_RUNTIME, "cannot use the terminal '%s'", getenv("TERM") ? getenv("TERM") : "");
     curses_on = true;
@@ -687,7 +638,7 @@ int main(int argc, char **argv)
         if ((rc = plan_setup(&o, &m, &s, &g, &have_gpu))) return rc;
         mtop_whatif_init(&w, &m, &s, have_gpu ? &g : NULL, o.headroom);
         if (o.once) {
-            rc = print_text(strcmp(o.format, "csv") ? mtop_whatif_json(&w) : mtop_whatif_csv(&w));
+            rc = print_text(o.format == FORMAT_CSV ? mtop_whatif_csv(&w) : mtop_whatif_json(&w));
             if (rc) return rc;
             return w.ok ? 0 : fail(EXIT_USAGE, "%s", w.err);
         }

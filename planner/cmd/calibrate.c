@@ -12,7 +12,6 @@
 
 #include <csv.h>
 #include <errno.h>
-#include <getopt.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_multifit.h>
@@ -79,6 +78,9 @@ static const struct { const char *col, *flag; bool numeric; } row_opts[] = {
 };
 #define NROW_OPTS (sizeof row_opts / sizeof *row_opts)
 
+/* A row's settings are read as memplan estimate reads its flags. */
+static const cli_command as_estimate = {.name = "estimate"};
+
 /* cli_parse reports on stderr; a row's message is caught here and given back with the row. */
 static int parse_row_args(cli *c, int argc, char **argv, char *msg, size_t len)
 {
@@ -87,11 +89,11 @@ static int parse_row_args(cli *c, int argc, char **argv, char *msg, size_t len)
     int saved = cap ? dup(2) : -1;
     if (!cap || saved < 0) {
         if (cap) fclose(cap);
-        return cli_parse(c, argc, argv, "estimate"); /* reports without the row */
+        return cli_parse(c, argc, argv, &as_estimate); /* reports without the row */
     }
     fflush(stderr);
     dup2(fileno(cap), 2);
-    int rc = cli_parse(c, argc, argv, "estimate");
+    int rc = cli_parse(c, argc, argv, &as_estimate);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -133,6 +135,30 @@ static int read_bytes(const char *path, const csv_table *t, int r, int c, const 
     return 0;
 }
 
+/* argv for `memplan estimate` from row r: flags are literals and values point into the
+ * table, which outlives every parse (getopt may keep a pointer into the last one). */
+static int row_argv(const char *path, const csv_table *t, int r, const int *cols, char **argv, int *argc)
+{
+    argv[(*argc)++] = "memplan";
+    for (size_t k = 0; k < NROW_OPTS; k++) {
+        const char *v = cell(t, r, cols[k]);
+        if (!*v) continue;
+        double d = 0;
+        if (!row_opts[k].flag && (!strcasecmp(v, "true") || !strcasecmp(v, "yes"))) d = 1;
+        else if (!row_opts[k].flag && (!strcasecmp(v, "false") || !strcasecmp(v, "no"))) d = 0;
+        else if (row_opts[k].numeric && !parse_number(v, &d))
+            return row_error(path, r + 1, "column '%s' is not a number: '%s'", row_opts[k].col, v);
+        if (!row_opts[k].flag) {          /* dropout: 0 or 1 (or a rate), true or false */
+            if (d != 0) argv[(*argc)++] = "--dropout";
+            continue;
+        }
+        argv[(*argc)++] = (char *)row_opts[k].flag;
+        argv[(*argc)++] = (char *)v;
+    }
+    argv[*argc] = NULL;
+    return 0;
+}
+
 static int load_runs(const char *path, const csv_table *t, run **out, int *nruns)
 {
     *out = NULL, *nruns = 0;
@@ -169,34 +195,13 @@ static int load_runs(const char *path, const csv_table *t, run **out, int *nruns
             rc = row_error(path, r + 1, "%d fields, but the header has %d", t->nfields[r], t->nhead);
             break;
         }
-        /* argv for `memplan estimate`: flags are literals and values point into the table,
-         * which outlives every parse (getopt may keep a pointer into the last one). */
         char *argv[2 * NROW_OPTS + 2];
         int argc = 0;
-        argv[argc++] = "memplan";
-        for (size_t k = 0; k < NROW_OPTS && !rc; k++) {
-            const char *v = cell(t, r, cols[k]);
-            if (!*v) continue;
-            double d = 0;
-            if (!row_opts[k].flag && (!strcasecmp(v, "true") || !strcasecmp(v, "yes"))) d = 1;
-            else if (!row_opts[k].flag && (!strcasecmp(v, "false") || !strcasecmp(v, "no"))) d = 0;
-            else if (row_opts[k].numeric && !parse_number(v, &d)) {
-                rc = row_error(path, r + 1, "column '%s' is not a number: '%s'", row_opts[k].col, v);
-                break;
-            }
-            if (!row_opts[k].flag) {          /* dropout: 0 or 1 (or a rate), true or false */
-                if (d != 0) argv[argc++] = "--dropout";
-                continue;
-            }
-            argv[argc++] = (char *)row_opts[k].flag;
-            argv[argc++] = (char *)v;
-        }
-        if (rc) break;
+        if ((rc = row_argv(path, t, r, cols, argv, &argc))) break;
         if (!*cell(t, r, cmodel) && !*cell(t, r, cfamily)) {
             rc = row_error(path, r + 1, "no model: give 'model', or 'family' with layers, hidden and heads");
             break;
         }
-        argv[argc] = NULL;
         char msg[MP_ERR_LEN + 64];
         if (parse_row_args(c, argc, argv, msg, sizeof msg)) {
             rc = msg[0] ? cli_error("%s row %d: %s", path, r + 1, msg) : EXIT_USAGE;
@@ -585,6 +590,27 @@ static void print_text(const report *R)
 
 /* ---------------------------------------------------------------- the command */
 
+typedef struct calibrate_args {
+    const char *base_name, *name, *out_path;
+    int json;                  /* --format: 0 text, 1 json */
+    bool help;
+} calibrate_args;
+
+static const char *const report_formats[] = {"text", "json"};
+static const mp_vocab report_format_names = {.n = 2, .names = report_formats};
+
+#define ARG(field) MP_OPT_AT(calibrate_args, field)
+static const mp_opt calibrate_opts[] = {
+    {"framework", MP_OPT_STRING, ARG(base_name), .arg = "BASE", .help = "the profile fitted from (default pytorch)"},
+    {"name", MP_OPT_STRING, ARG(name), .arg = "NAME", .help = "the fitted profile's name (default BASE-calibrated)"},
+    {"output", MP_OPT_STRING, ARG(out_path), .short_name = 'o', .arg = "OUT.csv",
+     .help = "write the fitted profile, which --framework OUT.csv loads"},
+    {"format", MP_OPT_ENUM, ARG(json), .vocab = &report_format_names, .or_last = true,
+     .help = "the report (default text)"},
+    {"help", MP_OPT_FLAG, ARG(help), .short_name = 'h', .help = "this text"},
+    {0},
+};
+
 static const char calibrate_usage[] =
     "usage: memplan calibrate MEASUREMENTS.csv [--framework BASE] [--name NAME] [-o OUT.csv]\n"
     "                         [--format text|json]\n"
@@ -593,100 +619,109 @@ static const char calibrate_usage[] =
     "reserved_peak_bytes and the context from device_peak_bytes when given. BASE (default\n"
     "pytorch) supplies the rest. -o writes a profile that --framework OUT.csv loads.\n";
 
-int cmd_calibrate(int argc, char **argv)
+/* The flags and the one file; CLI_HELP after printing the help. */
+static int calibrate_parse(int argc, char **argv, calibrate_args *a, const char **path)
 {
-    static const struct option opts[] = {
-        {"framework", 1, 0, 'f'}, {"name", 1, 0, 'n'}, {"output", 1, 0, 'o'},
-        {"format", 1, 0, 'F'},    {"help", 0, 0, 'h'}, {0, 0, 0, 0},
-    };
-    const char *base_name = "pytorch", *name = NULL, *out_path = NULL;
-    bool json = false;
-    optind = 1;
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'f': base_name = optarg; break;
-        case 'n': name = optarg; break;
-        case 'o': out_path = optarg; break;
-        case 'F':
-            if (!strcmp(optarg, "json")) json = true;
-            else if (!strcmp(optarg, "text")) json = false;
-            else return cli_error("invalid value '%s' for --format (text or json)", optarg);
-            break;
-        case 'h': fputs(calibrate_usage, stdout); return 0;
-        case ':': return cli_error("option '%s' needs a value", argv[optind - 1]);
-        default: return cli_error("unknown option '%s' for memplan calibrate (memplan calibrate --help)", argv[optind - 1]);
+    *a = (calibrate_args){.base_name = "pytorch"};
+    mp_opt_group g = {"options:", calibrate_opts, a, NULL};
+    mp_opt_parser p;
+    mp_opt_start(&p, &g, 1, NULL, argc, argv);
+    char err[MP_OPT_ERR_LEN];
+    const mp_opt *row;
+    int r;
+    while ((r = mp_opt_next(&p, &row, err)) == MP_OPT_GIVEN)
+        if (a->help) {
+            fputs(calibrate_usage, stdout);
+            mp_opt_help(stdout, &g, 1, 90);
+            return CLI_HELP;
         }
-    }
+    if (r == MP_OPT_UNKNOWN) return cli_error("%s for memplan calibrate (memplan calibrate --help)", err);
+    if (r == MP_OPT_BAD) return cli_error("%s", err);
     if (optind >= argc) return cli_error("memplan calibrate needs a measurements file: memplan calibrate MEASUREMENTS.csv");
     if (argc - optind > 1) return cli_error("unexpected argument '%s' for memplan calibrate (one measurements file)", argv[optind + 1]);
-    const char *path = argv[optind];
-    if (out_path && !*out_path) return cli_error("-o needs a file name");
+    *path = argv[optind];
+    if (a->out_path && !*a->out_path) return cli_error("-o needs a file name");
+    return 0;
+}
+
+/* The fitted profile, compared with BASE on every run, written and reported. */
+static int calibrate_report(const calibrate_args *a, const char *path, run *runs, int n, mp_framework *base, fit *F)
+{
+    char err[MP_ERR_LEN];
+    int rc = 0;
+    fit_allocator(runs, n, base, F);
+    /* the fitted profile, through the text it is written as */
+    mp_framework fitted = *base;
+    snprintf(fitted.name, sizeof fitted.name, "%.*s", MP_NAME_LEN - 1, a->name);
+    fitted.act_scale = F->act_scale;
+    fitted.fixed_bytes = F->fixed - base->workspace_bytes;
+    fitted.frag = F->frag;
+    fitted.context_bytes = F->context;
+    profile_text pt;
+    profile_format(&fitted, &pt); /* first pass: the numbers, for the source's RMS */
+    profile_parse(&pt, &fitted);
+    double ss = 0, bss = 0;
+    F->worst_pct = F->base_worst_pct = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if ((rc = estimate(path, &runs[i], base, &runs[i].base))) break;
+        if ((rc = estimate(path, &runs[i], &fitted, &runs[i].fit))) break;
+        double p = pct(runs[i].fit.total_bytes, runs[i].alloc), q = pct(runs[i].base.total_bytes, runs[i].alloc);
+        ss += p * p, bss += q * q;
+        F->worst_pct = fmax(F->worst_pct, fabs(p)), F->base_worst_pct = fmax(F->base_worst_pct, fabs(q));
+    }
+    F->rms_pct = sqrt(ss / n), F->base_rms_pct = sqrt(bss / n);
+    report R = {.path = path, .out_path = a->out_path, .base = base, .fitted = &fitted, .pt = &pt,
+                .runs = runs, .n = n, .F = F};
+    snprintf(R.fixed_how, sizeof R.fixed_how, "fitted; fixed_mib = fixed - workspace (%.2f MiB, kept from %s)",
+             base->workspace_bytes / MiB, base->name);
+    if (F->nfrag >= 2) snprintf(R.frag_how, sizeof R.frag_how, "fitted from %d runs' reserved peaks (RMS %.2f%%)", F->nfrag, F->frag_rms_pct);
+    else snprintf(R.frag_how, sizeof R.frag_how, "kept from %s (%s)", base->name,
+                  F->nfrag ? "only 1 run has reserved_peak_bytes, 2 are needed" : "no reserved_peak_bytes measured");
+    if (F->nctx >= 1) snprintf(R.ctx_how, sizeof R.ctx_how, "fitted: mean of device - reserved over %d run%s", F->nctx, F->nctx == 1 ? "" : "s");
+    else snprintf(R.ctx_how, sizeof R.ctx_how, "kept from %s (no device_peak_bytes measured)", base->name);
+    snprintf(fitted.source, sizeof fitted.source,
+             "calibrated by memplan calibrate from %.120s: %d runs, residual RMS %.2f%% (base %.40s: %.2f%%)",
+             path, n, F->rms_pct, base->name, F->base_rms_pct);
+    profile_format(&fitted, &pt);
+    char *text = NULL;
+    if (!rc && a->out_path) {
+        size_t len;
+        text = profile_csv(&pt, &len);
+        if (!text) rc = cli_error("out of memory");
+        else if (mp_write_file_atomic(a->out_path, text, len, err)) rc = cli_error("%s", err);
+    }
+    if (!rc) {
+        if (a->json) print_json(&R);
+        else print_text(&R);
+    }
+    free(text);
+    return rc;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    calibrate_args a;
+    const char *path = NULL;
+    int rc = calibrate_parse(argc, argv, &a, &path);
+    if (rc) return rc == CLI_HELP ? 0 : rc;
 
     char err[MP_ERR_LEN];
-    const mp_framework *found = mp_framework_find(base_name, err);
+    const mp_framework *found = mp_framework_find(a.base_name, err);
     if (!found) return cli_error("%s", err);
     mp_framework base = *found;
     char default_name[MP_NAME_LEN];
     snprintf(default_name, sizeof default_name, "%.*s-calibrated", MP_NAME_LEN - 12, base.name);
-    if (!name) name = default_name;
-    if (check_name(name, &base)) return EXIT_USAGE;
+    if (!a.name) a.name = default_name;
+    if (check_name(a.name, &base)) return EXIT_USAGE;
 
     csv_table t;
     run *runs = NULL;
-    int n = 0, rc = read_measurements(path, &t);
+    int n = 0;
+    rc = read_measurements(path, &t);
     if (!rc) rc = load_runs(path, &t, &runs, &n);
     fit F = {0};
     if (!rc) rc = fit_allocation(path, runs, n, &base, &F);
-    char *text = NULL;
-    if (!rc) {
-        fit_allocator(runs, n, &base, &F);
-        /* the fitted profile, through the text it is written as */
-        mp_framework fitted = base;
-        snprintf(fitted.name, sizeof fitted.name, "%.*s", MP_NAME_LEN - 1, name);
-        fitted.act_scale = F.act_scale;
-        fitted.fixed_bytes = F.fixed - base.workspace_bytes;
-        fitted.frag = F.frag;
-        fitted.context_bytes = F.context;
-        profile_text pt;
-        profile_format(&fitted, &pt); /* first pass: the numbers, for the source's RMS */
-        profile_parse(&pt, &fitted);
-        double ss = 0, bss = 0;
-        F.worst_pct = F.base_worst_pct = 0;
-        for (int i = 0; i < n && !rc; i++) {
-            if ((rc = estimate(path, &runs[i], &base, &runs[i].base))) break;
-            if ((rc = estimate(path, &runs[i], &fitted, &runs[i].fit))) break;
-            double p = pct(runs[i].fit.total_bytes, runs[i].alloc), q = pct(runs[i].base.total_bytes, runs[i].alloc);
-            ss += p * p, bss += q * q;
-            F.worst_pct = fmax(F.worst_pct, fabs(p)), F.base_worst_pct = fmax(F.base_worst_pct, fabs(q));
-        }
-        F.rms_pct = sqrt(ss / n), F.base_rms_pct = sqrt(bss / n);
-        report R = {.path = path, .out_path = out_path, .base = &base, .fitted = &fitted, .pt = &pt,
-                    .runs = runs, .n = n, .F = &F};
-        snprintf(R.fixed_how, sizeof R.fixed_how, "fitted; fixed_mib = fixed - workspace (%.2f MiB, kept from %s)",
-                 base.workspace_bytes / MiB, base.name);
-        if (F.nfrag >= 2) snprintf(R.frag_how, sizeof R.frag_how, "fitted from %d runs' reserved peaks (RMS %.2f%%)", F.nfrag, F.frag_rms_pct);
-        else snprintf(R.frag_how, sizeof R.frag_how, "kept from %s (%s)", base.name,
-                      F.nfrag ? "only 1 run has reserved_peak_bytes, 2 are needed" : "no reserved_peak_bytes measured");
-        if (F.nctx >= 1) snprintf(R.ctx_how, sizeof R.ctx_how, "fitted: mean of device - reserved over %d run%s", F.nctx, F.nctx == 1 ? "" : "s");
-        else snprintf(R.ctx_how, sizeof R.ctx_how, "kept from %s (no device_peak_bytes measured)", base.name);
-        snprintf(fitted.source, sizeof fitted.source,
-                 "calibrated by memplan calibrate from %.120s: %d runs, residual RMS %.2f%% (base %.40s: %.2f%%)",
-                 path, n, F.rms_pct, base.name, F.base_rms_pct);
-        profile_format(&fitted, &pt);
-        if (!rc && out_path) {
-            size_t len;
-            text = profile_csv(&pt, &len);
-            if (!text) rc = cli_error("out of memory");
-            else if (mp_write_file_atomic(out_path, text, len, err)) rc = cli_error("%s", err);
-        }
-        if (!rc) {
-            if (json) print_json(&R);
-            else print_text(&R);
-        }
-    }
-    free(text);
+    if (!rc) rc = calibrate_report(&a, path, runs, n, &base, &F);
     free(runs);
     csv_table_free(&t);
     return rc;

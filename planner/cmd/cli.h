@@ -3,6 +3,7 @@
 #define MEMPLAN_CLI_H
 
 #include "memplan.h"
+#include "options.h"
 
 #include <stdio.h>
 
@@ -11,14 +12,40 @@
 
 typedef enum { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_MARKDOWN } out_format;
 
-typedef struct cli {
+typedef struct cli cli;
+
+/* A subcommand: memplan.c's table has a row for each. Its scope says which of
+ * the flags that belong to some commands only are its own. */
+enum {
+    CLI_GRID = 1,              /* table, ladder, sweep: --format markdown; no --emit or --solve */
+    CLI_LISTS = 2,             /* table: --models LIST, --gpus LIST (or --gpu with commas) */
+    CLI_SVG = 4,               /* plot: --ladder; no --format, --emit or --solve */
+};
+typedef struct cli_command {
+    const char *name;
+    int (*run)(cli *c);        /* after cli_parse; or NULL, and: */
+    int (*main)(int argc, char **argv); /* the command's own parsing (argv[0]: the program) */
+    const char *args;          /* for the usage line */
+    const char *summary;       /* for the help; NULL: not listed */
+    unsigned scope;            /* CLI_* */
+} cli_command;
+
+/* Model-shape flags, applied over the model source (0 or -1: not given). */
+typedef struct shape_flags {
+    const char *family;
+    int64_t layers, hidden, heads, kv, head_dim, ffn, vocab, max_pos, experts, top_k, shared, expffn;
+    int mlp, norm, pos, bias, tied;
+} shape_flags;
+
+struct cli {
+    const cli_command *cmd;
     /* the model, as given */
-    const char *model_name, *hf_config, *family;
-    double params;
+    mp_model_source src;
+    shape_flags shape;
     mp_model model;
     char model_how[200];       /* how the model was obtained, said in the output */
     /* the budget */
-    const char *gpu_name;
+    const char *gpu_name, *framework;
     mp_gpu gpu;
     bool have_gpu;
     double headroom;
@@ -28,7 +55,7 @@ typedef struct cli {
     mp_search_opts opts;
     /* output */
     out_format format;
-    bool explain;
+    bool explain, help;
     const char *emit, *out_path, *solve;
     int top;
     /* table, ladder, sweep, plot */
@@ -36,11 +63,16 @@ typedef struct cli {
     const char *gpu_list;      /* table: --gpus LIST, or --gpu with commas */
     bool ladder;               /* plot --ladder */
     bool seq_given, top_given;
-} cli;
+};
 
-/* Parse argv (after the subcommand) into c. Returns 0, or EXIT_USAGE after
- * printing the error; help exits 0 from inside. */
-int cli_parse(cli *c, int argc, char **argv, const char *cmd);
+#define CLI_HELP (-1)          /* cli_parse: --help was given */
+/* Parse argv (argv[0]: the program) for `cmd` into c. Returns 0, CLI_HELP, or
+ * EXIT_USAGE after printing the error. */
+int cli_parse(cli *c, int argc, char **argv, const cli_command *cmd);
+/* The flags' part of memplan --help. */
+void cli_help(FILE *f);
+/* --format's value for commands without markdown into *fmt; 0, or EXIT_USAGE after the error. */
+int cli_read_format(const char *value, out_format *fmt);
 /* Print "memplan: error: ..." and return EXIT_USAGE. */
 int cli_error(const char *fmt, ...);
 
@@ -56,7 +88,7 @@ bool same_kind(const mp_settings *s, const mp_settings *t);
 
 int cmd_plan(cli *c);
 int cmd_estimate(cli *c);
-int cmd_list(int argc, char **argv);
+int cmd_list(int argc, char **argv); /* argv[0] is the program */
 /* memplan calibrate MEASUREMENTS.csv ... (calibrate.c): argv[0] is the program. */
 int cmd_calibrate(int argc, char **argv);
 

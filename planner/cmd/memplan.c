@@ -1,315 +1,88 @@
-/* memplan.c — the command: plan (default), estimate, list; the others dispatch from main. */
+/* memplan.c — the command: its subcommands, one row each, and main. */
 #include "cli.h"
 
-#include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define VERSION "0.1.0"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static int cmd_help(int argc, char **argv);
 
-static const char *task_label(mp_task t)
-{
-    return t == MP_TASK_FULL ? "full fine-tuning" : t == MP_TASK_LORA ? "LoRA (16-bit or fp32 base)"
-                                                                       : "QLoRA (quantised base)";
-}
+static const cli_command commands[] = {
+    {"plan", cmd_plan, NULL, "MODEL BUDGET [TECHNIQUES] [OUTPUT]",
+     "the best plan that fits the budget, and why (the default)", 0},
+    {"estimate", cmd_estimate, NULL, "MODEL [--gpu G] TECHNIQUES [OUTPUT]", "the memory of one configuration", 0},
+    {"list", NULL, cmd_list, "models|gpus|frameworks [--format text|json|csv]", "the profiles", 0},
+    {"table", cmd_table, NULL, "MODEL|--models LIST [--gpus LIST] [TECHNIQUES] [OUTPUT]",
+     "the plan on each GPU, or a models x GPUs matrix", CLI_GRID | CLI_LISTS},
+    {"ladder", cmd_ladder, NULL, "MODEL [--gpu G] [TECHNIQUES] [OUTPUT]",
+     "the memory as techniques are added one at a time", CLI_GRID},
+    {"sweep", cmd_sweep, NULL, "MODEL --gpu G [TECHNIQUES] [OUTPUT]",
+     "every combination the search estimates, best first", CLI_GRID},
+    {"plot", cmd_plot, NULL, "MODEL [--gpu G] [--ladder] [TECHNIQUES] [-o FILE.svg]",
+     "an SVG of the plan and its alternatives, or of the ladder", CLI_SVG},
+    {"calibrate", NULL, cmd_calibrate,
+     "MEASUREMENTS.csv [--framework BASE] [--name NAME] [-o OUT.csv] [--format text|json]",
+     "a framework profile fitted to measured runs", 0},
+    {"help", NULL, cmd_help, NULL, NULL, 0},
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof *commands)
 
-/* Write the emitted config to -o FILE atomically, or to stdout. */
-static int do_emit(cli *c, const mp_settings *s)
+static void usage(FILE *f)
 {
-    char err[MP_ERR_LEN], *text = NULL;
-    if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
-    int rc = 0;
-    if (c->out_path) {
-        if (mp_write_file_atomic(c->out_path, text, strlen(text), err)) rc = cli_error("%s", err);
-    } else {
-        fputs(text, stdout);
-    }
-    free(text);
-    return rc;
-}
-
-static int check_output_args(const cli *c)
-{
-    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed or accelerate)");
-    return 0;
-}
-
-int cmd_estimate(cli *c)
-{
-    char err[MP_ERR_LEN];
-    if (check_output_args(c)) return EXIT_USAGE;
-    mp_estimate e;
-    if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
-        return cli_error("%s", err);
-    bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
-    if (c->emit) {
-        int rc = do_emit(c, &c->s);
-        if (rc || !c->out_path) return rc;
-    }
-    if (c->format == FMT_JSON) print_estimate_json(stdout, c, &c->s, &e, fits, NULL);
-    else if (c->format == FMT_CSV) {
-        print_csv_header(stdout);
-        print_csv_row(stdout, c, &c->s, &e, fits);
-    } else print_estimate_text(stdout, c, &c->s, &e);
-    return c->have_gpu && !fits ? EXIT_NOFIT : 0;
-}
-
-/* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */
-static int64_t gpus_needed(const cli *c, mp_settings s)
-{
-    char err[MP_ERR_LEN];
-    for (int64_t g = 2; g <= 4096; g *= 2) {
-        s.gpus = g * s.tp * s.pp;
-        s.zero = 3;
-        mp_estimate e;
-        if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err) == 0 && mp_fits(&e, c->gpu.mem_bytes, c->headroom))
-            return g;
-    }
-    return 0;
-}
-
-
-static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task)
-{
-    char a[32], b[32], sum[256];
-    const mp_candidate *k = best_of_task;
-    double usable = c->gpu.mem_bytes * (1 - c->headroom);
-    int big = 0;
-    for (int i = 1; i < MP_NCOMP; i++)
-        if (k->at_peak[i] > k->at_peak[big]) big = i;
-    fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", task_label(k->task),
-            mp_fmt_gib(k->device_bytes, a, sizeof a), k->device_bytes / usable,
-            mp_fmt_gib(usable, b, sizeof b), plan_summary(&k->s, sum, sizeof sum));
-    fprintf(f, "  %-27s largest part: %s %s; would fit on a GPU of %s", "",
-            mp_component_name(big), mp_fmt_gib(k->at_peak[big], a, sizeof a),
-            mp_fmt_gib(k->device_bytes / (1 - c->headroom), b, sizeof b));
-    int64_t g = k->s.lora_rank == 0 || c->s.gpus > 1 ? gpus_needed(c, k->s) : 0;
-    if (g) fprintf(f, ", or on %lld of these with ZeRO-3", (long long)g);
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (commands[i].args)
+            fprintf(f, "%s memplan %s%s%s %s\n", i ? "      " : "usage:", i ? "" : "[", commands[i].name,
+                    i ? "" : "]", commands[i].args);
+    fputs("\ncommands:\n", f);
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (commands[i].summary) fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fputc('\n', f);
+    cli_help(f);
+    fputs("exit status: 0 a plan fits (or the estimate was made), 1 nothing fits, 2 bad input\n", f);
 }
 
-static int cmd_solve(cli *c)
+static int cmd_help(int argc, char **argv)
 {
-    char err[MP_ERR_LEN], a[32];
-    double answer;
-    mp_model solved;
-    int src = mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
-    if (src == -2) {
-        printf("%s\n", err);
-        return EXIT_NOFIT;
-    }
-    if (src) return cli_error("%s", err);
-    mp_settings s = c->s;
-    if (!strcmp(c->solve, "max-batch")) s.batch = (int64_t)answer;
-    if (!strcmp(c->solve, "max-seq")) s.seq = (int64_t)answer;
-    if (!strcmp(c->solve, "max-params")) {
-        c->model = solved;
-        snprintf(c->model_how, sizeof c->model_how, "the largest Llama-like shape that fits");
-    }
-    mp_estimate e;
-    if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err)) return cli_error("%s", err);
-    if (c->format == FMT_JSON) {
-        char extra[160];
-        snprintf(extra, sizeof extra, "{\"solve\": \"%s\", \"answer\": %.0f}", c->solve,
-                 !strcmp(c->solve, "max-params") ? e.params.total : answer);
-        print_estimate_json(stdout, c, &s, &e, true, extra);
-        return 0;
-    }
-    char cnt[40];
-    if (!strcmp(c->solve, "max-params"))
-        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
-               mp_fmt_count(e.params.total, cnt, sizeof cnt), (long long)c->model.layers,
-               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    else
-        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
-               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    print_estimate_text(stdout, c, &s, &e);
+    usage(stdout);
     return 0;
 }
 
-int cmd_plan(cli *c)
+static const cli_command *find_command(const char *name)
 {
-    char err[MP_ERR_LEN], sum[256], a[32], b[32];
-    if (check_output_args(c)) return EXIT_USAGE;
-    if (!c->have_gpu) return cli_error("no budget: give --gpu (a profile such as rtx4090, or a size such as 12GB)");
-    if (c->solve) return cmd_solve(c);
-    double t0 = now_ms();
-    mp_search_result r;
-    if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &r, err)) return cli_error("%s", err);
-    double ms = now_ms() - t0;
-    const mp_candidate *best = r.n && r.cands[0].fits ? &r.cands[0] : NULL;
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
+}
 
-    if (c->emit) {
-        if (!best) {
-            mp_search_free(&r);
-            fprintf(stderr, "memplan: nothing fits in %s: no config written\n", c->gpu.name);
-            return EXIT_NOFIT;
-        }
-        int rc = do_emit(c, &best->s);
-        if (rc || !c->out_path) {
-            mp_search_free(&r);
-            return rc;
-        }
-    }
-
-    mp_estimate e;
-    if (best && mp_estimate_run(&c->model, &best->s, &c->gpu, &e, err)) {
-        mp_search_free(&r);
-        return cli_error("%s", err);
-    }
-    /* alternatives: the best of each distinct technique set, after the winner */
-    const mp_candidate *alts[64];
-    int nalt = 0;
-    for (size_t i = 1; best && i < r.n && r.cands[i].fits && nalt < c->top; i++) {
-        const mp_settings *s = &r.cands[i].s;
-        int dup = 0;
-        for (int j = -1; j < nalt && !dup; j++)
-            dup = same_kind(s, j < 0 ? &best->s : &alts[j]->s);
-        if (!dup) alts[nalt++] = &r.cands[i];
-    }
-    /* tasks with no fitting plan: their cheapest candidate */
-    const mp_candidate *miss[MP_NTASK] = {0};
-    bool task_fits[MP_NTASK] = {0};
-    for (size_t i = 0; i < r.n; i++) {
-        const mp_candidate *k = &r.cands[i];
-        if (k->fits) task_fits[k->task] = true;
-        else if (!miss[k->task] || k->device_bytes < miss[k->task]->device_bytes) miss[k->task] = k;
-    }
-
-    if (c->format == FMT_JSON) {
-        json_t *x = json_object();
-        json_object_set_new(x, "considered", json_integer((json_int_t)r.considered));
-        json_object_set_new(x, "evaluated", json_integer((json_int_t)r.evaluated));
-        json_object_set_new(x, "fitting", json_integer((json_int_t)r.fitting));
-        json_object_set_new(x, "search_ms", json_real(round(ms * 100) / 100));
-        json_t *alt = json_array();
-        for (int i = 0; i < nalt; i++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "plan", json_string(plan_summary(&alts[i]->s, sum, sizeof sum)));
-            json_object_set_new(o, "batch", json_integer(alts[i]->s.batch));
-            json_object_set_new(o, "accum", json_integer(alts[i]->s.accum));
-            json_object_set_new(o, "device_bytes", json_integer((json_int_t)llround(alts[i]->device_bytes)));
-            json_object_set_new(o, "tokens_per_s", json_real(round(alts[i]->tokens_per_s)));
-            json_array_append_new(alt, o);
-        }
-        json_object_set_new(x, "alternatives", alt);
-        json_t *ms_ = json_array();
-        for (int t = 0; t < MP_NTASK; t++)
-            if (miss[t] && !task_fits[t]) {
-                json_t *o = json_object();
-                json_object_set_new(o, "task", json_string(mp_task_name((mp_task)t)));
-                json_object_set_new(o, "min_device_bytes", json_integer((json_int_t)llround(miss[t]->device_bytes)));
-                json_object_set_new(o, "over_bytes", json_integer((json_int_t)llround(miss[t]->device_bytes - c->gpu.mem_bytes * (1 - c->headroom))));
-                json_object_set_new(o, "plan", json_string(plan_summary(&miss[t]->s, sum, sizeof sum)));
-                json_array_append_new(ms_, o);
-            }
-        json_object_set_new(x, "misses", ms_);
-        char *xs = json_dumps(x, 0);
-        json_decref(x);
-        if (best) print_estimate_json(stdout, c, &best->s, &e, true, xs);
-        else {
-            json_t *o = json_loads(xs, 0, NULL);
-            json_object_set_new(o, "fits", json_false());
-            json_object_set_new(o, "budget_bytes", json_integer((json_int_t)llround(c->gpu.mem_bytes)));
-            json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-            fputc('\n', stdout);
-            json_decref(o);
-        }
-        free(xs);
-    } else if (c->format == FMT_CSV) {
-        print_csv_header(stdout);
-        for (size_t i = 0; i < r.n && (int)i <= c->top; i++) {
-            mp_estimate ei;
-            if (mp_estimate_run(&c->model, &r.cands[i].s, &c->gpu, &ei, err) == 0)
-                print_csv_row(stdout, c, &r.cands[i].s, &ei, r.cands[i].fits);
-        }
-    } else {
-        char cnt[40];
-        printf("memplan %s on %s (%s)\n", c->model.name, c->gpu.name, c->gpu.how);
-        if (best) {
-            printf("\nbest plan: %s\n", plan_summary(&best->s, sum, sizeof sum));
-            printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n\n",
-                   (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq,
-                   (long long)(best->s.batch * best->s.accum * (best->s.gpus / (best->s.tp * best->s.pp))));
-            print_estimate_text(stdout, c, &best->s, &e);
-        } else {
-            printf("\nnothing fits in %s with %.0f%% headroom.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
-                   c->headroom * 100);
-        }
-        bool any_miss = false;
-        for (int t = 0; t < MP_NTASK; t++) any_miss |= miss[t] && !task_fits[t];
-        if (any_miss) {
-            printf("\nwhy not more:\n");
-            for (int t = 0; t < MP_NTASK; t++)
-                if (miss[t] && !task_fits[t]) explain_miss(stdout, c, miss[t]);
-        }
-        if (best && !c->opts.prefer_speed)
-            printf("\nwhy this plan: %s is the most complete kind of training that fits (full fine-tuning,\n"
-                   "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, then the\n"
-                   "highest estimated tokens/s, then the simplest setup (--prefer speed: tokens/s alone)\n",
-                   best->task == MP_TASK_FULL ? "full fine-tuning" : best->task == MP_TASK_LORA ? "LoRA" : "QLoRA");
-        if (nalt) {
-            printf("\nalternatives that fit:\n");
-            for (int i = 0; i < nalt; i++)
-                printf("  %d. %-78s B=%-3lld %10s %7.0f tok/s\n", i + 1, plan_summary(&alts[i]->s, sum, sizeof sum),
-                       (long long)alts[i]->s.batch, mp_fmt_gib(alts[i]->device_bytes, b, sizeof b),
-                       alts[i]->tokens_per_s);
-        }
-        printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
-               "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
-               "search took %.1f ms\n",
-               mp_fmt_count((double)r.considered, cnt, sizeof cnt), mp_fmt_count((double)r.evaluated, a, sizeof a),
-               mp_fmt_count((double)r.fitting, b, sizeof b), ms);
-    }
-    int rc = best ? 0 : EXIT_NOFIT;
-    mp_search_free(&r);
-    return rc;
+static int unknown_command(const char *name)
+{
+    char list[256];
+    size_t n = 0;
+    list[0] = 0;
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (commands[i].summary) n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", commands[i].name);
+    return cli_error("unknown command '%s' (%s; memplan --help)", name, list);
 }
 
 int main(int argc, char **argv)
 {
-    const char *cmd = "plan";
-    int first = 1;
-    if (argc > 1 && argv[1][0] != '-') {
-        cmd = argv[1];
-        first = 2;
-    }
     if (argc > 1 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
         printf("memplan %s\n", VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "list")) return cmd_list(argc - first, argv + first);
-    if (!strcmp(cmd, "calibrate")) {
-        argv[first - 1] = argv[0]; /* getopt wants argv[0] in front */
-        return cmd_calibrate(argc - first + 1, argv + first - 1);
+    const cli_command *cmd = &commands[0]; /* plan, when the first argument is an option */
+    int first = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        if (!(cmd = find_command(argv[1]))) return unknown_command(argv[1]);
+        first = 2;
     }
-    if (strcmp(cmd, "plan") && strcmp(cmd, "estimate") && strcmp(cmd, "help") && strcmp(cmd, "table") &&
-        strcmp(cmd, "ladder") && strcmp(cmd, "sweep") && strcmp(cmd, "plot"))
-        return cli_error("unknown command '%s' (plan, estimate, list, table, ladder, sweep, plot, calibrate; "
-                         "memplan --help)", cmd);
-    if (!strcmp(cmd, "help")) {
-        char *h[] = {argv[0], "--help", NULL};
-        cli c;
-        return cli_parse(&c, 2, h, "help");
-    }
-    /* getopt wants argv[0] in front */
-    argv[first - 1] = argv[0];
+    argv[first - 1] = argv[0]; /* getopt wants argv[0] in front */
+    argc -= first - 1;
+    argv += first - 1;
+    if (cmd->main) return cmd->main(argc, argv);
     cli c;
-    int rc = cli_parse(&c, argc - first + 1, argv + first - 1, cmd);
-    if (rc) return rc;
-    if (!strcmp(cmd, "estimate")) return cmd_estimate(&c);
-    if (!strcmp(cmd, "table")) return cmd_table(&c);
-    if (!strcmp(cmd, "ladder")) return cmd_ladder(&c);
-    if (!strcmp(cmd, "sweep")) return cmd_sweep(&c);
-    if (!strcmp(cmd, "plot")) return cmd_plot(&c);
-    return cmd_plan(&c);
+    int rc = cli_parse(&c, argc, argv, cmd);
+    if (rc == CLI_HELP) return cmd_help(argc, argv);
+    return rc ? rc : cmd->run(&c);
 }

@@ -56,23 +56,35 @@ static double tick_step(double top)
     return p * 10;
 }
 
-static void write_svg(FILE *f, const char *title, const char *subtitle, const char *xlabel, const bar *bars,
-                      int n, const cli *c)
-{
-    const double slot = 160, bw = 72, left = 80, top = 78, ph = 330, notes_w = c->have_gpu ? 150 : 0, legend_w = 200;
-    const double W = left + n * slot + notes_w + legend_w, base = top + ph, H = base + 120;
-    double cap = c->have_gpu ? c->gpu.mem_bytes / MP_GiB : 0, usable = cap * (1 - c->headroom);
-    double hi = cap;
-    for (int i = 0; i < n; i++) hi = fmax(hi, bars[i].total / MP_GiB);
-    double step = tick_step(hi * 1.08), ymax = ceil(hi * 1.08 / step) * step;
-    if (ymax <= 0) ymax = step;
-    double k = ph / ymax; /* pixels per GiB */
-    char a[32];
+/* The picture's geometry: columns of `slot` pixels, `k` pixels per GiB. */
+typedef struct frame {
+    double slot, bw, left, top, ph, notes_w, legend_w;
+    double W, base, H;
+    double cap, usable;        /* the GPU's GiB, and what headroom leaves of it */
+    double step, ymax, k;      /* ticks, axis top, scale */
+    int n;                     /* bars */
+} frame;
 
+static frame frame_for(const bar *bars, int n, const cli *c)
+{
+    frame fr = {.slot = 160, .bw = 72, .left = 80, .top = 78, .ph = 330, .notes_w = c->have_gpu ? 150 : 0,
+                .legend_w = 200, .n = n};
+    fr.W = fr.left + n * fr.slot + fr.notes_w + fr.legend_w, fr.base = fr.top + fr.ph, fr.H = fr.base + 120;
+    fr.cap = c->have_gpu ? c->gpu.mem_bytes / MP_GiB : 0, fr.usable = fr.cap * (1 - c->headroom);
+    double hi = fr.cap;
+    for (int i = 0; i < n; i++) hi = fmax(hi, bars[i].total / MP_GiB);
+    fr.step = tick_step(hi * 1.08), fr.ymax = ceil(hi * 1.08 / fr.step) * fr.step;
+    if (fr.ymax <= 0) fr.ymax = fr.step;
+    fr.k = fr.ph / fr.ymax;
+    return fr;
+}
+
+static void svg_head(FILE *f, const frame *fr, const char *title, const char *subtitle)
+{
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-               "data-px-per-gib=\"%.6f\">\n", W, H, W, H, k);
+               "data-px-per-gib=\"%.6f\">\n", fr->W, fr->H, fr->W, fr->H, fr->k);
     fputs("<title>", f), xml_text(f, title), fputs("</title>\n", f);
     fputs("<desc>memplan plot: ", f), xml_text(f, subtitle), fputs("</desc>\n<defs>\n", f);
     for (int i = 0; i < MP_NCOMP; i++)
@@ -80,77 +92,86 @@ static void write_svg(FILE *f, const char *title, const char *subtitle, const ch
                    "<rect width=\"8\" height=\"8\" fill=\"%s\"/>%s</pattern>\n",
                 mp_component_name(i), colours[i], marks[i]);
     fputs("</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n", f);
-    fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"17\" font-weight=\"bold\">", left);
+    fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"17\" font-weight=\"bold\">", fr->left);
     xml_text(f, title);
-    fprintf(f, "</text>\n<text x=\"%.0f\" y=\"48\" font-size=\"11\" fill=\"#444444\">", left);
+    fprintf(f, "</text>\n<text x=\"%.0f\" y=\"48\" font-size=\"11\" fill=\"#444444\">", fr->left);
     xml_text(f, subtitle);
     fputs("</text>\n", f);
+}
 
-    /* axes, grid and ticks in GiB */
+/* axes, grid and ticks in GiB */
+static void svg_axes(FILE *f, const frame *fr, const char *xlabel)
+{
+    double left = fr->left, right = fr->left + fr->n * fr->slot, mid = fr->top + fr->ph / 2;
     fputs("<g class=\"axis\" font-size=\"11\" fill=\"#333333\">\n", f);
-    for (double v = 0; v <= ymax + step / 2; v += step) {
-        double y = base - v * k;
-        fprintf(f, "  <line x1=\"%.1f\" y1=\"%.3f\" x2=\"%.1f\" y2=\"%.3f\" stroke=\"#dddddd\"/>\n", left, y,
-                left + n * slot, y);
+    for (double v = 0; v <= fr->ymax + fr->step / 2; v += fr->step) {
+        double y = fr->base - v * fr->k;
+        fprintf(f, "  <line x1=\"%.1f\" y1=\"%.3f\" x2=\"%.1f\" y2=\"%.3f\" stroke=\"#dddddd\"/>\n", left, y, right, y);
         fprintf(f, "  <text x=\"%.1f\" y=\"%.3f\" text-anchor=\"end\">%g</text>\n", left - 6, y + 4, v);
     }
-    fprintf(f, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", left, top - 8, left, base);
-    fprintf(f, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", left, base,
-            left + n * slot, base);
+    fprintf(f, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", left, fr->top - 8, left,
+            fr->base);
+    fprintf(f, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>\n", left, fr->base, right,
+            fr->base);
     fprintf(f, "  <text x=\"20\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.1f)\" font-size=\"12\">"
-               "memory per GPU (GiB, 2^30 bytes)</text>\n", top + ph / 2, top + ph / 2);
-    fprintf(f, "  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">", left + n * slot / 2, H - 12);
+               "memory per GPU (GiB, 2^30 bytes)</text>\n", mid, mid);
+    fprintf(f, "  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\">", left + fr->n * fr->slot / 2,
+            fr->H - 12);
     xml_text(f, xlabel);
     fputs("</text>\n</g>\n", f);
+}
 
-    /* the bars */
-    for (int i = 0; i < n; i++) {
-        double x = left + i * slot + (slot - bw) / 2, y = base;
-        fprintf(f, "<g class=\"bar\" data-bar=\"%d\" data-total-bytes=\"%.0f\">\n", i, bars[i].total);
-        for (int comp = 0; comp < MP_NCOMP; comp++) {
-            double h = bars[i].comp[comp] / MP_GiB * k;
-            y -= h;
-            fprintf(f, "  <rect class=\"seg\" data-bar=\"%d\" data-component=\"%s\" data-bytes=\"%.0f\" "
-                       "x=\"%.3f\" y=\"%.4f\" width=\"%.0f\" height=\"%.4f\" fill=\"url(#p-%s)\" stroke=\"#ffffff\" "
-                       "stroke-width=\"0.5\"><title>%s: %s</title></rect>\n",
-                    i, mp_component_name(comp), bars[i].comp[comp], x, y, bw, h, mp_component_name(comp),
-                    mp_component_name(comp), mp_fmt_gib(bars[i].comp[comp], a, sizeof a));
-        }
-        fprintf(f, "  <text x=\"%.3f\" y=\"%.3f\" text-anchor=\"middle\" font-size=\"11\" font-weight=\"bold\" fill=\"%s\">%s</text>\n",
-                x + bw / 2, y - 5, !c->have_gpu || bars[i].fits ? "#222222" : "#c62828",
-                mp_fmt_gib(bars[i].total, a, sizeof a));
-        for (int l = 0; l < 4; l++) {
-            if (!bars[i].line[l][0]) continue;
-            fprintf(f, "  <text x=\"%.3f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%d\"%s>", x + bw / 2,
-                    base + 16 + 13 * l, l ? 10 : 11, l ? " fill=\"#444444\"" : " font-weight=\"bold\"");
-            xml_text(f, bars[i].line[l]);
-            fputs("</text>\n", f);
-        }
-        fputs("</g>\n", f);
+/* One bar: its segments, its total above and its labels below. */
+static void svg_bar(FILE *f, const frame *fr, int i, const bar *b, const cli *c)
+{
+    char a[32];
+    double x = fr->left + i * fr->slot + (fr->slot - fr->bw) / 2, y = fr->base;
+    fprintf(f, "<g class=\"bar\" data-bar=\"%d\" data-total-bytes=\"%.0f\">\n", i, b->total);
+    for (int comp = 0; comp < MP_NCOMP; comp++) {
+        double h = b->comp[comp] / MP_GiB * fr->k;
+        y -= h;
+        fprintf(f, "  <rect class=\"seg\" data-bar=\"%d\" data-component=\"%s\" data-bytes=\"%.0f\" "
+                   "x=\"%.3f\" y=\"%.4f\" width=\"%.0f\" height=\"%.4f\" fill=\"url(#p-%s)\" stroke=\"#ffffff\" "
+                   "stroke-width=\"0.5\"><title>%s: %s</title></rect>\n",
+                i, mp_component_name(comp), b->comp[comp], x, y, fr->bw, h, mp_component_name(comp),
+                mp_component_name(comp), mp_fmt_gib(b->comp[comp], a, sizeof a));
     }
+    fprintf(f, "  <text x=\"%.3f\" y=\"%.3f\" text-anchor=\"middle\" font-size=\"11\" font-weight=\"bold\" fill=\"%s\">%s</text>\n",
+            x + fr->bw / 2, y - 5, !c->have_gpu || b->fits ? "#222222" : "#c62828", mp_fmt_gib(b->total, a, sizeof a));
+    for (int l = 0; l < 4; l++) {
+        if (!b->line[l][0]) continue;
+        fprintf(f, "  <text x=\"%.3f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%d\"%s>", x + fr->bw / 2,
+                fr->base + 16 + 13 * l, l ? 10 : 11, l ? " fill=\"#444444\"" : " font-weight=\"bold\"");
+        xml_text(f, b->line[l]);
+        fputs("</text>\n", f);
+    }
+    fputs("</g>\n", f);
+}
 
-    /* the GPU's capacity and the headroom line, labelled to the right of the bars */
-    if (c->have_gpu) {
-        double y = base - cap * k, yu = base - usable * k, x2 = left + n * slot + 8;
-        char lab[160];
-        fprintf(f, "<line class=\"capacity\" x1=\"%.1f\" y1=\"%.4f\" x2=\"%.1f\" y2=\"%.4f\" stroke=\"#c62828\" stroke-width=\"2\"/>\n",
-                left, y, x2, y);
-        snprintf(lab, sizeof lab, "%s %.2f GiB", c->gpu.name, cap);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.3f\" font-size=\"10\" fill=\"#c62828\">", x2 + 4, y - 3);
+/* the GPU's capacity and the headroom line, labelled to the right of the bars */
+static void svg_capacity(FILE *f, const frame *fr, const cli *c)
+{
+    double y = fr->base - fr->cap * fr->k, yu = fr->base - fr->usable * fr->k, x2 = fr->left + fr->n * fr->slot + 8;
+    char lab[160];
+    fprintf(f, "<line class=\"capacity\" x1=\"%.1f\" y1=\"%.4f\" x2=\"%.1f\" y2=\"%.4f\" stroke=\"#c62828\" stroke-width=\"2\"/>\n",
+            fr->left, y, x2, y);
+    snprintf(lab, sizeof lab, "%s %.2f GiB", c->gpu.name, fr->cap);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.3f\" font-size=\"10\" fill=\"#c62828\">", x2 + 4, y - 3);
+    xml_text(f, lab);
+    fputs("</text>\n", f);
+    if (c->headroom > 0) {
+        fprintf(f, "<line class=\"usable\" x1=\"%.1f\" y1=\"%.4f\" x2=\"%.1f\" y2=\"%.4f\" stroke=\"#c62828\" "
+                   "stroke-width=\"1\" stroke-dasharray=\"5,4\"/>\n", fr->left, yu, x2, yu);
+        snprintf(lab, sizeof lab, "usable %.2f GiB (%.0f%% free)", fr->usable, c->headroom * 100);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.3f\" font-size=\"10\" fill=\"#c62828\">", x2 + 4, yu + 11);
         xml_text(f, lab);
         fputs("</text>\n", f);
-        if (c->headroom > 0) {
-            fprintf(f, "<line class=\"usable\" x1=\"%.1f\" y1=\"%.4f\" x2=\"%.1f\" y2=\"%.4f\" stroke=\"#c62828\" "
-                       "stroke-width=\"1\" stroke-dasharray=\"5,4\"/>\n", left, yu, x2, yu);
-            snprintf(lab, sizeof lab, "usable %.2f GiB (%.0f%% free)", usable, c->headroom * 100);
-            fprintf(f, "<text x=\"%.1f\" y=\"%.3f\" font-size=\"10\" fill=\"#c62828\">", x2 + 4, yu + 11);
-            xml_text(f, lab);
-            fputs("</text>\n", f);
-        }
     }
+}
 
-    /* the legend */
-    double lx = left + n * slot + notes_w + 20, ly = top;
+static void svg_legend(FILE *f, const frame *fr, const cli *c)
+{
+    double lx = fr->left + fr->n * fr->slot + fr->notes_w + 20, ly = fr->top;
     fprintf(f, "<g class=\"legend\" font-size=\"12\">\n  <text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">per GPU, at the peak</text>\n",
             lx, ly);
     for (int comp = MP_NCOMP - 1, row = 0; comp >= 0; comp--, row++) {
@@ -167,7 +188,19 @@ static void write_svg(FILE *f, const char *title, const char *subtitle, const ch
             fprintf(f, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c62828\" stroke-dasharray=\"5,4\"/>"
                        "<text x=\"%.1f\" y=\"%.1f\">usable (headroom)</text>\n", lx, y + 20, lx + 16, y + 20, lx + 24, y + 24);
     }
-    fputs("</g>\n</svg>\n", f);
+    fputs("</g>\n", f);
+}
+
+static void write_svg(FILE *f, const char *title, const char *subtitle, const char *xlabel, const bar *bars,
+                      int n, const cli *c)
+{
+    frame fr = frame_for(bars, n, c);
+    svg_head(f, &fr, title, subtitle);
+    svg_axes(f, &fr, xlabel);
+    for (int i = 0; i < n; i++) svg_bar(f, &fr, i, &bars[i], c);
+    if (c->have_gpu) svg_capacity(f, &fr, c);
+    svg_legend(f, &fr, c);
+    fputs("</svg>\n", f);
 }
 
 static void fill_bar(bar *b, const mp_estimate *e, bool fits)

@@ -266,170 +266,204 @@ static const char *task_words(mp_task t)
          : t == MP_TASK_QLORA ? "QLoRA only" : "full fine-tuning, LoRA or QLoRA";
 }
 
-int cmd_table(cli *c)
+/* One table: the GPUs, the models, and each model's plan on each GPU. */
+typedef struct table_job {
+    mp_gpu *gpus;
+    int ngpus;
+    mp_model *models;
+    int nmodels;
+    int n;                     /* nmodels x ngpus cells, model-major */
+    recommendation *recs;
+    int *rcs;                  /* recommend()'s result per cell */
+    char (*errs)[MP_ERR_LEN];
+    int failed, fitting, first_fail;
+} table_job;
+
+static void table_job_free(table_job *t)
+{
+    free(t->gpus), free(t->models), free(t->recs), free(t->rcs), free(t->errs);
+}
+
+/* The GPUs: --gpus LIST, --gpu, or every profile. */
+static int table_gpus(const cli *c, table_job *t)
 {
     char err[MP_ERR_LEN], buf[4096];
     char *items[MAX_ITEMS];
-    /* the GPUs */
-    mp_gpu *gpus = NULL;
-    int ngpus = 0;
     if (c->gpu_list) {
         int n = split_list("gpus", c->gpu_list, buf, sizeof buf, items, MAX_ITEMS);
         if (n < 0) return EXIT_USAGE;
-        gpus = calloc((size_t)n, sizeof *gpus);
+        t->gpus = calloc((size_t)n, sizeof *t->gpus);
         for (int i = 0; i < n; i++) {
-            if (mp_gpu_lookup(items[i], &gpus[ngpus], err)) {
-                free(gpus);
+            if (mp_gpu_lookup(items[i], &t->gpus[t->ngpus], err))
                 return cli_error("--gpus '%s': %s", c->gpu_list, err);
-            }
-            for (int k = 0; k < ngpus; k++)
-                if (!strcmp(gpus[k].name, gpus[ngpus].name)) {
-                    cli_error("GPU '%s' is given twice in --gpus '%s'", items[i], c->gpu_list);
-                    free(gpus);
-                    return EXIT_USAGE;
-                }
-            ngpus++;
+            for (int k = 0; k < t->ngpus; k++)
+                if (!strcmp(t->gpus[k].name, t->gpus[t->ngpus].name))
+                    return cli_error("GPU '%s' is given twice in --gpus '%s'", items[i], c->gpu_list);
+            t->ngpus++;
         }
     } else if (c->have_gpu) {
-        gpus = calloc(1, sizeof *gpus);
-        gpus[ngpus++] = c->gpu;
+        t->gpus = calloc(1, sizeof *t->gpus);
+        t->gpus[t->ngpus++] = c->gpu;
     } else {
-        while (mp_gpu_at(ngpus)) ngpus++;
-        if (!ngpus) {
+        while (mp_gpu_at(t->ngpus)) t->ngpus++;
+        if (!t->ngpus) {
             mp_gpu probe;
             if (mp_gpu_lookup("rtx4090", &probe, err)) return cli_error("%s", err);
             return cli_error("no GPU profiles in '%s'", mp_profiles_dir());
         }
-        gpus = calloc((size_t)ngpus, sizeof *gpus);
-        for (int i = 0; i < ngpus; i++) gpus[i] = *mp_gpu_at(i);
+        t->gpus = calloc((size_t)t->ngpus, sizeof *t->gpus);
+        for (int i = 0; i < t->ngpus; i++) t->gpus[i] = *mp_gpu_at(i);
     }
-    /* the models */
-    mp_model *models = NULL;
-    int nmodels = 0;
-    if (c->models) {
-        int n = split_list("models", c->models, buf, sizeof buf, items, MAX_ITEMS);
-        if (n < 0) {
-            free(gpus);
-            return EXIT_USAGE;
-        }
-        models = calloc((size_t)n, sizeof *models);
-        for (int i = 0; i < n; i++) {
-            if (mp_model_lookup(items[i], &models[nmodels], err)) {
-                free(gpus), free(models);
-                return cli_error("--models '%s': %s", c->models, err);
-            }
-            for (int k = 0; k < nmodels; k++)
-                if (!strcmp(models[k].name, models[nmodels].name)) {
-                    cli_error("model '%s' is given twice in --models '%s'", items[i], c->models);
-                    free(gpus), free(models);
-                    return EXIT_USAGE;
-                }
-            nmodels++;
-        }
-    } else {
-        models = calloc(1, sizeof *models);
-        models[nmodels++] = c->model;
-    }
+    return 0;
+}
 
-    int n = nmodels * ngpus;
-    recommendation *recs = calloc((size_t)n, sizeof *recs);
-    int *rcs = calloc((size_t)n, sizeof *rcs);
-    char (*errs)[MP_ERR_LEN] = calloc((size_t)n, sizeof *errs);
+/* The models: --models LIST, or the one model. */
+static int table_models(const cli *c, table_job *t)
+{
+    char err[MP_ERR_LEN], buf[4096];
+    char *items[MAX_ITEMS];
+    if (!c->models) {
+        t->models = calloc(1, sizeof *t->models);
+        t->models[t->nmodels++] = c->model;
+        return 0;
+    }
+    int n = split_list("models", c->models, buf, sizeof buf, items, MAX_ITEMS);
+    if (n < 0) return EXIT_USAGE;
+    t->models = calloc((size_t)n, sizeof *t->models);
+    for (int i = 0; i < n; i++) {
+        if (mp_model_lookup(items[i], &t->models[t->nmodels], err))
+            return cli_error("--models '%s': %s", c->models, err);
+        for (int k = 0; k < t->nmodels; k++)
+            if (!strcmp(t->models[k].name, t->models[t->nmodels].name))
+                return cli_error("model '%s' is given twice in --models '%s'", items[i], c->models);
+        t->nmodels++;
+    }
+    return 0;
+}
+
+/* Every cell's plan; what one model's searches learn is cached across its GPUs. */
+static int table_recommend(const cli *c, table_job *t)
+{
+    t->n = t->nmodels * t->ngpus;
+    t->recs = calloc((size_t)t->n, sizeof *t->recs);
+    t->rcs = calloc((size_t)t->n, sizeof *t->rcs);
+    t->errs = calloc((size_t)t->n, sizeof *t->errs);
     table_cache *cache = calloc(1, sizeof *cache);
-    int rc = 0, failed = 0, fitting = 0, first_fail = -1;
-    if (!recs || !rcs || !errs || !cache) {
-        rc = cli_error("out of memory");
-        goto done;
+    t->first_fail = -1;
+    if (!t->recs || !t->rcs || !t->errs || !cache) {
+        free(cache);
+        return cli_error("out of memory");
     }
-    for (int m = 0; m < nmodels; m++) {
+    for (int m = 0; m < t->nmodels; m++) {
         mp_settings base;
-        table_base(c, &models[m], &base);
+        table_base(c, &t->models[m], &base);
         memset(cache, 0, sizeof *cache);
-        for (int g = 0; g < ngpus; g++) {
-            int i = m * ngpus + g;
-            rcs[i] = recommend(c, &models[m], &base, &gpus[g], cache, &recs[i], errs[i]);
-            if (rcs[i]) {
-                failed++;
-                if (first_fail < 0) first_fail = i;
-            } else fitting += recs[i].fits;
+        for (int g = 0; g < t->ngpus; g++) {
+            int i = m * t->ngpus + g;
+            t->rcs[i] = recommend(c, &t->models[m], &base, &t->gpus[g], cache, &t->recs[i], t->errs[i]);
+            if (t->rcs[i]) {
+                t->failed++;
+                if (t->first_fail < 0) t->first_fail = i;
+            } else t->fitting += t->recs[i].fits;
         }
     }
+    free(cache);
     /* one model: its error is the same on every GPU; several: only if none could be planned */
-    if (failed && (nmodels == 1 || failed == n)) {
-        rc = cli_error("%s", errs[first_fail]);
-        goto done;
-    }
+    if (t->failed && (t->nmodels == 1 || t->failed == t->n)) return cli_error("%s", t->errs[t->first_fail]);
+    return 0;
+}
 
-    out_buf ob;
-    FILE *f = out_open(&ob);
+/* One model: a row per GPU with the plan. */
+static void write_plans(FILE *f, const cli *c, const table_job *t)
+{
     grid gr;
-    char a[32], lab[64];
     mp_settings base;
-    table_base(c, &models[0], &base);
-    if (nmodels == 1) {
-        grid_init(&gr, row_cols, T_NCOL);
-        for (int i = 0; i < n; i++) add_plan_row(&gr, &models[0], &gpus[i], &recs[i]);
-        if (c->format == FMT_TEXT) {
-            char how[220];
-            if (c->models) snprintf(how, sizeof how, "profile '%s'", models[0].name);
-            else snprintf(how, sizeof how, "%s", c->model_how);
-            fprintf(f, "memplan table: %s (%s), %s; seq %lld, %s; %.0f%% headroom kept free\n",
-                    models[0].name, how, task_words(c->opts.task), (long long)base.seq,
-                    c->pinned & MP_PIN_BATCH ? "micro-batch pinned" : "micro-batch searched", c->headroom * 100);
-            fprintf(f, "sizes per GPU in GiB (2^30 bytes); device_bytes is what nvidia-smi would show "
-                       "(--format csv or json: bytes)\n\n");
-        }
-        grid_write(f, &gr, c->format);
-        if (c->format == FMT_TEXT) {
-            bool multi = false;
-            for (int i = 0; i < n; i++) multi |= recs[i].multi;
-            if (multi)
-                fprintf(f, "\ngpus > 1: nothing fits on one GPU; the smallest power of two on which a plan fits with\n"
-                           "ZeRO-3 (parameters, gradients and optimizer state sharded), and the best plan there\n");
-        }
-        grid_free(&gr);
-    } else {
-        grid_col *cols = calloc((size_t)ngpus + 1, sizeof *cols);
-        cols[0] = (grid_col){"model", COL_STR};
-        for (int g = 0; g < ngpus; g++) cols[g + 1] = (grid_col){gpus[g].name, COL_STR};
-        grid_init(&gr, cols, ngpus + 1);
-        bool na = false;
-        for (int m = 0; m < nmodels; m++) {
-            size_t r = grid_add_row(&gr);
-            grid_str(&gr, r, 0, models[m].name);
-            for (int g = 0; g < ngpus; g++) {
-                int i = m * ngpus + g;
-                if (rcs[i]) grid_str(&gr, r, g + 1, "n/a"), na = true;
-                else if (recs[i].fits) grid_str(&gr, r, g + 1, recommendation_label(&recs[i], lab, sizeof lab));
-                /* else unset: "—" in text and Markdown, empty in CSV, null in JSON */
-            }
-        }
-        if (c->format == FMT_TEXT)
-            fprintf(f, "memplan table: the most complete training that fits each GPU (%s; %s%s; %.0f%% headroom)\n\n",
-                    task_words(c->opts.task), c->seq_given ? "seq " : "seq: each model's maximum or 2048",
-                    c->seq_given ? (snprintf(a, sizeof a, "%lld", (long long)c->s.seq), a) : "", c->headroom * 100);
-        grid_write(f, &gr, c->format);
-        if (c->format == FMT_TEXT) {
-            fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); 8-bit: 8-bit AdamW;\n"
-                       "            +offload: optimizer state in host RAM (ZeRO-Offload)\n"
-                       "LoRA        adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
-                       "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
-                       "\xe2\x80\x94           nothing fits%s\n"
-                       "details of one column: memplan table --model NAME --gpus GPU\n",
-                    c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on 4096 GPUs");
-            if (na)
-                for (int i = 0; i < n; i++)
-                    if (rcs[i]) {
-                        fprintf(f, "n/a         %s: %s\n", models[i / ngpus].name, errs[i]);
-                        break;
-                    }
-        }
-        grid_free(&gr);
-        free(cols);
+    table_base(c, &t->models[0], &base);
+    grid_init(&gr, row_cols, T_NCOL);
+    for (int i = 0; i < t->n; i++) add_plan_row(&gr, &t->models[0], &t->gpus[i], &t->recs[i]);
+    if (c->format == FMT_TEXT) {
+        char how[220];
+        if (c->models) snprintf(how, sizeof how, "profile '%s'", t->models[0].name);
+        else snprintf(how, sizeof how, "%s", c->model_how);
+        fprintf(f, "memplan table: %s (%s), %s; seq %lld, %s; %.0f%% headroom kept free\n",
+                t->models[0].name, how, task_words(c->opts.task), (long long)base.seq,
+                c->pinned & MP_PIN_BATCH ? "micro-batch pinned" : "micro-batch searched", c->headroom * 100);
+        fprintf(f, "sizes per GPU in GiB (2^30 bytes); device_bytes is what nvidia-smi would show "
+                   "(--format csv or json: bytes)\n\n");
     }
-    rc = out_finish(&ob, c->out_path);
-    if (!rc && !fitting) rc = EXIT_NOFIT;
-done:
-    free(gpus), free(models), free(recs), free(rcs), free(errs), free(cache);
+    grid_write(f, &gr, c->format);
+    if (c->format == FMT_TEXT) {
+        bool multi = false;
+        for (int i = 0; i < t->n; i++) multi |= t->recs[i].multi;
+        if (multi)
+            fprintf(f, "\ngpus > 1: nothing fits on one GPU; the smallest power of two on which a plan fits with\n"
+                       "ZeRO-3 (parameters, gradients and optimizer state sharded), and the best plan there\n");
+    }
+    grid_free(&gr);
+}
+
+/* The legend under the matrix, and the first cell that could not be planned. */
+static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool na)
+{
+    fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); 8-bit: 8-bit AdamW;\n"
+               "            +offload: optimizer state in host RAM (ZeRO-Offload)\n"
+               "LoRA        adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
+               "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
+               "\xe2\x80\x94           nothing fits%s\n"
+               "details of one column: memplan table --model NAME --gpus GPU\n",
+            c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on 4096 GPUs");
+    if (na)
+        for (int i = 0; i < t->n; i++)
+            if (t->rcs[i]) {
+                fprintf(f, "n/a         %s: %s\n", t->models[i / t->ngpus].name, t->errs[i]);
+                break;
+            }
+}
+
+/* Several models: a models x GPUs matrix of the most complete training that fits. */
+static void write_matrix(FILE *f, const cli *c, const table_job *t)
+{
+    char a[32], lab[64];
+    grid gr;
+    grid_col *cols = calloc((size_t)t->ngpus + 1, sizeof *cols);
+    cols[0] = (grid_col){"model", COL_STR};
+    for (int g = 0; g < t->ngpus; g++) cols[g + 1] = (grid_col){t->gpus[g].name, COL_STR};
+    grid_init(&gr, cols, t->ngpus + 1);
+    bool na = false;
+    for (int m = 0; m < t->nmodels; m++) {
+        size_t r = grid_add_row(&gr);
+        grid_str(&gr, r, 0, t->models[m].name);
+        for (int g = 0; g < t->ngpus; g++) {
+            int i = m * t->ngpus + g;
+            if (t->rcs[i]) grid_str(&gr, r, g + 1, "n/a"), na = true;
+            else if (t->recs[i].fits) grid_str(&gr, r, g + 1, recommendation_label(&t->recs[i], lab, sizeof lab));
+            /* else unset: "—" in text and Markdown, empty in CSV, null in JSON */
+        }
+    }
+    if (c->format == FMT_TEXT)
+        fprintf(f, "memplan table: the most complete training that fits each GPU (%s; %s%s; %.0f%% headroom)\n\n",
+                task_words(c->opts.task), c->seq_given ? "seq " : "seq: each model's maximum or 2048",
+                c->seq_given ? (snprintf(a, sizeof a, "%lld", (long long)c->s.seq), a) : "", c->headroom * 100);
+    grid_write(f, &gr, c->format);
+    if (c->format == FMT_TEXT) write_matrix_legend(f, c, t, na);
+    grid_free(&gr);
+    free(cols);
+}
+
+int cmd_table(cli *c)
+{
+    table_job t = {0};
+    int rc = table_gpus(c, &t);
+    if (!rc) rc = table_models(c, &t);
+    if (!rc) rc = table_recommend(c, &t);
+    if (!rc) {
+        out_buf ob;
+        FILE *f = out_open(&ob);
+        if (t.nmodels == 1) write_plans(f, c, &t);
+        else write_matrix(f, c, &t);
+        rc = out_finish(&ob, c->out_path);
+        if (!rc && !t.fitting) rc = EXIT_NOFIT;
+    }
+    table_job_free(&t);
     return rc;
 }

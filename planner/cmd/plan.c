@@ -1,0 +1,317 @@
+/* plan.c — memplan plan (the default), estimate, and plan --solve. */
+#include "cli.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *task_label(mp_task t)
+{
+    return t == MP_TASK_FULL ? "full fine-tuning" : t == MP_TASK_LORA ? "LoRA (16-bit or fp32 base)"
+                                                                       : "QLoRA (quantised base)";
+}
+
+/* Write the emitted config to -o FILE atomically, or to stdout. */
+static int do_emit(cli *c, const mp_settings *s)
+{
+    char err[MP_ERR_LEN], *text = NULL;
+    if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
+    int rc = 0;
+    if (c->out_path) {
+        if (mp_write_file_atomic(c->out_path, text, strlen(text), err)) rc = cli_error("%s", err);
+    } else {
+        fputs(text, stdout);
+    }
+    free(text);
+    return rc;
+}
+
+static int check_output_args(const cli *c)
+{
+    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed or accelerate)");
+    return 0;
+}
+
+int cmd_estimate(cli *c)
+{
+    char err[MP_ERR_LEN];
+    if (check_output_args(c)) return EXIT_USAGE;
+    mp_estimate e;
+    if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
+        return cli_error("%s", err);
+    bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
+    if (c->emit) {
+        int rc = do_emit(c, &c->s);
+        if (rc || !c->out_path) return rc;
+    }
+    if (c->format == FMT_JSON) print_estimate_json(stdout, c, &c->s, &e, fits, NULL);
+    else if (c->format == FMT_CSV) {
+        print_csv_header(stdout);
+        print_csv_row(stdout, c, &c->s, &e, fits);
+    } else print_estimate_text(stdout, c, &c->s, &e);
+    return c->have_gpu && !fits ? EXIT_NOFIT : 0;
+}
+
+/* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */
+static int64_t gpus_needed(const cli *c, mp_settings s)
+{
+    char err[MP_ERR_LEN];
+    for (int64_t g = 2; g <= 4096; g *= 2) {
+        s.gpus = g * s.tp * s.pp;
+        s.zero = 3;
+        mp_estimate e;
+        if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err) == 0 && mp_fits(&e, c->gpu.mem_bytes, c->headroom))
+            return g;
+    }
+    return 0;
+}
+
+
+static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task)
+{
+    char a[32], b[32], sum[256];
+    const mp_candidate *k = best_of_task;
+    double usable = c->gpu.mem_bytes * (1 - c->headroom);
+    int big = 0;
+    for (int i = 1; i < MP_NCOMP; i++)
+        if (k->at_peak[i] > k->at_peak[big]) big = i;
+    fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", task_label(k->task),
+            mp_fmt_gib(k->device_bytes, a, sizeof a), k->device_bytes / usable,
+            mp_fmt_gib(usable, b, sizeof b), plan_summary(&k->s, sum, sizeof sum));
+    fprintf(f, "  %-27s largest part: %s %s; would fit on a GPU of %s", "",
+            mp_component_name(big), mp_fmt_gib(k->at_peak[big], a, sizeof a),
+            mp_fmt_gib(k->device_bytes / (1 - c->headroom), b, sizeof b));
+    int64_t g = k->s.lora_rank == 0 || c->s.gpus > 1 ? gpus_needed(c, k->s) : 0;
+    if (g) fprintf(f, ", or on %lld of these with ZeRO-3", (long long)g);
+    fputc('\n', f);
+}
+
+static int cmd_solve(cli *c)
+{
+    char err[MP_ERR_LEN], a[32];
+    double answer;
+    mp_model solved;
+    int src = mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
+    if (src == -2) {
+        printf("%s\n", err);
+        return EXIT_NOFIT;
+    }
+    if (src) return cli_error("%s", err);
+    mp_settings s = c->s;
+    if (!strcmp(c->solve, "max-batch")) s.batch = (int64_t)answer;
+    if (!strcmp(c->solve, "max-seq")) s.seq = (int64_t)answer;
+    if (!strcmp(c->solve, "max-params")) {
+        c->model = solved;
+        snprintf(c->model_how, sizeof c->model_how, "the largest Llama-like shape that fits");
+    }
+    mp_estimate e;
+    if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err)) return cli_error("%s", err);
+    if (c->format == FMT_JSON) {
+        char extra[160];
+        snprintf(extra, sizeof extra, "{\"solve\": \"%s\", \"answer\": %.0f}", c->solve,
+                 !strcmp(c->solve, "max-params") ? e.params.total : answer);
+        print_estimate_json(stdout, c, &s, &e, true, extra);
+        return 0;
+    }
+    char cnt[40];
+    if (!strcmp(c->solve, "max-params"))
+        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
+               mp_fmt_count(e.params.total, cnt, sizeof cnt), (long long)c->model.layers,
+               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    else
+        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
+               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    print_estimate_text(stdout, c, &s, &e);
+    return 0;
+}
+
+/* One search, and what plan reports from it. */
+typedef struct plan_result {
+    mp_search_result r;
+    double ms;
+    const mp_candidate *best;  /* NULL: nothing fits */
+    mp_estimate e;             /* of best */
+    const mp_candidate *alts[64];
+    int nalt;
+    const mp_candidate *miss[MP_NTASK]; /* tasks with no fitting plan: their cheapest candidate */
+    bool task_fits[MP_NTASK];
+} plan_result;
+
+/* Alternatives: the best of each distinct technique set, after the winner. */
+static void find_alternatives(const cli *c, plan_result *p)
+{
+    const mp_search_result *r = &p->r;
+    for (size_t i = 1; p->best && i < r->n && r->cands[i].fits && p->nalt < c->top; i++) {
+        const mp_settings *s = &r->cands[i].s;
+        int dup = 0;
+        for (int j = -1; j < p->nalt && !dup; j++)
+            dup = same_kind(s, j < 0 ? &p->best->s : &p->alts[j]->s);
+        if (!dup) p->alts[p->nalt++] = &r->cands[i];
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const mp_candidate *k = &r->cands[i];
+        if (k->fits) p->task_fits[k->task] = true;
+        else if (!p->miss[k->task] || k->device_bytes < p->miss[k->task]->device_bytes) p->miss[k->task] = k;
+    }
+}
+
+static json_t *candidate_json(const mp_candidate *k)
+{
+    char sum[256];
+    json_t *o = json_object();
+    json_object_set_new(o, "plan", json_string(plan_summary(&k->s, sum, sizeof sum)));
+    json_object_set_new(o, "batch", json_integer(k->s.batch));
+    json_object_set_new(o, "accum", json_integer(k->s.accum));
+    json_object_set_new(o, "device_bytes", json_integer((json_int_t)llround(k->device_bytes)));
+    json_object_set_new(o, "tokens_per_s", json_real(round(k->tokens_per_s)));
+    return o;
+}
+
+static json_t *miss_json(const cli *c, mp_task t, const mp_candidate *k)
+{
+    char sum[256];
+    json_t *o = json_object();
+    json_object_set_new(o, "task", json_string(mp_task_name(t)));
+    json_object_set_new(o, "min_device_bytes", json_integer((json_int_t)llround(k->device_bytes)));
+    json_object_set_new(o, "over_bytes", json_integer((json_int_t)llround(k->device_bytes - c->gpu.mem_bytes * (1 - c->headroom))));
+    json_object_set_new(o, "plan", json_string(plan_summary(&k->s, sum, sizeof sum)));
+    return o;
+}
+
+static void print_plan_json(const cli *c, const plan_result *p)
+{
+    json_t *x = json_object();
+    json_object_set_new(x, "considered", json_integer((json_int_t)p->r.considered));
+    json_object_set_new(x, "evaluated", json_integer((json_int_t)p->r.evaluated));
+    json_object_set_new(x, "fitting", json_integer((json_int_t)p->r.fitting));
+    json_object_set_new(x, "search_ms", json_real(round(p->ms * 100) / 100));
+    json_t *alt = json_array();
+    for (int i = 0; i < p->nalt; i++) json_array_append_new(alt, candidate_json(p->alts[i]));
+    json_object_set_new(x, "alternatives", alt);
+    json_t *misses = json_array();
+    for (int t = 0; t < MP_NTASK; t++)
+        if (p->miss[t] && !p->task_fits[t]) json_array_append_new(misses, miss_json(c, (mp_task)t, p->miss[t]));
+    json_object_set_new(x, "misses", misses);
+    char *xs = json_dumps(x, 0);
+    json_decref(x);
+    if (p->best) print_estimate_json(stdout, c, &p->best->s, &p->e, true, xs);
+    else {
+        json_t *o = json_loads(xs, 0, NULL);
+        json_object_set_new(o, "fits", json_false());
+        json_object_set_new(o, "budget_bytes", json_integer((json_int_t)llround(c->gpu.mem_bytes)));
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        fputc('\n', stdout);
+        json_decref(o);
+    }
+    free(xs);
+}
+
+static void print_plan_csv(const cli *c, const plan_result *p)
+{
+    char err[MP_ERR_LEN];
+    print_csv_header(stdout);
+    for (size_t i = 0; i < p->r.n && (int)i <= c->top; i++) {
+        mp_estimate ei;
+        if (mp_estimate_run(&c->model, &p->r.cands[i].s, &c->gpu, &ei, err) == 0)
+            print_csv_row(stdout, c, &p->r.cands[i].s, &ei, p->r.cands[i].fits);
+    }
+}
+
+/* After the plan: why not more, why this one, the alternatives and the search. */
+static void print_plan_why(const cli *c, const plan_result *p)
+{
+    char sum[256], a[32], b[32], cnt[40];
+    bool any_miss = false;
+    for (int t = 0; t < MP_NTASK; t++) any_miss |= p->miss[t] && !p->task_fits[t];
+    if (any_miss) {
+        printf("\nwhy not more:\n");
+        for (int t = 0; t < MP_NTASK; t++)
+            if (p->miss[t] && !p->task_fits[t]) explain_miss(stdout, c, p->miss[t]);
+    }
+    if (p->best && !c->opts.prefer_speed)
+        printf("\nwhy this plan: %s is the most complete kind of training that fits (full fine-tuning,\n"
+               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, then the\n"
+               "highest estimated tokens/s, then the simplest setup (--prefer speed: tokens/s alone)\n",
+               p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA");
+    if (p->nalt) {
+        printf("\nalternatives that fit:\n");
+        for (int i = 0; i < p->nalt; i++)
+            printf("  %d. %-78s B=%-3lld %10s %7.0f tok/s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
+                   (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b),
+                   p->alts[i]->tokens_per_s);
+    }
+    printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
+           "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
+           "search took %.1f ms\n",
+           mp_fmt_count((double)p->r.considered, cnt, sizeof cnt), mp_fmt_count((double)p->r.evaluated, a, sizeof a),
+           mp_fmt_count((double)p->r.fitting, b, sizeof b), p->ms);
+}
+
+static void print_plan_text(const cli *c, const plan_result *p)
+{
+    char sum[256], a[32];
+    printf("memplan %s on %s (%s)\n", c->model.name, c->gpu.name, c->gpu.how);
+    const mp_candidate *best = p->best;
+    if (best) {
+        printf("\nbest plan: %s\n", plan_summary(&best->s, sum, sizeof sum));
+        printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n\n",
+               (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq,
+               (long long)(best->s.batch * best->s.accum * (best->s.gpus / (best->s.tp * best->s.pp))));
+        print_estimate_text(stdout, c, &best->s, &p->e);
+    } else {
+        printf("\nnothing fits in %s with %.0f%% headroom.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
+               c->headroom * 100);
+    }
+    print_plan_why(c, p);
+}
+
+/* --emit: the config of the best plan; returns -1 to go on to the report. */
+static int plan_emit(cli *c, const plan_result *p)
+{
+    if (!p->best) {
+        fprintf(stderr, "memplan: nothing fits in %s: no config written\n", c->gpu.name);
+        return EXIT_NOFIT;
+    }
+    int rc = do_emit(c, &p->best->s);
+    return rc || !c->out_path ? rc : -1;
+}
+
+static int plan_report(cli *c, plan_result *p)
+{
+    char err[MP_ERR_LEN];
+    if (c->emit) {
+        int rc = plan_emit(c, p);
+        if (rc >= 0) return rc;
+    }
+    if (p->best && mp_estimate_run(&c->model, &p->best->s, &c->gpu, &p->e, err)) return cli_error("%s", err);
+    find_alternatives(c, p);
+    if (c->format == FMT_JSON) print_plan_json(c, p);
+    else if (c->format == FMT_CSV) print_plan_csv(c, p);
+    else print_plan_text(c, p);
+    return p->best ? 0 : EXIT_NOFIT;
+}
+
+int cmd_plan(cli *c)
+{
+    char err[MP_ERR_LEN];
+    if (check_output_args(c)) return EXIT_USAGE;
+    if (!c->have_gpu) return cli_error("no budget: give --gpu (a profile such as rtx4090, or a size such as 12GB)");
+    if (c->solve) return cmd_solve(c);
+    plan_result p = {0};
+    double t0 = now_ms();
+    if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &p.r, err)) return cli_error("%s", err);
+    p.ms = now_ms() - t0;
+    p.best = p.r.n && p.r.cands[0].fits ? &p.r.cands[0] : NULL;
+    int rc = plan_report(c, &p);
+    mp_search_free(&p.r);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/* settings_options.c — the flags every planning command shares: the training settings
+ * (fields of mp_settings, each with the dimension it pins) and the model's source.
+ * Their choices are the library's names (memplan.h), read through mp_*_name/mp_*_parse. */
+#include "options.h"
+
+#include <string.h>
+
+/* ---------- the setting vocabularies ---------- */
+
+#define VOCAB(fn, type, count)                                                \
+    static const char *fn##_name(int v) { return mp_##fn##_name((type)v); }   \
+    static int fn##_parse(const char *s, int *v)                              \
+    {                                                                         \
+        type t;                                                               \
+        if (mp_##fn##_parse(s, &t)) return -1;                                \
+        *v = (int)t;                                                          \
+        return 0;                                                             \
+    }                                                                         \
+    const mp_vocab mp_vocab_##fn = {count, NULL, fn##_name, fn##_parse};
+
+VOCAB(precision, mp_precision, MP_NPRECISION)
+VOCAB(optimizer, mp_optimizer, MP_NOPTIMIZER)
+VOCAB(ckpt, mp_ckpt, MP_NCKPT)
+VOCAB(attention, mp_attention, MP_NATTN)
+VOCAB(quant, mp_quant, MP_NQUANT)
+VOCAB(offload, mp_offload, MP_NOFFLOAD)
+VOCAB(ce, mp_ce, MP_NCE)
+VOCAB(loader, mp_loader, MP_NLOADER)
+VOCAB(task, mp_task, MP_NTASK)
+
+/* LoRA targets: the modules as a comma list, or a group of them. */
+static const char *lora_target_choice(int v)
+{
+    static char modules[64];
+    static const char *const groups[] = {"attn", "mlp", "all"};
+    return v ? groups[v - 1] : mp_lora_targets_name(MP_LORA_ALL, modules, sizeof modules);
+}
+static const mp_vocab lora_target_choices = {4, NULL, lora_target_choice, NULL};
+
+static int read_lora_targets(const mp_opt *o, const char *value, void *base, char *err)
+{
+    unsigned bits;
+    if (mp_lora_targets_parse(value, &bits)) {
+        char list[128];
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", value, o->name,
+                 mp_opt_choices(o, o->vocab, list, sizeof list));
+        return -1;
+    }
+    memcpy((char *)base + o->offset, &bits, sizeof bits);
+    return 0;
+}
+
+/* ---------- the rows ---------- */
+
+#define S(field) MP_OPT_AT(mp_settings, field)
+
+const mp_opt mp_settings_opts[] = {
+    {"precision", MP_OPT_ENUM, S(precision), .vocab = &mp_vocab_precision, .pin = MP_PIN_PRECISION,
+     .arg = "P", .help = "the precision regime"},
+    {"optimizer", MP_OPT_ENUM, S(optimizer), .vocab = &mp_vocab_optimizer, .pin = MP_PIN_OPTIMIZER,
+     .arg = "O", .help = "the optimizer"},
+    {"adam8-block", MP_OPT_INT, S(adam8_block), .lo = 1, .hi = 1 << 20, .arg = "N",
+     .help = "block size of the 8-bit optimizers: 256 (bitsandbytes now, the default) or 2048 (before)"},
+    {"checkpointing", MP_OPT_ENUM, S(checkpointing), .vocab = &mp_vocab_ckpt, .pin = MP_PIN_CKPT,
+     .arg = "C", .help = "activation checkpointing"},
+    {"attention", MP_OPT_ENUM, S(attention), .vocab = &mp_vocab_attention, .pin = MP_PIN_ATTENTION,
+     .help = "the attention kernel"},
+    {"batch", MP_OPT_INT, S(batch), .lo = 1, .hi = 1 << 20, .pin = MP_PIN_BATCH, .arg = "B",
+     .help = "micro-batch: sequences per GPU per forward pass"},
+    {"accum", MP_OPT_INT, S(accum), .lo = 1, .hi = 1 << 20, .pin = MP_PIN_ACCUM, .arg = "K",
+     .help = "micro-batches accumulated per optimizer step"},
+    {"seq", MP_OPT_INT, S(seq), .lo = 1, .hi = 1 << 24, .pin = MP_PIN_SEQ, .arg = "T",
+     .help = "tokens per sequence (default: the model's maximum positions or 2048, the smaller)"},
+    {"ce", MP_OPT_ENUM, S(ce), .vocab = &mp_vocab_ce, .pin = MP_PIN_CE,
+     .help = "cross-entropy over all the logits at once, or in chunks"},
+    {"ce-chunk", MP_OPT_INT, S(ce_chunk), .lo = 1, .hi = 1 << 24, .arg = "N",
+     .help = "tokens per chunk of chunked cross-entropy (default 1024)"},
+    {"lora-rank", MP_OPT_INT, S(lora_rank), .lo = 0, .hi = 1 << 16, .pin = MP_PIN_LORA, .arg = "R",
+     .help = "LoRA adapters of rank R; 0 is full fine-tuning"},
+    {"lora-targets", MP_OPT_CUSTOM, S(lora_targets), .vocab = &lora_target_choices, .or_last = true,
+     .pin = MP_PIN_TARGETS, .arg = "LIST", .read = read_lora_targets,
+     .help = "the linear modules with adapters, comma-separated"},
+    {"quant", MP_OPT_ENUM, S(quant), .vocab = &mp_vocab_quant, .pin = MP_PIN_QUANT,
+     .help = "storage of the frozen base weights (QLoRA: nf4)"},
+    {"zero", MP_OPT_INT, S(zero), .lo = 0, .hi = 3, .pin = MP_PIN_ZERO,
+     .help = "ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also weights"},
+    {"offload", MP_OPT_ENUM, S(offload), .vocab = &mp_vocab_offload, .pin = MP_PIN_OFFLOAD,
+     .help = "ZeRO-Offload to host RAM"},
+    {"gpus", MP_OPT_INT, S(gpus), .lo = 1, .hi = 1 << 20, .pin = MP_PIN_GPUS, .arg = "N",
+     .help = "GPUs in the job (default 1)"},
+    {"tp", MP_OPT_INT, S(tp), .lo = 1, .hi = 1024, .arg = "N", .help = "tensor-parallel degree (default 1)"},
+    {"pp", MP_OPT_INT, S(pp), .lo = 1, .hi = 1024, .arg = "N", .help = "pipeline-parallel degree (default 1)"},
+    {"ep", MP_OPT_INT, S(ep), .lo = 1, .hi = 4096, .arg = "N", .help = "expert-parallel degree (default 1)"},
+    {"loader", MP_OPT_ENUM, S(loader), .vocab = &mp_vocab_loader, .or_last = true,
+     .help = "the training text held in host memory, or streamed through a shuffle buffer"},
+    {"dataset-size", MP_OPT_SIZE, S(dataset_bytes), .arg = "SIZE",
+     .help = "size of the raw training text, for the memory loader"},
+    {"shuffle-buffer", MP_OPT_INT, S(shuffle_buffer), .lo = 1, .hi = 1LL << 40, .arg = "N",
+     .help = "sequences in the streaming shuffle buffer (default 10000)"},
+    {"dropout", MP_OPT_FLAG, S(dropout), .help = "train with dropout: its masks add to the activations"},
+    {0},
+};
+
+#define M(field) MP_OPT_AT(mp_model_source, field)
+
+const mp_opt mp_model_source_opts[] = {
+    {"model", MP_OPT_STRING, M(name), .arg = "NAME",
+     .help = "a profile (memplan list models), e.g. llama-3.1-8b"},
+    {"hf-config", MP_OPT_STRING, M(hf_config), .arg = "FILE", .help = "a Hugging Face config.json"},
+    {"params", MP_OPT_COUNT, M(params), .arg = "N",
+     .help = "only a size (7e9, 7B, 125M): a Llama-like shape is assumed"},
+    {0},
+};
