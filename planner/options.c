@@ -145,6 +145,12 @@ int mp_opt_read(const mp_opt *o, const char *value, void *base, unsigned *pinned
     case MP_OPT_REAL:
         if (!(rc = read_number(o, value, false, &d, err))) store_real(field, o->size, d);
         break;
+    case MP_OPT_FLOAT:
+        if (!(rc = read_number(o, value, false, &d, err))) {
+            float f = (float)d;
+            memcpy(field, &f, sizeof f);
+        }
+        break;
     case MP_OPT_FRACTION:
         if (!(rc = read_fraction(o, value, &d, err))) store_real(field, o->size, d);
         break;

@@ -38,6 +38,7 @@ typedef enum {
     MP_OPT_ENUM,     /* one of vocab's names, stored as its index (an enum, int or bool field) */
     MP_OPT_INT,      /* an integer from lo to hi (int64_t, int or bool field) */
     MP_OPT_REAL,     /* a number from lo to hi (double; an int field keeps the whole part) */
+    MP_OPT_FLOAT,    /* a number from lo to hi into a float field */
     MP_OPT_FRACTION, /* 0 to 0.99, or 0% to 99% (double) */
     MP_OPT_SIZE,     /* bytes, as mp_parse_size reads them (double) */
     MP_OPT_COUNT,    /* a count, as mp_parse_count reads it (double) */

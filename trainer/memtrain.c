@@ -12,6 +12,7 @@
  */
 #include "memplan.h"
 #include "metrics_format.h"
+#include "options.h"
 #include "train.h"
 
 #include <csv.h>
@@ -52,127 +53,157 @@ __attribute__((format(printf, 2, 3))) static int run_error(int code, const char 
 
 typedef struct run_opts {
     const char *config, *report, *metrics, *save_dir, *resume_dir;
-    long steps, save_every;
+    int64_t save_every;
     double mem_limit;
     bool quiet;
 } run_opts;
 
-/* Config keys: the names memplan --emit memtrain writes, also accepted as --key. */
-static const char *const config_keys[] = {
-    "family", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "max-pos", "tied",
-    "precision", "optimizer", "adam8-block", "checkpointing", "attention", "batch", "accum",
-    "seq", "ce", "ce-chunk", "lora-rank", "lora-targets", "lora-alpha", "quant", "loader",
-    "shuffle-buffer", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", "steps",
-    "attn-tile", NULL};
+#define R(field) MP_OPT_AT(run_opts, field)
+static const mp_opt run_rows[] = {
+    {"config", MP_OPT_STRING, R(config), .arg = "FILE", .help = "a plan written by 'memplan ... --emit memtrain -o FILE'"},
+    {"report", MP_OPT_STRING, R(report), .arg = "FILE", .help = "JSON report: measured, predicted, losses, tokens/s"},
+    {"metrics", MP_OPT_STRING, R(metrics), .arg = "FILE", .help = "one CSV row per step, flushed (the format memtop follows)"},
+    {"save", MP_OPT_STRING, R(save_dir), .arg = "DIR", .help = "write checkpoints into DIR (atomically, with a checksum)"},
+    {"save-every", MP_OPT_INT, R(save_every), .lo = 1, .hi = 100000000, .arg = "N",
+     .help = "a checkpoint every N steps (default: at the end only)"},
+    {"resume", MP_OPT_STRING, R(resume_dir), .arg = "DIR", .help = "continue from DIR's checkpoint, bit-identically"},
+    {"mem-limit", MP_OPT_SIZE, R(mem_limit), .arg = "SIZE",
+     .help = "refuse plans predicted above SIZE; stop if measured crosses it"},
+    {"quiet", MP_OPT_FLAG, R(quiet), .help = "no progress bar or table"},
+    {0},
+};
+#undef R
 
-static int parse_long(const char *key, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
-        return usage_error("invalid value '%s' for %s (an integer from %ld to %ld)", v, key, lo, hi);
-    *out = x;
-    return 0;
-}
+/* ---------- config keys: rows, as memplan's flags are ----------
+ * The names memplan --emit memtrain writes, also accepted as --key. The planner's
+ * settings are the library's own rows (settings_options.c), aimed at memtrain's
+ * config and limited to the values memtrain implements; the rest are memtrain's. */
 
-static int parse_float(const char *key, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || *end || errno || !(x >= lo && x <= hi))
-        return usage_error("invalid value '%s' for %s (from %g to %g)", v, key, lo, hi);
-    *out = x;
-    return 0;
-}
+/* What the keys fill: the trainer's config and the run's own values. */
+typedef struct run_keys {
+    mt_config c;
+    int64_t steps;   /* optimizer steps (default 20) */
+    int tied;        /* -1: as the family has it; else the 0/1 given */
+} run_keys;
 
-static int bad_choice(const char *v, const char *where, const mp_value *(*value_at)(int))
-{
-    char choices[256];
-    return usage_error("invalid value '%s' for %s (%s)", v, where,
-                       mp_choices(value_at, true, " or ", choices, sizeof choices));
-}
-
-/* Apply one key = value to the config. `where` names the source for errors. */
-static int apply_key(mt_config *c, run_opts *o, bool *tied_given, bool *tied, const char *key,
-                     const char *v, const char *where)
-{
-    long n;
-    double d;
-#define INTKEY(name, field, lo, hi) \
-    if (!strcmp(key, name)) { if (parse_long(where, v, lo, hi, &n)) return EXIT_USAGE; c->field = (int)n; return 0; }
-    INTKEY("layers", layers, 1, 1000)
-    INTKEY("hidden", hidden, 1, 1 << 16)
-    INTKEY("heads", heads, 1, 4096)
-    INTKEY("kv-heads", kv_heads, 0, 4096)
-    INTKEY("ffn", ffn, 0, 1 << 20)
-    INTKEY("vocab", vocab, 1, 1 << 20)
-    INTKEY("max-pos", max_pos, 0, 1 << 20)
-    INTKEY("batch", batch, 1, 1 << 16)
-    INTKEY("accum", accum, 1, 1 << 16)
-    INTKEY("seq", seq, 1, 1 << 20)
-    INTKEY("ce-chunk", ce_chunk, 1, 1 << 24)
-    INTKEY("lora-rank", lora_rank, 0, 1 << 16)
-    INTKEY("shuffle-buffer", shuffle_buffer, 1, 1 << 24)
-    INTKEY("attn-tile", attn_tile, 1, 4096)
-#undef INTKEY
-    if (!strcmp(key, "adam8-block")) {
-        if (parse_long(where, v, 1, 1 << 20, &n)) return EXIT_USAGE;
-        c->opt.block = (int)n;
-        return 0;
-    }
-    if (!strcmp(key, "steps")) return parse_long(where, v, 0, 100000000, &o->steps) ? EXIT_USAGE : 0;
-    if (!strcmp(key, "seed")) {
-        if (parse_long(where, v, 0, 2147483647, &n)) return EXIT_USAGE;
-        c->seed = (uint64_t)n;
-        return 0;
-    }
-#define FLOATKEY(name, lvalue, lo, hi) \
-    if (!strcmp(key, name)) { if (parse_float(where, v, lo, hi, &d)) return EXIT_USAGE; lvalue = (float)d; return 0; }
-    FLOATKEY("lr", c->opt.lr, 0, 10)
-    FLOATKEY("weight-decay", c->opt.weight_decay, 0, 10)
-    FLOATKEY("momentum", c->opt.momentum, 0, 1)
-    FLOATKEY("lora-alpha", c->lora_alpha, 0, 1e6)
-    FLOATKEY("loss-scale", c->loss_scale, 1, 1e30)
-#undef FLOATKEY
-    if (!strcmp(key, "tied")) {
-        if (strcmp(v, "0") && strcmp(v, "1")) return usage_error("invalid value '%s' for %s (0 or 1)", v, where);
-        *tied_given = true, *tied = v[0] == '1';
-        return 0;
-    }
-    if (!strcmp(key, "data")) {
-        if (strlen(v) >= sizeof c->data_path) return usage_error("path too long for %s", where);
-        snprintf(c->data_path, sizeof c->data_path, "%s", v);
-        return 0;
-    }
-    if (!strcmp(key, "family")) {
-        if (mt_family_parse(v, &c->family)) return usage_error("invalid value '%s' for %s (gpt2 or llama)", v, where);
-        return 0;
-    }
-    if (!strcmp(key, "lora-targets")) {
-        if (mp_lora_targets_parse(v, &c->lora_targets))
-            return usage_error("invalid value '%s' for %s (q,k,v,o,gate,up,down, attn, mlp or all)", v, where);
-        return 0;
-    }
-/* A setting: any spelling of the planner's vocabulary, among the values memtrain implements. */
-#define SETTINGKEY(name, fn, type, field)                                          \
-    if (!strcmp(key, name)) {                                                      \
-        type x_;                                                                   \
-        if (mp_##fn##_parse(v, &x_) || !mp_##fn##_value((int)x_)->memtrain)        \
-            return bad_choice(v, where, mp_##fn##_value);                          \
-        c->field = x_;                                                             \
+/* The values of a setting memtrain implements, for its choices and its parsing. */
+#define MEMTRAIN_VALUES(fn, type)                                                  \
+    static const char *fn##_choice(int i)                                          \
+    {                                                                              \
+        for (int v = 0, k = 0; mp_##fn##_value(v); v++)                            \
+            if (mp_##fn##_value(v)->memtrain && k++ == i) return mp_##fn##_value(v)->name; \
+        return NULL;                                                               \
+    }                                                                              \
+    static int fn##_implemented(const char *s, int *out)                           \
+    {                                                                              \
+        type t;                                                                    \
+        if (mp_##fn##_parse(s, &t) || !mp_##fn##_value((int)t)->memtrain) return -1; \
+        *out = (int)t;                                                             \
         return 0;                                                                  \
+    }                                                                              \
+    static mp_vocab fn##_values = {0, NULL, fn##_choice, fn##_implemented};
+MEMTRAIN_VALUES(precision, mp_precision)
+MEMTRAIN_VALUES(optimizer, mp_optimizer)
+MEMTRAIN_VALUES(ckpt, mp_ckpt)
+MEMTRAIN_VALUES(attention, mp_attention)
+MEMTRAIN_VALUES(ce, mp_ce)
+MEMTRAIN_VALUES(quant, mp_quant)
+MEMTRAIN_VALUES(loader, mp_loader)
+
+static int count_choices(mp_vocab *v)
+{
+    while (v->name(v->n)) v->n++;
+    return v->n;
+}
+
+static const char *const family_names[] = {"gpt2", "llama"};
+static const mp_vocab families = {2, family_names, NULL, NULL};
+
+static int read_data_path(const mp_opt *o, const char *value, void *base, char *err)
+{
+    mt_config *c = &((run_keys *)base)->c;
+    if (strlen(value) >= sizeof c->data_path) {
+        snprintf(err, MP_OPT_ERR_LEN, "path too long for --%s", o->name);
+        return -1;
     }
-    SETTINGKEY("precision", precision, mp_precision, precision)
-    SETTINGKEY("optimizer", optimizer, mp_optimizer, optimizer)
-    SETTINGKEY("checkpointing", ckpt, mp_ckpt, checkpointing)
-    SETTINGKEY("attention", attention, mp_attention, attention)
-    SETTINGKEY("ce", ce, mp_ce, ce)
-    SETTINGKEY("quant", quant, mp_quant, quant)
-    SETTINGKEY("loader", loader, mp_loader, loader)
-#undef SETTINGKEY
-    return usage_error("unknown key '%s' in %s", key, where);
+    snprintf(c->data_path, sizeof c->data_path, "%s", value);
+    return 0;
+}
+
+#define K(field) MP_OPT_AT(run_keys, field)
+/* memtrain's own keys: the model's shape, the data and the optimizer's hyper-parameters. */
+static const mp_opt own_keys[] = {
+    {"family", MP_OPT_ENUM, K(c.family), .vocab = &families, .or_last = true},
+    {"layers", MP_OPT_INT, K(c.layers), .lo = 1, .hi = 1000},
+    {"hidden", MP_OPT_INT, K(c.hidden), .lo = 1, .hi = 1 << 16},
+    {"heads", MP_OPT_INT, K(c.heads), .lo = 1, .hi = 4096},
+    {"kv-heads", MP_OPT_INT, K(c.kv_heads), .lo = 0, .hi = 4096},
+    {"ffn", MP_OPT_INT, K(c.ffn), .lo = 0, .hi = 1 << 20},
+    {"vocab", MP_OPT_INT, K(c.vocab), .lo = 1, .hi = 1 << 20},
+    {"max-pos", MP_OPT_INT, K(c.max_pos), .lo = 0, .hi = 1 << 20},
+    {"tied", MP_OPT_INT, K(tied), .lo = 0, .hi = 1},
+    {"lora-alpha", MP_OPT_FLOAT, K(c.lora_alpha), .lo = 0, .hi = 1e6},
+    {"data", MP_OPT_CUSTOM, K(c.data_path), .read = read_data_path},
+    {"lr", MP_OPT_FLOAT, K(c.opt.lr), .lo = 0, .hi = 10},
+    {"weight-decay", MP_OPT_FLOAT, K(c.opt.weight_decay), .lo = 0, .hi = 10},
+    {"momentum", MP_OPT_FLOAT, K(c.opt.momentum), .lo = 0, .hi = 1},
+    {"seed", MP_OPT_INT, K(c.seed), .lo = 0, .hi = 2147483647},
+    {"loss-scale", MP_OPT_FLOAT, K(c.loss_scale), .lo = 1, .hi = 1e30},
+    {"steps", MP_OPT_INT, K(steps), .lo = 0, .hi = 100000000},
+    {"attn-tile", MP_OPT_INT, K(c.attn_tile), .lo = 1, .hi = 4096},
+    {0},
+};
+
+/* A planner setting's shared row, aimed at memtrain's field, with memtrain's
+ * range (0: the row's) and the values memtrain implements (NULL: the row's). */
+static mp_opt setting_key(const char *name, size_t offset, size_t size, double hi, const mp_vocab *values)
+{
+    mp_opt r = *mp_opt_find(mp_settings_opts, name);
+    r.offset = offset, r.size = size, r.pin = 0;
+    if (hi > 0) r.hi = hi;
+    if (values) r.vocab = values;
+    return r;
+}
+
+/* Every key, in the order --help lists them (built once). */
+static const mp_opt *config_keys(void)
+{
+    static mp_opt keys[48];
+    if (keys[0].name) return keys;
+    mp_vocab *values[] = {&precision_values, &optimizer_values, &ckpt_values, &attention_values,
+                          &ce_values, &quant_values, &loader_values};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) count_choices(values[i]);
+    int n = 0;
+    for (int i = 0; i < 9; i++) keys[n++] = own_keys[i]; /* the model's shape */
+    keys[n++] = setting_key("precision", K(c.precision), 0, &precision_values);
+    keys[n++] = setting_key("optimizer", K(c.optimizer), 0, &optimizer_values);
+    keys[n++] = setting_key("adam8-block", K(c.opt.block), 1 << 20, NULL);
+    keys[n++] = setting_key("checkpointing", K(c.checkpointing), 0, &ckpt_values);
+    keys[n++] = setting_key("attention", K(c.attention), 0, &attention_values);
+    keys[n++] = setting_key("batch", K(c.batch), 1 << 16, NULL);
+    keys[n++] = setting_key("accum", K(c.accum), 1 << 16, NULL);
+    keys[n++] = setting_key("seq", K(c.seq), 1 << 20, NULL);
+    keys[n++] = setting_key("ce", K(c.ce), 0, &ce_values);
+    keys[n++] = setting_key("ce-chunk", K(c.ce_chunk), 1 << 24, NULL);
+    keys[n++] = setting_key("lora-rank", K(c.lora_rank), 1 << 16, NULL);
+    keys[n++] = setting_key("lora-targets", K(c.lora_targets), 0, NULL);
+    keys[n++] = setting_key("quant", K(c.quant), 0, &quant_values);
+    keys[n++] = setting_key("loader", K(c.loader), 0, &loader_values);
+    keys[n++] = setting_key("shuffle-buffer", K(c.shuffle_buffer), 1 << 24, NULL);
+    for (int i = 9; own_keys[i].name; i++) keys[n++] = own_keys[i];
+    return keys;
+}
+#undef K
+
+/* Apply one key = value. `where` names a config file's line, or is NULL for --key. */
+static int apply_key(run_keys *k, const char *key, const char *v, const char *where)
+{
+    const mp_opt *row = mp_opt_find(config_keys(), key);
+    if (!row) return usage_error("unknown key '%s' in %s", key, where ? where : "the options");
+    char err[MP_OPT_ERR_LEN];
+    if (mp_opt_read(row, v, k, NULL, err))
+        return where ? usage_error("%s: %s", where, err) : usage_error("%s", err);
+    return 0;
 }
 
 static char *trim(char *s)
@@ -183,7 +214,7 @@ static char *trim(char *s)
     return s;
 }
 
-static int read_config(const char *path, mt_config *c, run_opts *o, bool *tied_given, bool *tied)
+static int read_config(const char *path, run_keys *k)
 {
     FILE *f = fopen(path, "r");
     if (!f) return usage_error("cannot open config '%s': %s", path, strerror(errno));
@@ -203,7 +234,7 @@ static int read_config(const char *path, mt_config *c, run_opts *o, bool *tied_g
         *eq = 0;
         char where[600];
         snprintf(where, sizeof where, "config '%.400s' line %d", path, lineno);
-        rc = apply_key(c, o, tied_given, tied, trim(s), trim(eq + 1), where);
+        rc = apply_key(k, trim(s), trim(eq + 1), where);
     }
     fclose(f);
     return rc;
@@ -215,21 +246,13 @@ static void usage(FILE *f)
           "                [--save DIR --save-every N] [--resume DIR] [--mem-limit SIZE] [--quiet]\n"
           "                [--KEY VALUE ...]\n"
           "Trains a decoder-only transformer on the CPU (OpenBLAS) and reports the memory each\n"
-          "component allocated next to memplan's prediction (--framework memtrain).\n\n"
-          "run options:\n"
-          "  --config FILE      a plan written by 'memplan ... --emit memtrain -o FILE'\n"
-          "  --steps N          optimizer steps (default 20)\n"
-          "  --report FILE      JSON report: measured, predicted, losses, tokens/s\n"
-          "  --metrics FILE     one CSV row per step, flushed (the format memtop follows)\n"
-          "  --save DIR         write checkpoints into DIR (atomically, with a checksum)\n"
-          "  --save-every N     a checkpoint every N steps (default: at the end only)\n"
-          "  --resume DIR       continue from DIR's checkpoint, bit-identically\n"
-          "  --mem-limit SIZE   refuse plans predicted above SIZE; stop if measured crosses it\n"
-          "  --quiet            no progress bar or table\n"
-          "  --version          the version\n"
-          "config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n",
+          "component allocated next to memplan's prediction (--framework memtrain).\n\n",
           f);
-    for (int i = 0; config_keys[i]; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", config_keys[i]);
+    const mp_opt_group run = {"run options (also --steps N, optimizer steps, default 20; --version):", run_rows, NULL, NULL};
+    mp_opt_help(f, &run, 1, 100);
+    fputs("config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n", f);
+    const mp_opt *keys = config_keys();
+    for (int i = 0; keys[i].name; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", keys[i].name);
     fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit\n", f);
 }
 
@@ -468,65 +491,47 @@ static json_t *components_json(const double v[MP_NCOMP])
     return o;
 }
 
+/* The run's options and the config file, then the keys given as --KEY (the
+ * command line wins over the file). -1: go on; else the exit status. */
+static int parse_args(int argc, char **argv, run_opts *o, run_keys *k)
+{
+    char err[MP_OPT_ERR_LEN];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && o->config && read_config(o->config, k)) return EXIT_USAGE;
+        for (int i = 1; i < argc; i++) {
+            const char *a = argv[i];
+            if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+            if (!strcmp(a, "--version")) return puts("memtrain 1.0 (memplan; metrics format v1)"), 0;
+            if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s' (memtrain --help)", a);
+            const mp_opt *run = mp_opt_find(run_rows, a + 2), *key = mp_opt_find(config_keys(), a + 2);
+            if (!run && !key) return usage_error("unknown option '%s' (memtrain --help)", a);
+            if (run && run->kind == MP_OPT_FLAG) {
+                o->quiet = true;
+                continue;
+            }
+            if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+            const char *v = argv[++i];
+            if (pass == 0 && run && mp_opt_read(run, v, o, NULL, err)) return usage_error("%s", err);
+            if (pass == 1 && key && apply_key(k, key->name, v, NULL)) return EXIT_USAGE;
+        }
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
-    run_opts o = {.steps = 20};
-    mt_config c;
-    mt_config_default(&c);
-    bool tied_given = false, tied = false;
+    run_opts o = {0};
+    run_keys keys = {.steps = 20, .tied = -1};
+    mt_config_default(&keys.c);
     size_t baseline_rss = mt_rss_bytes();
-
-    /* Pass 1: the run's own options and the config file; pass 2: key overrides. */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--version")) {
-            puts("memtrain 1.0 (memplan; metrics format v1)");
-            return 0;
-        }
-        if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s' (memtrain --help)", a);
-        if (!strcmp(a, "--quiet")) {
-            o.quiet = true;
-            continue;
-        }
-        if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--config")) o.config = v;
-        else if (!strcmp(a, "--report")) o.report = v;
-        else if (!strcmp(a, "--metrics")) o.metrics = v;
-        else if (!strcmp(a, "--save")) o.save_dir = v;
-        else if (!strcmp(a, "--resume")) o.resume_dir = v;
-        else if (!strcmp(a, "--save-every")) {
-            if (parse_long("--save-every", v, 1, 100000000, &o.save_every)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--mem-limit")) {
-            char err[MP_ERR_LEN];
-            if (mp_parse_size(v, &o.mem_limit, NULL, err)) return usage_error("%s for --mem-limit", err);
-        } else {
-            bool known = false;
-            for (int k = 0; config_keys[k]; k++) known |= !strcmp(a + 2, config_keys[k]);
-            if (!known) return usage_error("unknown option '%s' (memtrain --help)", a);
-        }
-    }
-    if (o.config && read_config(o.config, &c, &o, &tied_given, &tied)) return EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--quiet")) continue;
-        const char *v = argv[++i];
-        for (int k = 0; config_keys[k]; k++)
-            if (!strcmp(a + 2, config_keys[k])) {
-                char where[80];
-                snprintf(where, sizeof where, "--%s", config_keys[k]);
-                if (apply_key(&c, &o, &tied_given, &tied, config_keys[k], v, where)) return EXIT_USAGE;
-            }
-    }
+    int parsed = parse_args(argc, argv, &o, &keys);
+    if (parsed >= 0) return parsed;
+    mt_config c = keys.c;
     char err[MT_ERR_LEN];
     if (mt_config_finish(&c, err)) return usage_error("%s", err);
     bool family_tied = c.family == MT_GPT2;
-    if (tied_given && tied != family_tied)
-        return usage_error("tied = %d does not match memtrain's %s family (%s head)", tied, mt_family_name(c.family),
+    if (keys.tied >= 0 && keys.tied != family_tied)
+        return usage_error("tied = %d does not match memtrain's %s family (%s head)", keys.tied, mt_family_name(c.family),
                            family_tied ? "tied" : "untied");
     if (c.data_path[0] && access(c.data_path, R_OK))
         return usage_error("cannot read data file '%s': %s", c.data_path, strerror(errno));
@@ -552,7 +557,7 @@ int main(int argc, char **argv)
         return run_error(EXIT_USAGE, "%s", err);
     }
     FILE *mf = NULL;
-    if (o.metrics && !(mf = metrics_open(o.metrics, &c, o.steps, o.mem_limit, model_name))) {
+    if (o.metrics && !(mf = metrics_open(o.metrics, &c, keys.steps, o.mem_limit, model_name))) {
         int e = errno;
         mt_trainer_free(t);
         return run_error(EXIT_USAGE, "cannot open metrics '%s': %s", o.metrics, strerror(e));
@@ -566,7 +571,7 @@ int main(int argc, char **argv)
     double t0 = now_s(), tokens = 0, last_loss = NAN;
     long first_step = mt_trainer_steps(t), done = 0;
     int rc = 0;
-    while (mt_trainer_steps(t) < o.steps && !stop_requested) {
+    while (mt_trainer_steps(t) < keys.steps && !stop_requested) {
         mt_step_result r;
         if (mt_trainer_step(t, &r, err)) {
             rc = run_error(1, "%s", err);
@@ -580,7 +585,7 @@ int main(int argc, char **argv)
         mt_mem_stats st;
         mt_trainer_mem(t, &st);
         if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c.opt.lr, &st, &pred);
-        if (tty) progress(r.step, o.steps, r.loss, tokens / el, el);
+        if (tty) progress(r.step, keys.steps, r.loss, tokens / el, el);
         if (o.save_dir && o.save_every && r.step % o.save_every == 0 && save_checkpoint(t, o.save_dir, err)) {
             rc = run_error(1, "%s", err);
             break;
