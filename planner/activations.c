@@ -26,7 +26,7 @@ typedef struct layer_ctx {
 static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
 {
     l->m = m, l->s = s, l->fw = settings_framework(s);
-    l->torch = l->fw->kind == MP_FW_PYTORCH;
+    l->torch = l->fw->hf_modeling;
     l->amp = mp_precision_desc_of(s->precision)->autocast;
     l->frozen = s->lora_rank > 0;
     l->sb = (double)s->batch * (double)s->seq, l->T = (double)s->seq;

@@ -204,20 +204,20 @@ static void est_gradients(est_ctx *c)
     const mp_settings *s = c->s;
     const mp_framework *fw = c->fw;
     c->g_elt = c->half ? 2 : 4;
-    /* Megatron accumulates 16-bit training in fp32 main_grad buffers. */
-    if (c->half && !c->lora && fw->kind == MP_FW_MEGATRON) c->g_elt = 4;
+    /* e.g. Megatron accumulates 16-bit training in fp32 main_grad buffers */
+    if (c->half && !c->lora && fw->fp32_main_grad) c->g_elt = 4;
     c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
     term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
          c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
     /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
-    if (c->dp > 1 && s->zero == 0 && fw->kind == MP_FW_PYTORCH) {
+    if (c->dp > 1 && s->zero == 0 && fw->ddp_grad_copy) {
         c->ddp_buckets = c->trainable * c->g_elt / c->split;
         term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
              "a second copy of the gradients for all-reduce");
     }
     /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
-    if (s->zero >= 2 && fw->kind == MP_FW_DEEPSPEED) {
-        c->ddp_buckets = fmin(c->trainable / c->split, 5e8) * c->g_elt;
+    if (s->zero >= 2 && fw->zero_reduce_bucket > 0) {
+        c->ddp_buckets = fmin(c->trainable / c->split, fw->zero_reduce_bucket) * c->g_elt;
         term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets,
              "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", c->g_elt);
     }
@@ -249,13 +249,13 @@ static void optimizer_temporaries(est_ctx *c)
     const mp_framework *fw = c->fw;
     if (s->offload != MP_OFFLOAD_NONE) return;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    if (od->adamw_class && !od->eight_bit && fw->kind == MP_FW_PYTORCH)
+    if (od->adamw_class && !od->eight_bit && fw->adam_temps > 0)
         c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
     if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
     term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
          "%.0f parameter-sized tensor(s) during the step (%s profile)",
-         fw->kind == MP_FW_PYTORCH ? fw->adam_temps : 1, fw->name);
+         fw->adam_temps > 0 ? fw->adam_temps : 1, fw->name);
 }
 
 /* The state and fp32 master weights, on the GPU or offloaded, and the step's temporaries. */

@@ -1,13 +1,65 @@
-/* framework.c — which framework profile a setting runs under. */
+/* framework.c — which framework profile a setting runs under, and the columns
+ * a profile has. */
 #include "framework.h"
+
+#include <string.h>
 
 /* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
 static const mp_framework builtin_pytorch = {
     .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
-    .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1};
+    .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
+    .ddp_grad_copy = true};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
     return s->framework ? s->framework : &builtin_pytorch;
+}
+
+#define MiB 1048576.0
+#define COL(name, field, is_bool, unit, absent) {name, offsetof(mp_framework, field), is_bool, unit, absent}
+/* Columns added after the first profiles default to PyTorch 2.x on a GPU when absent. */
+const fw_column fw_columns[] = {
+    COL("context_mib", context_bytes, false, MiB, 0),
+    COL("workspace_mib", workspace_bytes, false, MiB, 0),
+    COL("round_bytes", round_bytes, false, 1, 0),
+    COL("frag", frag, false, 1, 0),
+    COL("fixed_mib", fixed_bytes, false, MiB, 0),
+    COL("autocast_cache", autocast_cache, true, 1, 0),
+    COL("fp32_logits", fp32_logits, true, 1, 0),
+    COL("adam_temps", adam_temps, false, 1, 1),
+    COL("dropout_mask_bytes", dropout_mask_bytes, false, 1, 1),
+    COL("autocast_softmax_fp32", autocast_softmax_fp32, true, 1, 1),
+    COL("mean_keeps_input", mean_keeps_input, true, 1, 0),
+    COL("act_scale", act_scale, false, 1, 1),
+    COL("hf_modeling", hf_modeling, true, 1, 1),
+    COL("ddp_grad_copy", ddp_grad_copy, true, 1, 1),
+    COL("zero_reduce_bucket", zero_reduce_bucket, false, 1, 0),
+    COL("fp32_main_grad", fp32_main_grad, true, 1, 0),
+};
+const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
+
+double fw_get(const mp_framework *f, const fw_column *c)
+{
+    const char *p = (const char *)f + c->offset;
+    if (c->is_bool) {
+        bool b;
+        memcpy(&b, p, sizeof b);
+        return b;
+    }
+    double d;
+    memcpy(&d, p, sizeof d);
+    return d / c->unit;
+}
+
+void fw_set(mp_framework *f, const fw_column *c, double v)
+{
+    char *p = (char *)f + c->offset;
+    if (c->is_bool) {
+        bool b = v != 0;
+        memcpy(p, &b, sizeof b);
+    } else {
+        double d = v * c->unit;
+        memcpy(p, &d, sizeof d);
+    }
 }

@@ -142,6 +142,11 @@ typedef struct mp_framework {
     double dropout_mask_bytes;/* per masked element; 0: the activation's element size */
     bool autocast_softmax_fp32; /* autocast runs softmax in fp32 (CUDA), not 16-bit (CPU) */
     bool mean_keeps_input;    /* mean() keeps its input for backward (torch 1.x) */
+    /* How the stack trains, where stacks differ (profiles/frameworks.csv cites each): */
+    bool hf_modeling;         /* transformers' modeling code: RMSNorm upcasts to fp32, eager attention repeats K/V */
+    bool ddp_grad_copy;       /* DDP copies gradients into its buckets (gradient_as_bucket_view=False) */
+    double zero_reduce_bucket;/* ZeRO-2/3 reduce bucket in elements (DeepSpeed reduce_bucket_size); 0: none */
+    bool fp32_main_grad;      /* 16-bit training accumulates gradients in fp32 buffers (Megatron main_grad) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

@@ -1,6 +1,7 @@
 /* profiles.c — models, GPUs and frameworks read from the CSV files in profiles/ (libcsv). */
 #include "memplan.h"
 #include "csv_table.h"
+#include "framework.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -210,19 +211,8 @@ static void framework_from_row(const csv_table *t, char **row, mp_framework *f)
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
     f->kind = framework_kind(f->name);
-    f->context_bytes = num(t, row, "context_mib") * 1048576.0;
-    f->workspace_bytes = num(t, row, "workspace_mib") * 1048576.0;
-    f->round_bytes = num(t, row, "round_bytes");
-    f->frag = num(t, row, "frag");
-    f->fixed_bytes = num(t, row, "fixed_mib") * 1048576.0;
-    f->autocast_cache = flag(t, row, "autocast_cache");
-    f->fp32_logits = flag(t, row, "fp32_logits");
-    /* columns added later: absent means PyTorch 2.x on a GPU */
-    f->adam_temps = num_or(t, row, "adam_temps", 1);
-    f->dropout_mask_bytes = num_or(t, row, "dropout_mask_bytes", 1);
-    f->autocast_softmax_fp32 = num_or(t, row, "autocast_softmax_fp32", 1) != 0;
-    f->mean_keeps_input = num_or(t, row, "mean_keeps_input", 0) != 0;
-    f->act_scale = num_or(t, row, "act_scale", 1);
+    for (int i = 0; i < fw_ncolumns; i++)
+        fw_set(f, &fw_columns[i], num_or(t, row, fw_columns[i].name, fw_columns[i].absent));
     snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
 }
 

@@ -9,6 +9,7 @@
  * frameworks.csv that --framework FILE loads. */
 #include "cli.h"
 #include "csv_table.h"
+#include "framework.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -368,40 +369,33 @@ static void fit_allocator(run *runs, int n, const mp_framework *base, fit *F)
 
 /* ---------------------------------------------------------------- the profile */
 
-/* frameworks.csv's columns; the values as they will be written, so that the profile used
- * for the fitted predictions is exactly the one --framework FILE reads back. */
-static const char *profile_cols[] = {"name", "context_mib", "workspace_mib", "round_bytes", "frag", "fixed_mib",
-                                     "autocast_cache", "fp32_logits", "adam_temps", "dropout_mask_bytes",
-                                     "autocast_softmax_fp32", "mean_keeps_input", "act_scale", "source"};
-#define NPCOLS (sizeof profile_cols / sizeof *profile_cols)
-
+/* A profile as the text it will be written as (name, then framework.h's columns, then
+ * source), so that the profile used for the fitted predictions is exactly the one
+ * --framework FILE reads back. */
+#define NPCOLS 40 /* at least fw_ncolumns + 2 */
 typedef struct profile_text {
     char v[NPCOLS][MP_SOURCE_LEN];
 } profile_text;
 
+static const char *profile_col(int i)
+{
+    return i == 0 ? "name" : i <= fw_ncolumns ? fw_columns[i - 1].name : "source";
+}
+
 static void profile_format(const mp_framework *f, profile_text *p)
 {
-    double vals[] = {0, f->context_bytes / MiB, f->workspace_bytes / MiB, f->round_bytes, f->frag,
-                     f->fixed_bytes / MiB, f->autocast_cache, f->fp32_logits, f->adam_temps,
-                     f->dropout_mask_bytes, f->autocast_softmax_fp32, f->mean_keeps_input, f->act_scale};
     snprintf(p->v[0], sizeof p->v[0], "%s", f->name);
-    for (size_t i = 1; i < NPCOLS - 1; i++) {
-        snprintf(p->v[i], sizeof p->v[i], "%.10g", vals[i]);
+    for (int i = 1; i <= fw_ncolumns; i++) {
+        snprintf(p->v[i], sizeof p->v[i], "%.10g", fw_get(f, &fw_columns[i - 1]));
         if (!strcmp(p->v[i], "-0")) snprintf(p->v[i], sizeof p->v[i], "0");
     }
-    snprintf(p->v[NPCOLS - 1], sizeof p->v[NPCOLS - 1], "%s", f->source);
+    snprintf(p->v[fw_ncolumns + 1], sizeof p->v[0], "%s", f->source);
 }
 
 /* As planner/profiles.c reads the columns back. */
 static void profile_parse(const profile_text *p, mp_framework *f)
 {
-    double v[NPCOLS];
-    for (size_t i = 1; i < NPCOLS - 1; i++) v[i] = strtod(p->v[i], NULL);
-    f->context_bytes = v[1] * MiB, f->workspace_bytes = v[2] * MiB, f->round_bytes = v[3];
-    f->frag = v[4], f->fixed_bytes = v[5] * MiB;
-    f->autocast_cache = v[6] != 0, f->fp32_logits = v[7] != 0, f->adam_temps = v[8];
-    f->dropout_mask_bytes = v[9], f->autocast_softmax_fp32 = v[10] != 0, f->mean_keeps_input = v[11] != 0;
-    f->act_scale = v[12];
+    for (int i = 1; i <= fw_ncolumns; i++) fw_set(f, &fw_columns[i - 1], strtod(p->v[i], NULL));
 }
 
 static void csv_put(FILE *o, const char *s)
@@ -415,9 +409,10 @@ static char *profile_csv(const profile_text *p, size_t *len)
     char *data = NULL;
     FILE *o = open_memstream(&data, len);
     if (!o) return NULL;
-    for (size_t i = 0; i < NPCOLS; i++) fprintf(o, "%s%s", i ? "," : "", profile_cols[i]);
+    const int ncols = fw_ncolumns + 2;
+    for (int i = 0; i < ncols; i++) fprintf(o, "%s%s", i ? "," : "", profile_col(i));
     fputc('\n', o);
-    for (size_t i = 0; i < NPCOLS; i++) {
+    for (int i = 0; i < ncols; i++) {
         if (i) fputc(',', o);
         csv_put(o, p->v[i]);
     }
@@ -527,9 +522,9 @@ static void print_json(const report *R)
     json_object_set_new(o, "base_worst_pct", json_real(F->base_worst_pct));
     json_object_set_new(o, "frag_rms_pct", num_or_null(F->frag_rms_pct, false));
     json_t *p = json_object();
-    for (size_t i = 0; i < NPCOLS; i++) {
-        if (i == 0 || i == NPCOLS - 1) json_object_set_new(p, profile_cols[i], json_string(R->pt->v[i]));
-        else json_object_set_new(p, profile_cols[i], json_real(strtod(R->pt->v[i], NULL)));
+    for (int i = 0; i < fw_ncolumns + 2; i++) {
+        if (i == 0 || i == fw_ncolumns + 1) json_object_set_new(p, profile_col(i), json_string(R->pt->v[i]));
+        else json_object_set_new(p, profile_col(i), json_real(strtod(R->pt->v[i], NULL)));
     }
     json_object_set_new(o, "profile", p);
     json_object_set_new(o, "written", R->out_path ? json_string(R->out_path) : json_null());
