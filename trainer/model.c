@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "ce.h"
+#include "model_buffers.h"
 #include "ops.h"
 
 static void norm_fwd(const mt_model *m, float *out, float *mean, float *rstd, const float *x,

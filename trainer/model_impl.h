@@ -6,7 +6,6 @@
 #define MT_MODEL_IMPL_H
 
 #include "attention.h"
-#include "memtrain_inventory.h"
 #include "model.h"
 #include "optim.h"
 #include "quant.h"
@@ -99,13 +98,6 @@ typedef struct layer_a {
     const float *x;             /* (N, C) layer input */
     float *s[MT_NSLOT];         /* fp32 views of the slots */
 } layer_a;
-
-/* The model's configuration in the inventory's terms (every buffer's size), and
- * one allocation of an inventory row (MEMTRAIN_*): NULL when the row is absent
- * in this configuration, or on failure. (Not kept in mt_model: its size is
- * counted under MT_OTHER.) */
-void mt_model_inventory(const mt_model *m, memtrain_dims *inv);
-void *mt_row_alloc(const memtrain_dims *inv, int row);
 
 /* ---------- small helpers ---------- */
 

@@ -8,10 +8,10 @@
 #include "model_impl.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "model_buffers.h"
 #include "ops.h"
 #include "rng.h"
 
@@ -201,155 +201,18 @@ static void param_table(mt_model *m)
     }
 }
 
-/* ---------- the inventory (planner/memtrain_inventory.h) ---------- */
-
-_Static_assert(MT_S_LORA == MEMTRAIN_LORA_U - MEMTRAIN_LN1 && MT_S_ATT == MEMTRAIN_ATT - MEMTRAIN_LN1 &&
-                   MT_S_FCG == MEMTRAIN_FCG - MEMTRAIN_LN1 && MT_NSLOT == MEMTRAIN_NSLOTS,
-               "the slots are the inventory's slot rows, in order");
-
-/* This configuration in the inventory's terms (the planner's enums). The data
- * rows are data.c's: the model's rows do not depend on the source's size. */
-static void inventory_dims(const mt_config *c, const mt_dims *d, memtrain_dims *v)
-{
-    memset(v, 0, sizeof *v);
-    v->gpt2 = c->family == MT_GPT2;
-    v->L = d->L, v->C = d->C, v->NH = d->NH, v->KV = d->KV, v->HD = d->HD, v->F = d->F;
-    v->V = d->V, v->maxpos = d->maxpos, v->B = d->B, v->T = d->T;
-    v->precision = c->precision == MT_PREC_FP32   ? MP_FP32
-                   : c->precision == MT_PREC_BF16 ? MP_MIXED_BF16
-                                                  : MP_MIXED_FP16;
-    v->optimizer = c->optimizer == MT_OPT_ADAMW          ? MP_ADAMW
-                   : c->optimizer == MT_OPT_ADAMW8       ? MP_ADAMW_8BIT
-                   : c->optimizer == MT_OPT_SGD_MOMENTUM ? MP_SGD_MOMENTUM
-                                                         : MP_SGD;
-    v->adam8_block = (size_t)c->opt.block;
-    v->checkpointing = c->checkpointing == MT_CKPT_NONE        ? MP_CKPT_NONE
-                       : c->checkpointing == MT_CKPT_SELECTIVE ? MP_CKPT_SELECTIVE
-                                                               : MP_CKPT_FULL;
-    v->attention = c->attention == MT_ATTN_EAGER ? MP_ATTN_EAGER : MP_ATTN_FLASH;
-    v->attn_tile = (size_t)c->attn_tile;
-    v->ce = c->ce == MT_CE_FULL ? MP_CE_FULL : MP_CE_CHUNKED;
-    v->ce_chunk = (size_t)c->ce_chunk;
-    v->lora_rank = d->r, v->lora_targets = c->lora_targets;
-    v->quant = c->quant == MT_QUANT_NONE  ? MP_QUANT_NONE
-               : c->quant == MT_QUANT_NF4 ? MP_QUANT_NF4
-                                          : MP_QUANT_NF4_DQ;
-    v->loader = c->loader == MT_LOAD_MEMORY ? MP_LOAD_MEMORY : MP_LOAD_STREAM;
-    v->shuffle_buffer = (size_t)c->shuffle_buffer;
-    memtrain_dims_finish(v);
-}
-
-/* The first of the slots a slot row stands for (LoRA u: one per module). */
-static int slot_of(int row) { return row == MEMTRAIN_LORA_U ? MT_S_LORA : row - MEMTRAIN_LN1; }
+/* ---------- the activation-slot policy (the inventory's slot rows) ---------- */
 
 static void slot_policy(mt_model *m, const memtrain_dims *inv)
 {
     for (int row = MEMTRAIN_LN1; row <= MEMTRAIN_LORA_U; row++) {
         for (size_t k = 0; k < memtrain_copies(inv, row); k++) {
-            int s = slot_of(row) + (int)k;
+            int s = mt_slot_of_row(row) + (int)k;
             m->slot_n[s] = memtrain_elems(inv, row);
             m->present[s] = true;
             m->slot_dt[s] = memtrain_rows[row].dtype == MEMTRAIN_DT_F32 ? MT_F32 : m->adt;
             m->saved_slot[s] = memtrain_slot_saved(inv, row);
         }
-    }
-}
-
-/* Where the model keeps each row it allocates (MEMTRAIN_BY_MODEL), and whether
- * the buffer starts zeroed. */
-typedef struct row_field {
-    bool bound, zeroed;
-    size_t offset;
-} row_field;
-#define KEPT_IN(field) {true, false, offsetof(mt_model, field)}
-#define ZEROED_IN(field) {true, true, offsetof(mt_model, field)}
-static const row_field row_fields[MEMTRAIN_NROWS] = {
-    [MEMTRAIN_PARAMS] = KEPT_IN(params),     [MEMTRAIN_MASTER] = KEPT_IN(master),
-    [MEMTRAIN_GRADS] = ZEROED_IN(grads),     [MEMTRAIN_NF4] = ZEROED_IN(nf4),
-    [MEMTRAIN_DEQ] = KEPT_IN(deq),           [MEMTRAIN_LW] = KEPT_IN(lw),
-    [MEMTRAIN_LMASTER] = KEPT_IN(lmaster),   [MEMTRAIN_LGRAD] = ZEROED_IN(lgrad),
-    [MEMTRAIN_TILE_W] = KEPT_IN(tiles.w),    [MEMTRAIN_TILE_G] = KEPT_IN(tiles.g),
-    [MEMTRAIN_WVEC] = KEPT_IN(wvec),         [MEMTRAIN_GVEC] = KEPT_IN(gvec),
-    [MEMTRAIN_ATTN_WS] = KEPT_IN(attn_ws),   [MEMTRAIN_DRES] = KEPT_IN(dres),
-    [MEMTRAIN_DLN] = KEPT_IN(dln),           [MEMTRAIN_DQKV] = KEPT_IN(dqkv),
-    [MEMTRAIN_DATTY] = KEPT_IN(datty),       [MEMTRAIN_DFCH] = KEPT_IN(dfch),
-    [MEMTRAIN_DFCG] = KEPT_IN(dfcg),         [MEMTRAIN_DU] = KEPT_IN(du),
-    [MEMTRAIN_CE_BUF] = KEPT_IN(ce_buf),     [MEMTRAIN_DLNF] = KEPT_IN(dlnf),
-    [MEMTRAIN_X32] = KEPT_IN(x32),           [MEMTRAIN_OUT32] = KEPT_IN(out32),
-    [MEMTRAIN_ROPE_COS] = KEPT_IN(rope_cos), [MEMTRAIN_ROPE_SIN] = KEPT_IN(rope_sin),
-    [MEMTRAIN_RES_TABLE] = ZEROED_IN(res),   [MEMTRAIN_SAVED_TABLE] = ZEROED_IN(saved),
-};
-
-/* One allocation of `row`, NULL when the row is absent (or on failure). C
- * structures are allocated at their size in this build. */
-static void *alloc_row(const memtrain_dims *inv, int row, bool zeroed)
-{
-    const memtrain_row *r = &memtrain_rows[row];
-    size_t bytes = memtrain_alloc_bytes(inv, row), n = memtrain_elems(inv, row);
-    if (r->dtype == MEMTRAIN_DT_PTR)
-        bytes = n * sizeof(void *);
-    else if (r->dtype == MEMTRAIN_DT_NF4_STORE)
-        bytes = n * sizeof(mt_nf4);
-    if (!bytes)
-        return NULL;
-    return zeroed ? mt_calloc(r->tag, bytes) : mt_alloc(r->tag, bytes);
-}
-
-void *mt_row_alloc(const memtrain_dims *inv, int row) { return alloc_row(inv, row, false); }
-
-void mt_model_inventory(const mt_model *m, memtrain_dims *inv) { inventory_dims(&m->cfg, &m->d, inv); }
-
-/* The fp32 working copies of a slot row (one layer's; LoRA u: one per module). */
-static int alloc_slot_buffers(mt_model *m, const memtrain_dims *inv, int row)
-{
-    if (!memtrain_slot_buffer(inv, row))
-        return 0;
-    for (size_t k = 0; k < memtrain_copies(inv, row); k++) {
-        float *p = mt_alloc_n(memtrain_rows[row].tag, memtrain_elems(inv, row), sizeof(float));
-        if (!p)
-            return -1;
-        m->scr[slot_of(row) + (int)k] = p;
-    }
-    return 0;
-}
-
-/* Every buffer the model keeps from creation on, in the inventory's order: its
- * own rows, the NF4 stores of each layer and the slots' fp32 working copies. */
-static int alloc_rows(mt_model *m, const memtrain_dims *inv)
-{
-    for (int row = 0; row < MEMTRAIN_NROWS; row++) {
-        const memtrain_row *r = &memtrain_rows[row];
-        if (r->lifetime == MEMTRAIN_LAYER_SLOT) {
-            if (alloc_slot_buffers(m, inv, row) != 0)
-                return -1;
-        } else if (r->by == MEMTRAIN_BY_NF4 && row == MEMTRAIN_NF4_CODES) {
-            for (size_t l = 0; m->nf4 && l < m->d.L; l++)
-                if (mt_nf4_init(&m->nf4[l], m->qn, m->cfg.quant == MT_QUANT_NF4_DQ) != 0)
-                    return -1;
-        } else if (r->by == MEMTRAIN_BY_MODEL && r->lifetime == MEMTRAIN_PERSISTENT) {
-            if (!row_fields[row].bound)
-                return mt_error("model: no field keeps the inventory's row %s", r->name);
-            void *p = alloc_row(inv, row, row_fields[row].zeroed);
-            if (!p && memtrain_elems(inv, row))
-                return -1;
-            memcpy((char *)m + row_fields[row].offset, &p, sizeof p);
-        }
-    }
-    return 0;
-}
-
-static void free_rows(mt_model *m)
-{
-    for (size_t l = 0; m->nf4 && l < m->d.L; l++)
-        mt_nf4_free(&m->nf4[l]);
-    for (int s = 0; s < MT_NSLOT; s++)
-        mt_free(m->scr[s]);
-    for (int row = 0; row < MEMTRAIN_NROWS; row++) {
-        if (!row_fields[row].bound)
-            continue;
-        void *p;
-        memcpy(&p, (char *)m + row_fields[row].offset, sizeof p);
-        mt_free(p);
     }
 }
 
@@ -412,10 +275,10 @@ int mt_model_create(const mt_config *c, mt_model **out)
                         d->KV, d->HD, d->F);
     m->nlora = d->L * m->lora.per_layer;
     memtrain_dims inv;
-    inventory_dims(c, d, &inv);
+    mt_model_inventory(m, &inv);
     param_table(m);
     slot_policy(m, &inv);
-    if (check_layout(m, &inv) != 0 || alloc_rows(m, &inv) != 0)
+    if (check_layout(m, &inv) != 0 || mt_model_alloc_buffers(m, &inv) != 0)
         goto fail;
     m->tiles.n = memtrain_elems(&inv, MEMTRAIN_TILE_W);
     if (m->nlora)
@@ -437,7 +300,7 @@ void mt_model_free(mt_model *m)
         return;
     if (m->res && m->saved)
         mt_model_release(m);
-    free_rows(m);
+    mt_model_free_buffers(m);
     mt_free(m);
     mt_mem_trim(); /* hand cached blocks back to the system */
 }
