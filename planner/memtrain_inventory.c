@@ -1,9 +1,10 @@
 /* memtrain_inventory.c — the table of memtrain's buffers (see memtrain_inventory.h).
  *
- * Adding a buffer to the trainer is adding its row here (and, for a buffer of
- * the model, the struct field it lives in: trainer/model_setup.c binds rows to
- * fields). The prediction, its --explain terms and the trainer's allocation and
- * freeing follow. */
+ * Adding a buffer to the trainer is adding its row here (with its id in the
+ * header's enum) and, for a buffer of the model, the field it lives in
+ * (trainer/model_buffers.c binds rows to fields). The prediction, its --explain
+ * terms, and the trainer's allocation and freeing follow; the independent
+ * transcription in tests/test_trainer_memory.c is what then checks it. */
 #include "memtrain_inventory.h"
 
 #include <stdio.h>
