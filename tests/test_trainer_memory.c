@@ -1,7 +1,9 @@
 /*
- * test_trainer_memory.c — the allocator, and trainer/MEMORY.md's formulas
+ * test_trainer_memory.c — the allocator, and the buffer sizes of memtrain
  * against what the trainer really allocates, byte for byte, over a matrix of
- * configurations. predict() below is a direct transcription of MEMORY.md.
+ * configurations. predict() below is the test's own transcription of the
+ * sizes, kept apart from planner/memtrain_inventory.c (the table the trainer
+ * allocates from and memplan predicts with), so that the two are compared.
  */
 #include <math.h>
 #include <stdio.h>
@@ -69,7 +71,7 @@ static void test_alloc(void)
           hwm / 1048576.0);
 }
 
-/* ---------- MEMORY.md, transcribed ---------- */
+/* ---------- the sizes, transcribed independently of the inventory ---------- */
 
 typedef struct pred {
     double persist[MT_NTAGS]; /* persistent bytes per tag */
@@ -262,7 +264,7 @@ static void check_config(mt_config *c, const char *label)
     double want_total = sum_persist + p.act_dyn;
     nconf++;
     CHECK(ok && total_peak == want_total,
-          "%s: every tag matches MEMORY.md; total peak %.0f bytes (predicted %.0f)%s", label,
+          "%s: every tag matches the transcription; total peak %.0f bytes (predicted %.0f)%s", label,
           total_peak, want_total, detail);
     CHECK(allocs[1] == allocs[2] && s.cur[MT_ACTIVATIONS] - s0.cur[MT_ACTIVATIONS] ==
                                         (size_t)p.persist[MT_ACTIVATIONS],

@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "memtrain_inventory.h"
+
 #define MAX_BYTES ((size_t)1 << 46)
 #define HUGE_ALIGN ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)4 << 20)
@@ -35,14 +37,17 @@ static header *cache_head;
 static bool cache_off;
 static char last_err[MT_ERR_LEN];
 
-static const char *const tag_names[MT_NTAGS] = {
-    "weights", "master", "gradients", "optimizer", "activations", "workspace", "data", "other",
-};
+/* The tags and their names are the inventory's (planner/memtrain_inventory.h). */
+_Static_assert((int)MT_WEIGHTS == (int)MEMTRAIN_TAG_WEIGHTS && (int)MT_MASTER == (int)MEMTRAIN_TAG_MASTER &&
+                   (int)MT_GRADIENTS == (int)MEMTRAIN_TAG_GRADIENTS &&
+                   (int)MT_OPTIMIZER == (int)MEMTRAIN_TAG_OPTIMIZER &&
+                   (int)MT_ACTIVATIONS == (int)MEMTRAIN_TAG_ACTIVATIONS &&
+                   (int)MT_WORKSPACE == (int)MEMTRAIN_TAG_WORKSPACE &&
+                   (int)MT_DATA == (int)MEMTRAIN_TAG_DATA && (int)MT_OTHER == (int)MEMTRAIN_TAG_OTHER &&
+                   (int)MT_NTAGS == (int)MEMTRAIN_NTAGS,
+               "the allocator's tags are the inventory's");
 
-const char *mt_tag_name(int tag)
-{
-    return tag >= 0 && tag < MT_NTAGS ? tag_names[tag] : "?";
-}
+const char *mt_tag_name(int tag) { return memtrain_tag_name(tag); }
 
 int mt_error(const char *fmt, ...)
 {
@@ -96,12 +101,12 @@ void *mt_alloc_at(int tag, size_t bytes, const char *file, int line)
     }
     if (bytes == 0 || bytes > SIZE_MAX - 2 * MT_ALIGN) {
         mt_error("%s:%d: bad allocation size %zu bytes for %s", file, line, bytes,
-                 tag_names[tag]);
+                 mt_tag_name(tag));
         return NULL;
     }
     if (bytes > MAX_BYTES) { /* no machine has this: fail without asking */
         mt_error("%s:%d: out of memory allocating %zu bytes for %s (over 64 TiB)", file, line,
-                 bytes, tag_names[tag]);
+                 bytes, mt_tag_name(tag));
         return NULL;
     }
     header *h = cache_take(bytes);
@@ -119,7 +124,7 @@ void *mt_alloc_at(int tag, size_t bytes, const char *file, int line)
         }
         if (!raw) {
             mt_error("%s:%d: out of memory allocating %zu bytes for %s", file, line, bytes,
-                     tag_names[tag]);
+                     mt_tag_name(tag));
             return NULL;
         }
 #ifdef MADV_HUGEPAGE

@@ -5,6 +5,10 @@
 
 #include <string.h>
 
+#include "memtrain_inventory.h"
+
+_Static_assert(MT_MAX_LORA == MEMTRAIN_MAX_LORA, "a layer's LoRA modules, at most");
+
 static void add_mod(mt_lora_layout *lo, const char *name, int lin, size_t row0, size_t in,
                     size_t out)
 {
@@ -19,6 +23,19 @@ static void add_mod(mt_lora_layout *lo, const char *name, int lin, size_t row0, 
     lo->per_layer = m->b_off + out * lo->r;
 }
 
+/* The base linear a module adapts, from the targets it answers to. */
+static int base_linear(unsigned target)
+{
+    if (target & (MP_LORA_Q | MP_LORA_K | MP_LORA_V))
+        return MT_LIN_QKV;
+    if (target & MP_LORA_O)
+        return MT_LIN_O;
+    return target & (MP_LORA_GATE | MP_LORA_UP) ? MT_LIN_FC : MT_LIN_PROJ;
+}
+
+/* The modules are the planner's list of the layer's linears (memtrain_linears):
+ * modules of one base linear are slices of its output in list order (q | k | v,
+ * gate | up), so a module's first row is the sum of the outputs before it. */
 void mt_lora_layout_make(mt_lora_layout *lo, mt_family fam, unsigned targets, size_t r,
                          float alpha, size_t C, size_t NH, size_t KV, size_t HD, size_t F)
 {
@@ -27,31 +44,14 @@ void mt_lora_layout_make(mt_lora_layout *lo, mt_family fam, unsigned targets, si
     lo->scale = r ? alpha / (float)r : 0.0f;
     if (!r)
         return;
-    size_t AW = NH * HD, QW = (NH + 2 * KV) * HD;
-    if (fam == MT_GPT2) {
-        if (targets & (MP_LORA_Q | MP_LORA_K | MP_LORA_V))
-            add_mod(lo, "qkv", MT_LIN_QKV, 0, C, QW);
-        if (targets & MP_LORA_O)
-            add_mod(lo, "o", MT_LIN_O, 0, AW, C);
-        if (targets & MP_LORA_UP)
-            add_mod(lo, "up", MT_LIN_FC, 0, C, F);
-        if (targets & MP_LORA_DOWN)
-            add_mod(lo, "down", MT_LIN_PROJ, 0, F, C);
-    } else {
-        if (targets & MP_LORA_Q)
-            add_mod(lo, "q", MT_LIN_QKV, 0, C, NH * HD);
-        if (targets & MP_LORA_K)
-            add_mod(lo, "k", MT_LIN_QKV, NH * HD, C, KV * HD);
-        if (targets & MP_LORA_V)
-            add_mod(lo, "v", MT_LIN_QKV, (NH + KV) * HD, C, KV * HD);
-        if (targets & MP_LORA_O)
-            add_mod(lo, "o", MT_LIN_O, 0, AW, C);
-        if (targets & MP_LORA_GATE)
-            add_mod(lo, "gate", MT_LIN_FC, 0, C, F);
-        if (targets & MP_LORA_UP)
-            add_mod(lo, "up", MT_LIN_FC, F, C, F);
-        if (targets & MP_LORA_DOWN)
-            add_mod(lo, "down", MT_LIN_PROJ, 0, F, C);
+    mp_linear lin[MT_MAX_LORA];
+    int n = memtrain_linears(fam == MT_GPT2, C, NH, KV, HD, F, lin, MT_MAX_LORA);
+    size_t row0[4] = {0}; /* per base linear: the next module's first output row */
+    for (int k = 0; k < n && k < MT_MAX_LORA; k++) {
+        int base = base_linear(lin[k].target);
+        if (lin[k].target & targets)
+            add_mod(lo, lin[k].name, base, row0[base], (size_t)lin[k].in, (size_t)lin[k].out);
+        row0[base] += (size_t)lin[k].out;
     }
 }
 

@@ -7,7 +7,8 @@
  * A starts uniform in +-1/sqrt(in) (PyTorch's Kaiming-uniform bound with
  * a = sqrt(5)), B starts at zero, so the adapted model starts equal to the base.
  *
- * Which modules exist:
+ * Which modules exist (the planner's mp_model_linears for the family, through
+ * memtrain_linears: the same list the memory prediction counts):
  *   llama  q (C->NH*HD), k (C->KV*HD), v (C->KV*HD), o (AW->C),
  *          gate (C->F), up (C->F), down (F->C): one adapter per target.
  *   gpt2   GPT-2's attention has ONE fused module c_attn (C->3C). As in PEFT
@@ -30,7 +31,7 @@
 #include "config.h"
 #include "matmul.h"
 
-#define MT_MAX_LORA 7
+#define MT_MAX_LORA 7 /* = MEMTRAIN_MAX_LORA */
 
 /* Which linear of the layer a module adapts, and where its input comes from. */
 enum { MT_LIN_QKV, MT_LIN_O, MT_LIN_FC, MT_LIN_PROJ };

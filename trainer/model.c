@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "ce.h"
+#include "model_buffers.h"
 #include "ops.h"
 
 static void norm_fwd(const mt_model *m, float *out, float *mean, float *rstd, const float *x,
@@ -144,7 +145,7 @@ static void restore_slots(mt_model *m, size_t l)
             mt_to_f32(m->scr[s], m->saved[l * MT_NSLOT + s], m->slot_dt[s], m->slot_n[s]);
 }
 
-static int alloc_layer(mt_model *m, size_t l)
+static int alloc_layer(mt_model *m, const memtrain_dims *inv, size_t l)
 {
     for (int s = 0; s < MT_NSLOT; s++) {
         if (!m->saved_slot[s])
@@ -154,7 +155,7 @@ static int alloc_layer(mt_model *m, size_t l)
             return -1;
         m->saved[l * MT_NSLOT + s] = p;
     }
-    m->res[l + 1] = mt_alloc(MT_ACTIVATIONS, m->d.N * m->d.C * mt_dtype_size(m->adt));
+    m->res[l + 1] = mt_row_alloc(inv, MEMTRAIN_RES);
     return m->res[l + 1] ? 0 : -1;
 }
 
@@ -346,13 +347,35 @@ void mt_model_release(mt_model *m)
     m->active = false;
 }
 
+/* The final norm of the last layer's output x: lnf (N,C) and its statistics.
+ * Returns its fp32 values (NULL when an allocation fails). */
+static float *final_norm_fwd(mt_model *m, const memtrain_dims *inv, const float *x)
+{
+    size_t NC = m->d.N * m->d.C;
+    m->lnf = mt_row_alloc(inv, MEMTRAIN_LNF);
+    m->lnf_mean = mt_row_alloc(inv, MEMTRAIN_LNF_MEAN); /* gpt2 */
+    m->lnf_rstd = mt_row_alloc(inv, MEMTRAIN_LNF_RSTD);
+    if (!m->lnf || (m->gpt2 && !m->lnf_mean) || !m->lnf_rstd)
+        return NULL;
+    float *lnf32 = m->mixed ? m->out32 : m->lnf;
+    layer_w fw;
+    final_weights(m, &fw);
+    norm_fwd(m, lnf32, m->lnf_mean, m->lnf_rstd, x, fw.v[MT_P_LNFW], fw.v[MT_P_LNFB]);
+    mt_round_f32(lnf32, m->adt, NC);
+    if (m->mixed)
+        mt_from_f32(m->lnf, m->adt, lnf32, NC);
+    return lnf32;
+}
+
 int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets, float dscale,
                      float *loss)
 {
     if (m->active)
         return mt_error("model: forward called again before backward or release");
     const mt_dims *d = &m->d;
-    size_t N = d->N, C = d->C, asz = mt_dtype_size(m->adt);
+    size_t N = d->N, C = d->C;
+    memtrain_dims inv; /* the sizes of what the forward allocates */
+    mt_model_inventory(m, &inv);
     m->inputs = inputs;
     m->targets = targets;
     m->dscale = dscale;
@@ -365,7 +388,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         }
 
     /* embeddings: res[0] (N,C) */
-    m->res[0] = mt_alloc(MT_ACTIVATIONS, N * C * asz);
+    m->res[0] = mt_row_alloc(&inv, MEMTRAIN_RES);
     if (!m->res[0])
         goto fail;
     float *x = m->mixed ? m->x32 : m->res[0];
@@ -375,7 +398,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         mt_from_f32(m->res[0], m->adt, x, N * C);
 
     for (size_t l = 0; l < d->L; l++) {
-        if (alloc_layer(m, l) != 0)
+        if (alloc_layer(m, &inv, l) != 0)
             goto fail;
         layer_w w;
         layer_a a;
@@ -394,27 +417,16 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         }
     }
 
-    /* final norm: lnf (N,C) */
-    m->lnf = mt_alloc(MT_ACTIVATIONS, N * C * asz);
-    if (m->gpt2)
-        m->lnf_mean = mt_alloc_n(MT_ACTIVATIONS, N, sizeof(float));
-    m->lnf_rstd = mt_alloc_n(MT_ACTIVATIONS, N, sizeof(float));
-    if (!m->lnf || (m->gpt2 && !m->lnf_mean) || !m->lnf_rstd)
+    float *lnf32 = final_norm_fwd(m, &inv, x);
+    if (!lnf32)
         goto fail;
-    float *lnf32 = m->mixed ? m->out32 : m->lnf;
-    layer_w fw;
-    final_weights(m, &fw);
-    norm_fwd(m, lnf32, m->lnf_mean, m->lnf_rstd, x, fw.v[MT_P_LNFW], fw.v[MT_P_LNFB]);
-    mt_round_f32(lnf32, m->adt, N * C);
-    if (m->mixed)
-        mt_from_f32(m->lnf, m->adt, lnf32, N * C);
 
     /* head and loss */
     int ht = head_tensor(m);
     double sum;
     if (m->cfg.ce == MP_CE_FULL) {
-        m->logits = mt_alloc_n(MT_ACTIVATIONS, N * d->V, sizeof(float));
-        m->ce_lse = mt_alloc_n(MT_ACTIVATIONS, N, sizeof(float));
+        m->logits = mt_row_alloc(&inv, MEMTRAIN_LOGITS);
+        m->ce_lse = mt_row_alloc(&inv, MEMTRAIN_CE_LSE);
         if (!m->logits || !m->ce_lse)
             goto fail;
         sum = mt_ce_full_fwd(m->logits, m->ce_lse, lnf32, targets, pw(m, ht, 0), &m->tiles, N, C,

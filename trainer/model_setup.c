@@ -2,7 +2,8 @@
  * model_setup.c — the model's parameter table, initialisation, the
  * activation-slot policy of each checkpointing mode, creation and
  * destruction of every buffer, element accessors and checkpoint state.
- * (Forward and backward are in model.c; sizes are documented in MEMORY.md.)
+ * (Forward and backward are in model.c; every buffer is a row of
+ * planner/memtrain_inventory.c, lifetimes are explained in MEMORY.md.)
  */
 #include "model_impl.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "model_buffers.h"
 #include "ops.h"
 #include "rng.h"
 
@@ -199,50 +201,45 @@ static void param_table(mt_model *m)
     }
 }
 
-static void slot_policy(mt_model *m)
+/* ---------- the activation-slot policy (the inventory's slot rows) ---------- */
+
+static void slot_policy(mt_model *m, const memtrain_dims *inv)
 {
-    const mt_dims *d = &m->d;
-    size_t N = d->N;
-    size_t n[MT_NSLOT] = {0};
-    n[MT_S_LN1] = N * d->C;
-    n[MT_S_LN1_MEAN] = m->gpt2 ? N : 0;
-    n[MT_S_LN1_RSTD] = N;
-    n[MT_S_QKV] = N * d->QW;
-    n[MT_S_ATT] = m->cfg.attention == MP_ATTN_EAGER ? d->B * d->NH * d->T * d->T : 0;
-    n[MT_S_LSE] = m->cfg.attention == MP_ATTN_FLASH ? d->B * d->NH * d->T : 0;
-    n[MT_S_ATTY] = N * d->AW;
-    n[MT_S_RES2] = N * d->C;
-    n[MT_S_LN2] = N * d->C;
-    n[MT_S_LN2_MEAN] = m->gpt2 ? N : 0;
-    n[MT_S_LN2_RSTD] = N;
-    n[MT_S_FCH] = N * d->FW;
-    n[MT_S_FCG] = N * d->F;
-    for (int k = 0; k < m->lora.n; k++)
-        n[MT_S_LORA + k] = N * d->r;
-    for (int s = 0; s < MT_NSLOT; s++) {
-        m->slot_n[s] = n[s];
-        m->present[s] = n[s] > 0;
-        bool stat = s == MT_S_LN1_MEAN || s == MT_S_LN1_RSTD || s == MT_S_LN2_MEAN ||
-                    s == MT_S_LN2_RSTD || s == MT_S_LSE;
-        m->slot_dt[s] = stat ? MT_F32 : m->adt;
-        switch (m->cfg.checkpointing) {
-        case MP_CKPT_NONE: m->saved_slot[s] = m->present[s]; break;
-        case MP_CKPT_SELECTIVE: m->saved_slot[s] = m->present[s] && s != MT_S_ATT; break;
-        default: m->saved_slot[s] = false; break;
+    for (int row = MEMTRAIN_LN1; row <= MEMTRAIN_LORA_U; row++) {
+        for (size_t k = 0; k < memtrain_copies(inv, row); k++) {
+            int s = mt_slot_of_row(row) + (int)k;
+            m->slot_n[s] = memtrain_elems(inv, row);
+            m->present[s] = true;
+            m->slot_dt[s] = memtrain_rows[row].dtype == MEMTRAIN_DT_F32 ? MT_F32 : m->adt;
+            m->saved_slot[s] = memtrain_slot_saved(inv, row);
         }
     }
 }
 
-#define ALLOC(ptr, tag, n, size)                         \
-    do {                                                 \
-        if (!((ptr) = mt_alloc_n((tag), (n), (size))))   \
-            goto fail;                                   \
-    } while (0)
-#define CALLOC(ptr, tag, n, size)                        \
-    do {                                                 \
-        if (!((ptr) = mt_calloc_n((tag), (n), (size))))  \
-            goto fail;                                   \
-    } while (0)
+/* The inventory's sizes against the model's own layout (the parameter table,
+ * the LoRA modules, the attention kernels' scratch): a mismatch is a bug. */
+static int check_layout(const mt_model *m, const memtrain_dims *inv)
+{
+    mt_attn_dims ad = attn_dims(m);
+    size_t attn = mt_attn_ws_floats(&ad, m->cfg.attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
+    const struct {
+        int row;
+        size_t want;
+    } need[] = {{MEMTRAIN_PARAMS, m->nbase},
+                {MEMTRAIN_DEQ, m->qlora ? m->qn : 0},
+                {MEMTRAIN_LW, m->nlora},
+                {MEMTRAIN_LORA_U, m->lora.n ? m->d.N * m->d.r : 0},
+                {MEMTRAIN_ATTN_WS, attn}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (memtrain_elems(inv, need[i].row) != need[i].want)
+            return mt_error("model: the inventory's %s has %zu elements, the model needs %zu",
+                            memtrain_rows[need[i].row].name, memtrain_elems(inv, need[i].row),
+                            need[i].want);
+    if (memtrain_copies(inv, MEMTRAIN_LORA_U) != (size_t)m->lora.n ||
+        memtrain_alloc_bytes(inv, MEMTRAIN_PARAMS) != m->nbase * psz(m))
+        return mt_error("model: the inventory's LoRA modules or storage type differ from the model's");
+    return 0;
+}
 
 int mt_model_create(const mt_config *c, mt_model **out)
 {
@@ -268,99 +265,28 @@ int mt_model_create(const mt_config *c, mt_model **out)
     m->gpt2 = c->family == MT_GPT2;
     d->FW = m->gpt2 ? d->F : 2 * d->F;
     d->r = (size_t)c->lora_rank;
-    const mp_precision_desc *prec = mp_precision_desc_of(c->precision);
-    m->mixed = prec->master_copy;
-    m->pdt = m->adt = prec->stored_bytes == 4 ? MT_F32 : prec->needs_bf16 ? MT_BF16 : MT_F16;
+    m->mixed = c->precision != MP_FP32;
+    m->pdt = m->adt = c->precision == MP_MIXED_BF16 ? MT_BF16
+                      : c->precision == MP_MIXED_FP16 ? MT_F16
+                                                    : MT_F32;
     m->qlora = c->quant != MP_QUANT_NONE;
     m->base_trainable = c->lora_rank == 0;
     mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
     m->nlora = d->L * m->lora.per_layer;
+    memtrain_dims inv;
+    mt_model_inventory(m, &inv);
     param_table(m);
-    slot_policy(m);
-    size_t N = d->N, C = d->C, P = psz(m);
-
-    /* parameters, master copies, gradients */
-    ALLOC(m->params, MT_WEIGHTS, m->nbase, P);
-    if (m->base_trainable) {
-        if (m->mixed)
-            ALLOC(m->master, MT_MASTER, m->nbase, sizeof(float));
-        CALLOC(m->grads, MT_GRADIENTS, m->nbase, P);
-    }
-    if (m->qlora) {
-        CALLOC(m->nf4, MT_OTHER, d->L, sizeof(mt_nf4));
-        for (size_t l = 0; l < d->L; l++)
-            if (mt_nf4_init(&m->nf4[l], m->qn, c->quant == MP_QUANT_NF4_DQ) != 0)
-                goto fail;
-        ALLOC(m->deq, MT_WORKSPACE, m->qn, P);
-    }
-    if (m->nlora) {
-        ALLOC(m->lw, MT_WEIGHTS, m->nlora, P);
-        if (m->mixed)
-            ALLOC(m->lmaster, MT_MASTER, m->nlora, sizeof(float));
-        CALLOC(m->lgrad, MT_GRADIENTS, m->nlora, P);
+    slot_policy(m, &inv);
+    if (check_layout(m, &inv) != 0 || mt_model_alloc_buffers(m, &inv) != 0)
+        goto fail;
+    m->tiles.n = memtrain_elems(&inv, MEMTRAIN_TILE_W);
+    if (m->nlora)
         m->lseg = (mt_seg){0, m->nlora, true};
-    }
     if (init_params(m) != 0)
         goto fail;
-
-    /* workspace: conversion tiles and vector staging (mixed precision) */
-    if (m->mixed) {
-        size_t kmax = C > d->AW ? C : d->AW;
-        kmax = kmax > d->F ? kmax : d->F;
-        m->tiles.n = MT_TILE_FLOATS > kmax ? MT_TILE_FLOATS : kmax;
-        ALLOC(m->tiles.w, MT_WORKSPACE, m->tiles.n, sizeof(float));
-        ALLOC(m->tiles.g, MT_WORKSPACE, m->tiles.n, sizeof(float));
-        size_t nv = 0, nf = 0;
-        for (size_t i = 0; i < NLAYER_VECS; i++)
-            nv += m->info[layer_vecs[i]].per_layer;
-        for (size_t i = 0; i < NFINAL_VECS; i++)
-            nf += m->info[final_vecs[i]].per_layer;
-        nv = nv > nf ? nv : nf;
-        ALLOC(m->wvec, MT_WORKSPACE, nv, sizeof(float));
-        if (m->base_trainable)
-            ALLOC(m->gvec, MT_WORKSPACE, nv, sizeof(float));
-    }
-    /* attention scratch */
-    mt_attn_dims ad = attn_dims(m);
-    size_t awn = mt_attn_ws_floats(&ad, c->attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
-    ALLOC(m->attn_ws, MT_WORKSPACE, awn, sizeof(float));
-    /* activation gradients */
-    ALLOC(m->dres, MT_WORKSPACE, N * C, sizeof(float));
-    ALLOC(m->dln, MT_WORKSPACE, N * C, sizeof(float));
-    ALLOC(m->dqkv, MT_WORKSPACE, N * d->QW, sizeof(float));
-    ALLOC(m->datty, MT_WORKSPACE, N * d->AW, sizeof(float));
-    ALLOC(m->dfch, MT_WORKSPACE, N * d->FW, sizeof(float));
-    ALLOC(m->dfcg, MT_WORKSPACE, N * d->F, sizeof(float));
-    if (m->nlora)
-        ALLOC(m->du, MT_WORKSPACE, N * d->r, sizeof(float));
-    /* chunked cross-entropy */
-    if (c->ce == MP_CE_CHUNKED) {
-        size_t ch = (size_t)c->ce_chunk < N ? (size_t)c->ce_chunk : N;
-        ALLOC(m->ce_buf, MT_WORKSPACE, ch * d->V, sizeof(float));
-        ALLOC(m->dlnf, MT_WORKSPACE, N * C, sizeof(float));
-    }
-    /* one layer of fp32 activations (mixed precision, or full checkpointing) */
-    for (int s = 0; s < MT_NSLOT; s++) {
-        if (!m->present[s] || (m->saved_slot[s] && m->slot_dt[s] == MT_F32))
-            continue;
-        if (s == MT_S_ATT && !m->saved_slot[s])
-            continue; /* recomputed per (b,h) inside the attention scratch */
-        ALLOC(m->scr[s], MT_ACTIVATIONS, m->slot_n[s], sizeof(float));
-    }
-    if (m->mixed) {
-        ALLOC(m->x32, MT_ACTIVATIONS, N * C, sizeof(float));
-        ALLOC(m->out32, MT_ACTIVATIONS, N * C, sizeof(float));
-    }
-    /* rotary tables */
-    if (!m->gpt2) {
-        ALLOC(m->rope_cos, MT_OTHER, d->T * d->HD / 2, sizeof(float));
-        ALLOC(m->rope_sin, MT_OTHER, d->T * d->HD / 2, sizeof(float));
+    if (m->rope_cos)
         mt_rope_tables(m->rope_cos, m->rope_sin, d->T, d->HD);
-    }
-    /* per-micro-batch pointer tables */
-    CALLOC(m->res, MT_OTHER, d->L + 1, sizeof(void *));
-    CALLOC(m->saved, MT_OTHER, d->L * MT_NSLOT, sizeof(void *));
     *out = m;
     return 0;
 fail:
@@ -374,40 +300,7 @@ void mt_model_free(mt_model *m)
         return;
     if (m->res && m->saved)
         mt_model_release(m);
-    mt_free(m->params);
-    mt_free(m->master);
-    mt_free(m->grads);
-    if (m->nf4) {
-        for (size_t l = 0; l < m->d.L; l++)
-            mt_nf4_free(&m->nf4[l]);
-        mt_free(m->nf4);
-    }
-    mt_free(m->deq);
-    mt_free(m->lw);
-    mt_free(m->lmaster);
-    mt_free(m->lgrad);
-    mt_free(m->tiles.w);
-    mt_free(m->tiles.g);
-    mt_free(m->wvec);
-    mt_free(m->gvec);
-    mt_free(m->attn_ws);
-    mt_free(m->rope_cos);
-    mt_free(m->rope_sin);
-    mt_free(m->dres);
-    mt_free(m->dln);
-    mt_free(m->dqkv);
-    mt_free(m->datty);
-    mt_free(m->dfch);
-    mt_free(m->dfcg);
-    mt_free(m->du);
-    mt_free(m->ce_buf);
-    mt_free(m->dlnf);
-    for (int s = 0; s < MT_NSLOT; s++)
-        mt_free(m->scr[s]);
-    mt_free(m->x32);
-    mt_free(m->out32);
-    mt_free(m->res);
-    mt_free(m->saved);
+    mt_model_free_buffers(m);
     mt_free(m);
     mt_mem_trim(); /* hand cached blocks back to the system */
 }

@@ -1,0 +1,122 @@
+/* test_memtrain_inventory.c — the table of memtrain's buffers
+ * (planner/memtrain_inventory.c): every row well formed, the LoRA modules the
+ * planner's list gives, the checkpointing rules of the slots, and the sums for
+ * MEMORY.md's worked example against the figures the trainer measured there.
+ * (The allocator against an independent transcription of the sizes is
+ * test_trainer_memory.c.) */
+#include <string.h>
+
+#include "check.h"
+#include "memtrain_inventory.h"
+
+static void test_rows(void)
+{
+    int bad = 0;
+    for (int id = 0; id < MEMTRAIN_NROWS; id++) {
+        const memtrain_row *r = &memtrain_rows[id];
+        bool ok = r->name && r->tag >= 0 && r->tag < MEMTRAIN_NTAGS && r->copies >= 0 &&
+                  r->copies < MEMTRAIN_NQ;
+        for (int k = 0; k < 3; k++) ok = ok && r->factors[k] >= 0 && r->factors[k] < MEMTRAIN_NQ;
+        for (int j = 0; ok && j < id; j++) ok = strcmp(memtrain_rows[j].name, r->name) != 0;
+        if (!ok) {
+            bad++;
+            printf("     row %d (%s) is malformed or a duplicate\n", id, r->name ? r->name : "?");
+        }
+    }
+    CHECK(bad == 0, "%d rows, each named once, with a tag and its quantities", MEMTRAIN_NROWS);
+    bool slots = true;
+    for (int id = 0; id < MEMTRAIN_NROWS; id++)
+        slots &= (memtrain_rows[id].lifetime == MEMTRAIN_LAYER_SLOT) ==
+                 (id >= MEMTRAIN_LN1 && id <= MEMTRAIN_LORA_U);
+    CHECK(slots && MEMTRAIN_NSLOTS == 20, "the slot rows are contiguous: %d slots with 7 LoRA u's",
+          MEMTRAIN_NSLOTS);
+    CHECK(!strcmp(memtrain_tag_name(MEMTRAIN_TAG_WORKSPACE), "workspace") &&
+              memtrain_tag_component(MEMTRAIN_TAG_MASTER) == MP_OPTIMIZER &&
+              memtrain_tag_component(MEMTRAIN_TAG_OTHER) == MP_OVERHEAD &&
+              memtrain_tag_component(MEMTRAIN_TAG_DATA) == -1,
+          "tags: names, and master weights as optimizer state, tables as overhead, data as host");
+    char f[112];
+    memtrain_row_formula(MEMTRAIN_RES, f, sizeof f);
+    CHECK(!strcmp(f, "(L+1) x N x C x A"), "a row's size as text: %s", f);
+}
+
+static void test_linears(void)
+{
+    mp_linear lin[8];
+    int n = memtrain_linears(true, 768, 12, 12, 64, 3072, lin, 8);
+    CHECK(n == 4 && !strcmp(lin[0].name, "qkv") && lin[0].in == 768 && lin[0].out == 2304 &&
+              lin[0].target == (MP_LORA_Q | MP_LORA_K | MP_LORA_V) && !strcmp(lin[3].name, "down"),
+          "gpt2: one fused qkv (768 -> 2304), o, up, down (no gate)");
+    n = memtrain_linears(false, 256, 8, 2, 32, 688, lin, 8);
+    CHECK(n == 7 && !strcmp(lin[1].name, "k") && lin[1].out == 64 && lin[2].out == 64 &&
+              !strcmp(lin[4].name, "gate") && lin[6].in == 688,
+          "llama: q, k, v (GQA: 64 wide), o, gate, up, down");
+}
+
+static memtrain_dims gpt2_124m(void)
+{
+    memtrain_dims d = {.gpt2 = true, .L = 12, .C = 768, .NH = 12, .KV = 12, .HD = 64, .F = 3072,
+                       .V = 50257, .maxpos = 1024, .B = 4, .T = 64, .precision = MP_FP32,
+                       .optimizer = MP_ADAMW, .adam8_block = 256, .attn_tile = 64,
+                       .ce_chunk = 1024, .loader = MP_LOAD_MEMORY, .shuffle_buffer = 256};
+    memtrain_dims_finish(&d);
+    return d;
+}
+
+static void tag_sums(const memtrain_dims *d, double *persistent, double *micro_batch)
+{
+    memset(persistent, 0, MEMTRAIN_NTAGS * sizeof *persistent);
+    *micro_batch = 0;
+    for (int id = 0; id < MEMTRAIN_NROWS; id++) {
+        size_t p, mb;
+        memtrain_row_bytes(d, id, &p, &mb);
+        persistent[memtrain_rows[id].tag] += (double)p;
+        *micro_batch += (double)mb;
+    }
+}
+
+static void test_worked_example(void)
+{
+    memtrain_dims d = gpt2_124m();
+    double t[MEMTRAIN_NTAGS], mb;
+    tag_sums(&d, t, &mb);
+    CHECK(d.q[MEMTRAIN_Q_NBASE] == 124439808, "GPT-2 124M: %zu parameters", d.q[MEMTRAIN_Q_NBASE]);
+    CHECK(t[MEMTRAIN_TAG_WEIGHTS] == 497759232 && t[MEMTRAIN_TAG_GRADIENTS] == 497759232 &&
+              t[MEMTRAIN_TAG_OPTIMIZER] == 995518464 && t[MEMTRAIN_TAG_MASTER] == 0,
+          "weights, gradients, AdamW state: %.0f, %.0f, %.0f", t[MEMTRAIN_TAG_WEIGHTS],
+          t[MEMTRAIN_TAG_GRADIENTS], t[MEMTRAIN_TAG_OPTIMIZER]);
+    CHECK(t[MEMTRAIN_TAG_WORKSPACE] == 11026432 && t[MEMTRAIN_TAG_ACTIVATIONS] == 0 &&
+              t[MEMTRAIN_TAG_DATA] == 657408 && t[MEMTRAIN_TAG_OTHER] == 8 * 13 + 8 * 20 * 12,
+          "workspace %.0f, no fp32 layer buffers, data %.0f, pointer tables %.0f",
+          t[MEMTRAIN_TAG_WORKSPACE], t[MEMTRAIN_TAG_DATA], t[MEMTRAIN_TAG_OTHER]);
+    CHECK(mb == 213520384, "per micro-batch at the end of the forward: %.0f bytes", mb);
+}
+
+static void test_slots(void)
+{
+    memtrain_dims d = gpt2_124m();
+    d.checkpointing = MP_CKPT_SELECTIVE;
+    memtrain_dims_finish(&d);
+    bool selective = !memtrain_slot_saved(&d, MEMTRAIN_ATT) && memtrain_slot_saved(&d, MEMTRAIN_QKV) &&
+                     !memtrain_slot_buffer(&d, MEMTRAIN_ATT) && !memtrain_slot_buffer(&d, MEMTRAIN_QKV);
+    d.checkpointing = MP_CKPT_FULL;
+    memtrain_dims_finish(&d);
+    bool full = !memtrain_slot_saved(&d, MEMTRAIN_QKV) && memtrain_slot_buffer(&d, MEMTRAIN_QKV) &&
+                !memtrain_slot_buffer(&d, MEMTRAIN_ATT) && !memtrain_elems(&d, MEMTRAIN_LSE);
+    d.precision = MP_MIXED_BF16, d.checkpointing = MP_CKPT_NONE;
+    memtrain_dims_finish(&d);
+    bool mixed = memtrain_slot_saved(&d, MEMTRAIN_ATT) && memtrain_slot_buffer(&d, MEMTRAIN_ATT) &&
+                 !memtrain_slot_buffer(&d, MEMTRAIN_LN1_RSTD);
+    CHECK(selective && full && mixed,
+          "slots: selective drops the probabilities only; full saves none and works on fp32 "
+          "copies; mixed keeps fp32 copies of the 16-bit slots, not of the fp32 statistics");
+}
+
+int main(void)
+{
+    test_rows();
+    test_linears();
+    test_worked_example();
+    test_slots();
+    return check_summary();
+}
