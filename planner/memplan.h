@@ -301,6 +301,8 @@ const mp_value *mp_offload_value(int i);
 const mp_value *mp_ce_value(int i);
 const mp_value *mp_loader_value(int i);
 const mp_value *mp_task_value(int i);
+/* The index of the row spelled `s` (name or alias), or -1. */
+int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* "a, b, c" (or "a, b or c" with last_sep " or "), only memtrain's values if asked. */
 const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
                        char *buf, size_t len);

@@ -7,15 +7,10 @@
 
 /* ---------- the setting vocabularies ---------- */
 
-#define VOCAB(fn, type, count)                                                \
-    static const char *fn##_name(int v) { return mp_##fn##_name((type)v); }   \
-    static int fn##_parse(const char *s, int *v)                              \
-    {                                                                         \
-        type t;                                                               \
-        if (mp_##fn##_parse(s, &t)) return -1;                                \
-        *v = (int)t;                                                          \
-        return 0;                                                             \
-    }                                                                         \
+/* The vocabulary's rows (vocabulary.c), as the option engine reads a list of names. */
+#define VOCAB(fn, type, count)                                                           \
+    static const char *fn##_name(int v) { return mp_##fn##_value(v)->name; }             \
+    static int fn##_parse(const char *s, int *v) { return (*v = mp_value_index(mp_##fn##_value, s)) < 0 ? -1 : 0; } \
     const mp_vocab mp_vocab_##fn = {count, NULL, fn##_name, fn##_parse};
 
 VOCAB(precision, mp_precision, MP_NPRECISION)

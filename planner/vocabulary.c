@@ -178,6 +178,13 @@ PLAIN_VOCABULARY(mp_task, task, tasks)
 
 const char *mp_component_name(int c) { return c >= 0 && c < N(component_names) ? component_names[c] : "?"; }
 
+int mp_value_index(const mp_value *(*value_at)(int), const char *s)
+{
+    for (int i = 0; s && value_at(i); i++)
+        if (spelled(value_at(i), s)) return i;
+    return -1;
+}
+
 const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
                        char *buf, size_t len)
 {
