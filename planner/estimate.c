@@ -17,6 +17,7 @@
 #include "host.h"
 #include "memtrain_model.h"
 #include "params.h"
+#include "partition.h"
 #include "speed.h"
 
 #include <math.h>
@@ -40,10 +41,13 @@ typedef struct est_ctx {
     double split;                  /* the effective divisor of the parameter count on one GPU */
     double zero_p, zero_g, zero_o; /* ZeRO's data-parallel divisors: parameters, gradients, optimizer */
     double trainable, frozen_lin, frozen_rest;
+    double largest_held;           /* the largest trainable tensor this GPU's optimizer holds */
+    double zero1_share;            /* ZeRO-1 by whole tensors: the heaviest rank's share; 0: even */
     /* weights */
     double w_elt, weights, weights_host, gathered, cast_cache, cast_after_fwd;
     /* gradients */
     double g_elt, grads, ddp_buckets;
+    bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
     /* activations */
@@ -80,6 +84,36 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
 
 /* ---------- the shared context ---------- */
 
+/* The largest trainable tensor: a LoRA factor (r x the wider side), or the model's own. */
+static double largest_trainable(const est_ctx *c)
+{
+    if (!c->lora) {
+        tensor_split ts;
+        whole_tensor_split(c->m, 1, &ts);
+        return ts.largest / c->split;
+    }
+    mp_linear lin[16];
+    int n = mp_model_linears(c->m, lin, 16);
+    double widest = 0;
+    for (int i = 0; i < n && i < 16; i++)
+        if (lin[i].target & c->s->lora_targets) widest = fmax(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
+    return widest * (double)c->s->lora_rank;
+}
+
+/* PyTorch's ZeRO-1 (ZeroRedundancyOptimizer) deals whole tensors to ranks: the
+ * heaviest rank, whose optimizer state and step this GPU is, holds more than 1/dp. */
+static void zero1_split(est_ctx *c)
+{
+    c->largest_held = largest_trainable(c);
+    if (c->s->zero != 1 || !c->fw->zero1_whole_tensors || c->lora || c->split != 1 || c->dp < 2) return;
+    tensor_split ts;
+    whole_tensor_split(c->m, (int64_t)c->dp, &ts);
+    if (ts.heaviest <= 0) return;
+    c->zero_o = c->trainable / ts.heaviest;
+    c->largest_held = ts.largest_held;
+    c->zero1_share = ts.heaviest / c->trainable;
+}
+
 /* The effective divisor of the parameter count on one GPU: tensor and pipeline
  * parallelism split everything, expert parallelism the experts' weights too. */
 static double parallel_split(const est_ctx *c)
@@ -114,6 +148,7 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
     c->zero_p = s->zero >= 3 ? c->dp : 1;
     c->zero_g = s->zero >= 2 ? c->dp : 1;
     c->zero_o = s->zero >= 1 ? c->dp : 1;
+    zero1_split(c);
 }
 
 /* ---------- weights ---------- */
@@ -210,8 +245,11 @@ static void est_gradients(est_ctx *c)
     term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
          c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
     /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
-    if (c->dp > 1 && s->zero == 0 && fw->ddp_grad_copy) {
+    /* PyTorch's ZeRO-1 runs on top of DDP, so its buckets stay; they are allocated
+     * when the model is wrapped and live through the whole run. */
+    if (c->dp > 1 && s->zero <= 1 && fw->ddp_grad_copy) {
         c->ddp_buckets = c->trainable * c->g_elt / c->split;
+        c->buckets_from_wrap = true;
         term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
              "a second copy of the gradients for all-reduce");
     }
@@ -249,13 +287,20 @@ static void optimizer_temporaries(est_ctx *c)
     const mp_framework *fw = c->fw;
     if (s->offload != MP_OFFLOAD_NONE) return;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    if (od->adamw_class && !od->eight_bit && fw->adam_temps > 0)
+    const bool adam_step = od->adamw_class && !od->eight_bit && fw->adam_temps > 0;
+    if (adam_step && s->step_impl == MP_STEP_FOREACH) /* every tensor at once */
         c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
+    else if (adam_step && s->step_impl == MP_STEP_FOR_LOOP) /* one tensor at a time: the largest */
+        c->opt_temp = fw->adam_temps * c->largest_held * c->prec->state_bytes;
     if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
-    term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
-         "%.0f parameter-sized tensor(s) during the step (%s profile)",
-         fw->adam_temps > 0 ? fw->adam_temps : 1, fw->name);
+    if (s->step_impl == MP_STEP_FOREACH)
+        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
+             "%.0f parameter-sized tensor(s) during the step (%s profile)", fw->adam_temps > 0 ? fw->adam_temps : 1,
+             fw->name);
+    else
+        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s step: %.0f x the largest tensor (%s profile)",
+             mp_step_impl_name(s->step_impl), s->step_impl == MP_STEP_FOR_LOOP ? fw->adam_temps : 0, fw->name);
 }
 
 /* The state and fp32 master weights, on the GPU or offloaded, and the step's temporaries. */
@@ -266,8 +311,13 @@ static void est_optimizer(est_ctx *c)
     double opt_states = optimizer_state_bytes(s, trainable / split, c->m) / c->zero_o;
     double master = 0;
     if (c->prec->master_copy) master = trainable * 4 / split / c->zero_o;
-    term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
-         mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
+    if (c->zero1_share > 0)
+        term(c, MP_OPTIMIZER, "optimizer state", opt_states,
+             "%s on the heaviest rank's %.1f%% of %.0f params (whole tensors; 1/%g = %.1f%%)",
+             mp_optimizer_name(s->optimizer), 100 * c->zero1_share, trainable, c->dp, 100 / c->dp);
+    else
+        term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
+             mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
     term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
     c->optimizer = opt_states + master;
     c->e->model_states_bytes = c->weights + c->grads + c->optimizer;
@@ -335,7 +385,8 @@ static void est_timeline(est_ctx *c)
 {
     mp_estimate *e = c->e;
     const double fixed = c->fw->workspace_bytes + c->fw->fixed_bytes;
-    double grads_resident = c->s->accum > 1 ? c->grads + c->ddp_buckets : 0;
+    const double wrap = c->buckets_from_wrap ? c->ddp_buckets : 0; /* there from the start */
+    double grads_resident = c->s->accum > 1 ? c->grads + c->ddp_buckets : wrap;
     double acts_fwd = c->saved_layers + c->final_norm + c->logits_fwd;
     double p[MP_NCOMP];
 
@@ -351,7 +402,7 @@ static void est_timeline(est_ctx *c)
      * recomputation and its activation gradients, the head's gradient. */
     double head_grad = c->lora ? 0
         : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
-    p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad;
+    p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad + wrap;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp;
     phase(e, "backward start", p);
 
@@ -364,7 +415,7 @@ static void est_timeline(est_ctx *c)
     p[MP_WEIGHTS] = c->weights;
     p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
     /* between steps: the weights and the optimizer's state (gradients are set to None) */
-    e->resident_bytes = c->weights + c->optimizer + fixed;
+    e->resident_bytes = c->weights + c->optimizer + fixed + wrap;
     p[MP_ACTIVATIONS] = 0;
     phase(e, "optimizer step", p);
 }

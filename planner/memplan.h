@@ -147,6 +147,7 @@ typedef struct mp_framework {
     bool ddp_grad_copy;       /* DDP copies gradients into its buckets (gradient_as_bucket_view=False) */
     double zero_reduce_bucket;/* ZeRO-2/3 reduce bucket in elements (DeepSpeed reduce_bucket_size); 0: none */
     bool fp32_main_grad;      /* 16-bit training accumulates gradients in fp32 buffers (Megatron main_grad) */
+    bool zero1_whole_tensors; /* ZeRO-1 deals whole tensors to ranks (PyTorch's ZeroRedundancyOptimizer) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;
@@ -181,6 +182,8 @@ typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFF
 typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
 typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
 typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
+/* How PyTorch runs the optimizer step: multi-tensor (foreach), a loop over tensors, or fused. */
+typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
 
 /* LoRA target bits. */
 enum { MP_LORA_Q = 1, MP_LORA_K = 2, MP_LORA_V = 4, MP_LORA_O = 8,
@@ -206,6 +209,7 @@ typedef struct mp_settings {
     int64_t tp, pp, ep;       /* tensor, pipeline, expert parallel degrees */
     mp_offload offload;
     mp_loader loader;
+    mp_step_impl step_impl;   /* the optimizer step's implementation (PyTorch stacks) */
     double dataset_bytes;     /* raw text size, for in-memory loading */
     int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
     bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
@@ -301,6 +305,7 @@ const mp_value *mp_offload_value(int i);
 const mp_value *mp_ce_value(int i);
 const mp_value *mp_loader_value(int i);
 const mp_value *mp_task_value(int i);
+const mp_value *mp_step_impl_value(int i);
 /* The index of the row spelled `s` (name or alias), or -1. */
 int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* "a, b, c" (or "a, b or c" with last_sep " or "), only memtrain's values if asked. */
@@ -317,6 +322,7 @@ const char *mp_offload_name(mp_offload o);
 const char *mp_ce_name(mp_ce c);
 const char *mp_loader_name(mp_loader l);
 const char *mp_task_name(mp_task t);
+const char *mp_step_impl_name(mp_step_impl i);
 int mp_precision_parse(const char *s, mp_precision *p);
 int mp_optimizer_parse(const char *s, mp_optimizer *o);
 int mp_ckpt_parse(const char *s, mp_ckpt *c);
@@ -326,6 +332,7 @@ int mp_offload_parse(const char *s, mp_offload *o);
 int mp_ce_parse(const char *s, mp_ce *c);
 int mp_loader_parse(const char *s, mp_loader *l);
 int mp_task_parse(const char *s, mp_task *t);
+int mp_step_impl_parse(const char *s, mp_step_impl *i);
 /* "q,k,v,o", "qkv", "attn", "mlp", "all" (and PEFT's module names) -> bits; 0 on success. */
 int mp_lora_targets_parse(const char *s, unsigned *bits);
 /* bits -> "q,k,v,o" */

@@ -22,6 +22,7 @@ VOCAB(offload, mp_offload, MP_NOFFLOAD)
 VOCAB(ce, mp_ce, MP_NCE)
 VOCAB(loader, mp_loader, MP_NLOADER)
 VOCAB(task, mp_task, MP_NTASK)
+VOCAB(step_impl, mp_step_impl, MP_NSTEP)
 
 /* LoRA targets: the modules as a comma list, or a group of them. */
 static const char *lora_target_choice(int v)
@@ -86,6 +87,8 @@ const mp_opt mp_settings_opts[] = {
     {"tp", MP_OPT_INT, S(tp), .lo = 1, .hi = 1024, .arg = "N", .help = "tensor-parallel degree (default 1)"},
     {"pp", MP_OPT_INT, S(pp), .lo = 1, .hi = 1024, .arg = "N", .help = "pipeline-parallel degree (default 1)"},
     {"ep", MP_OPT_INT, S(ep), .lo = 1, .hi = 4096, .arg = "N", .help = "expert-parallel degree (default 1)"},
+    {"optimizer-impl", MP_OPT_ENUM, S(step_impl), .vocab = &mp_vocab_step_impl, .or_last = true,
+     .help = "how the optimizer step runs: its temporaries (default foreach)"},
     {"loader", MP_OPT_ENUM, S(loader), .vocab = &mp_vocab_loader, .or_last = true,
      .help = "the training text held in host memory, or streamed through a shuffle buffer"},
     {"dataset-size", MP_OPT_SIZE, S(dataset_bytes), .arg = "SIZE",

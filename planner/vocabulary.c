@@ -116,6 +116,13 @@ static const mp_value tasks[MP_NTASK] = {
     [MP_TASK_QLORA] = {"qlora", NULL, "LoRA adapters on a frozen 4-bit base", true},
 };
 
+/* torch/optim/adamw.py: _multi_tensor_adamw (foreach), _single_tensor_adamw (the loop), _fused_adamw */
+static const mp_value step_impls[MP_NSTEP] = {
+    [MP_STEP_FOREACH] = {"foreach", NULL, "multi-tensor step: temporaries for every tensor at once (CUDA default)", true},
+    [MP_STEP_FOR_LOOP] = {"for-loop", "per-tensor", "one tensor at a time: temporaries of the largest tensor", true},
+    [MP_STEP_FUSED] = {"fused", NULL, "one fused kernel: no parameter-sized temporaries", true},
+};
+
 static const char *const component_names[] = {"weights", "gradients", "optimizer", "activations", "overhead"};
 
 /* A row's value, by its name or one of its aliases. */
@@ -175,6 +182,7 @@ VOCABULARY(mp_loader, loader, loaders)
 
 PLAIN_VOCABULARY(mp_ce, ce, ces)
 PLAIN_VOCABULARY(mp_task, task, tasks)
+PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
 
 const char *mp_component_name(int c) { return c >= 0 && c < N(component_names) ? component_names[c] : "?"; }
 

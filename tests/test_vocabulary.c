@@ -26,13 +26,14 @@ ADAPT(offload, mp_offload)
 ADAPT(ce, mp_ce)
 ADAPT(loader, mp_loader)
 ADAPT(task, mp_task)
+ADAPT(step_impl, mp_step_impl)
 
 static const setting settings[] = {
     {"precision", mp_precision_value, parse_precision}, {"optimizer", mp_optimizer_value, parse_optimizer},
     {"checkpointing", mp_ckpt_value, parse_ckpt},        {"attention", mp_attention_value, parse_attention},
     {"quant", mp_quant_value, parse_quant},              {"offload", mp_offload_value, parse_offload},
     {"ce", mp_ce_value, parse_ce},                       {"loader", mp_loader_value, parse_loader},
-    {"task", mp_task_value, parse_task},
+    {"task", mp_task_value, parse_task},                 {"optimizer-impl", mp_step_impl_value, parse_step_impl},
 };
 
 static void test_rows(void)

@@ -122,6 +122,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "tp", json_integer(s->tp));
     json_object_set_new(o, "pp", json_integer(s->pp));
     json_object_set_new(o, "ep", json_integer(s->ep));
+    json_object_set_new(o, "optimizer-impl", json_string(mp_step_impl_name(s->step_impl)));
     json_object_set_new(o, "loader", json_string(mp_loader_name(s->loader)));
     json_object_set_new(o, "shuffle-buffer", json_integer(s->shuffle_buffer));
     json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));

@@ -1,0 +1,122 @@
+/* partition.c — the model's tensors, and how PyTorch's ZeroRedundancyOptimizer
+ * deals them to ranks: whole tensors, largest first, each to the rank holding
+ * the fewest parameters so far (torch/distributed/optim/zero_redundancy_optimizer.py,
+ * _partition_parameters). A rank that draws the embedding holds far more than
+ * 1/N of the parameters; the estimate follows the heaviest rank. */
+#include "partition.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tensor_list {
+    double *n;
+    int count, cap;
+} tensor_list;
+
+static void add(tensor_list *t, double n, double copies)
+{
+    for (double k = 0; k < copies && n > 0; k++) {
+        if (t->count == t->cap) {
+            int cap = t->cap ? 2 * t->cap : 256;
+            double *p = realloc(t->n, (size_t)cap * sizeof *p);
+            if (!p) return; /* the list stays shorter: the split is then approximate */
+            t->n = p, t->cap = cap;
+        }
+        t->n[t->count++] = n;
+    }
+}
+
+/* One layer's tensors: its linear weights (each expert's apart), biases and norms. */
+static void layer_tensors(const mp_model *m, tensor_list *t)
+{
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    for (int i = 0; i < n && i < 16; i++) add(t, (double)lin[i].in * (double)lin[i].out, (double)lin[i].count);
+    const double c = (double)m->hidden, q = (double)(m->heads * m->head_dim);
+    const double kv = (double)(m->kv_heads * m->head_dim);
+    if (m->qkv_bias) {
+        if (m->fused_qkv) add(t, q + 2 * kv, 1);
+        else add(t, q, 1), add(t, kv, 2);
+    }
+    if (m->out_bias) add(t, c, 1);
+    add(t, c, (double)m->norms_per_layer * (m->norm_bias ? 2 : 1));
+    if (m->experts) add(t, c * (double)m->experts, 1); /* the router */
+}
+
+/* Every tensor of the model; the sizes add up to mp_param_count's total. */
+static void model_tensors(const mp_model *m, tensor_list *t)
+{
+    mp_params p;
+    mp_param_count(m, &p);
+    const double c = (double)m->hidden;
+    add(t, (double)m->vocab * c, 1);
+    if (p.pos > 0) add(t, p.pos, 1);
+    if (!m->tied) add(t, (double)m->vocab * c, 1);
+    if (m->head_bias) add(t, (double)m->vocab, 1);
+    for (int64_t l = 0; l < m->layers; l++) layer_tensors(m, t);
+    if (m->final_norm) add(t, c, m->norm_bias ? 2 : 1);
+    if (m->embed_norm) add(t, c, 2);
+    double listed = 0;
+    for (int i = 0; i < t->count; i++) listed += t->n[i];
+    if (p.total - listed > 0.5) add(t, p.total - listed, 1); /* what the list leaves out (MLP biases) */
+}
+
+static int larger_first(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* Greedy, as ZeroRedundancyOptimizer does it: ranks as a min-heap on their load. */
+typedef struct rank_load {
+    double load, largest;
+} rank_load;
+
+static void sift_down(rank_load *h, int64_t n, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, s = i;
+        if (l < n && h[l].load < h[s].load) s = l;
+        if (r < n && h[r].load < h[s].load) s = r;
+        if (s == i) return;
+        rank_load tmp = h[i];
+        h[i] = h[s], h[s] = tmp;
+        i = s;
+    }
+}
+
+static void deal(const tensor_list *t, int64_t ranks, tensor_split *out)
+{
+    rank_load *h = calloc((size_t)ranks, sizeof *h);
+    if (!h) return;
+    for (int i = 0; i < t->count; i++) { /* the lightest rank takes the next tensor */
+        h[0].load += t->n[i];
+        h[0].largest = fmax(h[0].largest, t->n[i]);
+        sift_down(h, ranks, 0);
+    }
+    for (int64_t r = 0; r < ranks; r++)
+        if (h[r].load > out->heaviest) out->heaviest = h[r].load, out->largest_held = h[r].largest;
+    free(h);
+}
+
+void whole_tensor_split(const mp_model *m, int64_t ranks, tensor_split *out)
+{
+    /* The search asks for the same model and rank count many times: keep the last answer. */
+    static mp_model last_model;
+    static int64_t last_ranks;
+    static tensor_split last;
+    if (ranks == last_ranks && !memcmp(&last_model, m, sizeof *m)) {
+        *out = last;
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    tensor_list t = {0};
+    model_tensors(m, &t);
+    qsort(t.n, (size_t)t.count, sizeof *t.n, larger_first);
+    out->largest = t.count ? t.n[0] : 0;
+    if (ranks < 1) ranks = 1;
+    deal(&t, ranks, out);
+    free(t.n);
+    last_model = *m, last_ranks = ranks, last = *out;
+}

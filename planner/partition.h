@@ -1,0 +1,17 @@
+/* partition.h — the model's tensors as PyTorch's ZeroRedundancyOptimizer deals
+ * them to ranks (whole tensors, largest first, to the lightest rank). */
+#ifndef PARTITION_H
+#define PARTITION_H
+
+#include "memplan.h"
+
+typedef struct tensor_split {
+    double heaviest;      /* parameters on the most loaded rank */
+    double largest_held;  /* the largest tensor on that rank */
+    double largest;       /* the largest tensor of the model */
+} tensor_split;
+
+/* The split of the model's parameters over `ranks` ranks (1: the whole model on one). */
+void whole_tensor_split(const mp_model *m, int64_t ranks, tensor_split *out);
+
+#endif
