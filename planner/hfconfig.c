@@ -156,6 +156,8 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     const char *name = json_string_value(json_object_get(root, "_name_or_path"));
     const char *slash = strrchr(path, '/');
     snprintf(m->name, sizeof m->name, "%s", name && *name ? name : (slash ? slash + 1 : path));
+    /* the repo id the checkpoint was saved from, when the config records one */
+    if (name && *name) snprintf(m->hf_id, sizeof m->hf_id, "%s", name);
     snprintf(m->source, sizeof m->source, "Hugging Face config.json '%.200s'", path);
     json_decref(root);
     return mp_model_finish(m, err);

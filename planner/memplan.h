@@ -51,7 +51,8 @@ typedef enum { MP_POS_LEARNED, MP_POS_ROPE, MP_POS_ALIBI } mp_pos;
 
 typedef struct mp_model {
     char name[MP_NAME_LEN];
-    char family[16];          /* "gpt2", "llama", ... informative */
+    char family[16];          /* transformers model_type: "gpt2", "llama", ... (module names, emit) */
+    char hf_id[128];          /* Hugging Face repo id ("meta-llama/Llama-3.1-8B"), "" if unknown */
     int64_t layers;           /* L */
     int64_t hidden;           /* C */
     int64_t heads;            /* NH */

@@ -102,6 +102,25 @@ static int parse_enum(const char *v, const char *a, const char *b, const char *c
     return -1;
 }
 
+/* The Hugging Face repo id: the hf_id column where the profile has one, else
+ * the first alias that names a repo (an "owner/name" with a slash). */
+static void hf_repo_id(const char *explicit_id, const char *aliases, char *out, size_t len)
+{
+    out[0] = 0;
+    if (explicit_id && *explicit_id) {
+        snprintf(out, len, "%s", explicit_id);
+        return;
+    }
+    for (const char *a = aliases; a && *a;) {
+        size_t n = strcspn(a, "|");
+        if (memchr(a, '/', n) && n < len) {
+            memcpy(out, a, n);
+            out[n] = 0;
+            return;
+        }
+        a += n + (a[n] == '|');
+    }
+}
 
 static int load_models(const char *dir, char *err)
 {
@@ -154,6 +173,7 @@ static int load_models(const char *dir, char *err)
             return -1;
         }
         const char *al = field(&t, row, "aliases");
+        hf_repo_id(field(&t, row, "hf_id"), al, m->hf_id, sizeof m->hf_id);
         model_aliases[nmodels] = strdup(al);
         nmodels++;
     }
