@@ -1,66 +1,203 @@
-/* hf.c — a Hugging Face Trainer script (transformers, PEFT, bitsandbytes). */
+/* hf.c — a Hugging Face Trainer script (transformers, PEFT, bitsandbytes) that
+ * runs exactly the techniques the plan assumed, for the model's architecture.
+ * Settings reach transformers' spelling through the vocabulary rows and the
+ * architecture's module names through hf_family.c: nothing here restates them. */
+#include "emit/hf_family.h"
 #include "emitters.h"
 
 #include <stdio.h>
 #include <string.h>
 
-void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
+/* The script's view of the plan's precision. */
+typedef struct hf_precision {
+    const char *flag;          /* TrainingArguments flag set True: "bf16", "fp16" or NULL */
+    const char *load_dtype;    /* from_pretrained's torch_dtype */
+    const char *compute;       /* a quantised base's compute (and kept 16-bit) dtype */
+    bool pure;                 /* 16-bit trainable weights, no fp32 masters */
+} hf_precision;
+
+static hf_precision hf_precision_of(const mp_settings *s)
 {
-    char tg[64];
-    const char *mods[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-    tg[0] = 0;
-    size_t off = 0;
-    for (int i = 0; i < 7; i++)
-        if (s->lora_targets & (1u << i))
-            off += (size_t)snprintf(tg + off, sizeof tg - off, "%s\"%s\"", off ? ", " : "", mods[i]);
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    const bool bf16 = pd->hf_flag && !strcmp(pd->hf_flag, "bf16"), fp16 = pd->hf_flag && !strcmp(pd->hf_flag, "fp16");
-    const bool ckpt = mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing;
+    hf_precision p = {.flag = pd->hf_flag, .pure = pd->stored_bytes == 2 && !pd->master_copy};
+    p.compute = pd->needs_bf16 ? "torch.bfloat16" : "torch.float16";
+    /* Trainable weights load in fp32 (autocast does the 16-bit math; PyTorch's
+     * scaler refuses fp16 trainable weights), in bf16 only for pure bf16. A
+     * frozen LoRA base is stored as the plan counts it (16-bit under mixed and
+     * pure precision); a quantised base keeps its other weights in 16 bits. */
+    if (s->quant != MP_QUANT_NONE) p.load_dtype = p.compute;
+    else if (s->lora_rank) p.load_dtype = pd->torch_dtype;
+    else p.load_dtype = p.pure ? "torch.bfloat16" : "torch.float32";
+    return p;
+}
+
+/* transformers' attention implementation: the plan's, where the architecture declares it. */
+static const char *hf_attention(const mp_settings *s, const hf_family *f)
+{
+    const char *want = mp_attention_desc_of(s->attention)->hf_attn;
+    return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
+}
+
+static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+{
+    const hf_precision p = hf_precision_of(s);
+    const char *attn = hf_attention(s, f);
+    sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s (%s).\n", m->name, m->family);
+    sbuf_put(b, "# The plan it runs (every technique below is in this file, and no other):\n");
+    sbuf_put(b, "#   precision      %s (%s)\n", mp_precision_name(s->precision),
+             p.pure ? "bf16 weights, no fp32 master copy"
+                    : p.flag ? (s->lora_rank ? "fp32 adapters, 16-bit autocast" : "fp32 master weights, 16-bit autocast")
+                             : "fp32");
+    sbuf_put(b, "#   optimizer      %s (optim=\"%s\")\n", mp_optimizer_name(s->optimizer),
+             mp_optimizer_desc_of(s->optimizer)->hf_optim);
+    sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
+             mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing ? " (non-reentrant)" : "");
+    sbuf_put(b, "#   attention      %s (attn_implementation=\"%s\")\n", mp_attention_name(s->attention), attn);
+    if (s->ce == MP_CE_CHUNKED)
+        sbuf_put(b, "#   loss           chunked cross-entropy, %lld tokens a chunk\n", (long long)s->ce_chunk);
+    else sbuf_put(b, "#   loss           full cross-entropy (the model's own)\n");
+    if (s->lora_rank)
+        sbuf_put(b, "#   LoRA           rank %lld on %s, base %s\n", (long long)s->lora_rank,
+                 mp_lora_targets_name(s->lora_targets, (char[64]){0}, 64), mp_quant_name(s->quant));
+    sbuf_put(b, "#   ZeRO stage %d, offload %s, %lld GPU(s)\n", s->zero, mp_offload_name(s->offload), (long long)s->gpus);
+    sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld\n", (long long)s->batch,
+             (long long)s->accum, (long long)s->seq);
+    mp_estimate e;
+    char err[MP_ERR_LEN];
+    if (!mp_estimate_run(m, s, NULL, &e, err))
+        sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated, %.2f GiB on the device (nvidia-smi).\n",
+                 e.total_bytes / MP_GiB, e.device_bytes / MP_GiB);
+    if (s->attention == MP_ATTN_FLASH && f && !f->sdpa)
+        sbuf_put(b, "# NOTE: the plan assumed tiled attention, but %s's modeling file declares no SDPA support:\n"
+                    "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
+    sbuf_put(b, "# Run: python3 train.py (needs torch, transformers, datasets%s%s).\n\n",
+             s->lora_rank ? ", peft" : "", s->quant != MP_QUANT_NONE ? ", bitsandbytes" : "");
+}
+
+static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    if (m->hf_id[0]) sbuf_put(b, "MODEL = \"%s\"  # Hugging Face repo id (or a local folder)\n", m->hf_id);
+    else sbuf_put(b, "MODEL = \"path/to/model\"  # memplan has no repo id for %s: put its Hub id or local folder here\n",
+                  m->name);
+    sbuf_put(b, "DATA = \"data.txt\"  # one text file\nSEQ = %lld\n\n", (long long)s->seq);
+}
+
+static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+{
+    const hf_precision p = hf_precision_of(s);
     const mp_quant_desc *qd = mp_quant_desc_of(s->quant);
-    sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s.\n", m->name);
-    sbuf_put(b, "# Predicted to fit; run: python3 train.py (needs transformers, datasets%s).\n",
-        s->lora_rank ? ", peft" : "");
-    sbuf_put(b, "import torch\nfrom datasets import load_dataset\n");
-    sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
-           "                          DataCollatorForLanguageModeling%s)\n",
-        s->quant != MP_QUANT_NONE ? ", BitsAndBytesConfig" : "");
-    if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training\n");
-    sbuf_put(b, "\nMODEL = \"%s\"  # a Hugging Face model id or local path\n", m->name);
-    sbuf_put(b, "DATA = \"data.txt\"  # one text file\n\n");
-    /* a quantised base computes in the 16-bit type the precision names */
-    const char *compute = bf16 ? "torch.bfloat16" : "torch.float16";
-    if (qd->bits == 4)
+    if (qd->bits == 4) {
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\",\n"
-               "                           bnb_4bit_use_double_quant=%s,\n"
-               "                           bnb_4bit_compute_dtype=%s)\n",
-            qd->double_quant ? "True" : "False", compute);
-    else if (qd->bits == 8)
+                    "                           bnb_4bit_use_double_quant=%s, bnb_4bit_compute_dtype=%s",
+                 qd->double_quant ? "True" : "False", p.compute);
+        /* sharded 4-bit weights must share one storage dtype with the rest (FSDP/ZeRO-3) */
+        if (s->gpus > 1 && s->zero >= 3) sbuf_put(b, ",\n                           bnb_4bit_quant_storage=%s", p.compute);
+        sbuf_put(b, ")\n");
+    } else if (qd->bits == 8) {
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_8bit=True)\n");
-    sbuf_put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s%s%s%s\")\n",
-        qd->bits ? compute : pd->torch_dtype, qd->bits ? ", quantization_config=quant" : "",
-        ", attn_implementation=\"", mp_attention_desc_of(s->attention)->hf_attn);
-    if (s->lora_rank) {
-        if (s->quant != MP_QUANT_NONE)
-            sbuf_put(b, "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=%s)\n",
-                ckpt ? "True" : "False");
-        sbuf_put(b, "model = get_peft_model(model, LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=0.0,\n"
-               "                                         target_modules=[%s], task_type=\"CAUSAL_LM\"))\n",
-            (long long)s->lora_rank, (long long)(2 * s->lora_rank), tg);
-        sbuf_put(b, "model.print_trainable_parameters()\n");
     }
-    sbuf_put(b, "tok = AutoTokenizer.from_pretrained(MODEL)\ntok.pad_token = tok.pad_token or tok.eos_token\n");
-    sbuf_put(b, "ds = load_dataset(\"text\", data_files=DATA, streaming=%s)[\"train\"]\n",
-        mp_loader_desc_of(s->loader)->hf_streaming ? "True" : "False");
-    sbuf_put(b, "ds = ds.map(lambda x: tok(x[\"text\"], truncation=True, max_length=%lld), batched=True, remove_columns=[\"text\"])\n",
-        (long long)s->seq);
+    sbuf_put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s, attn_implementation=\"%s\"%s%s)\n",
+             p.load_dtype, hf_attention(s, f), qd->bits ? ", quantization_config=quant" : "",
+             f && f->remote_code ? ", trust_remote_code=True" : "");
+}
+
+/* LoRA. No prepare_model_for_kbit_training: it casts every fp16/bf16 weight of
+ * a quantised model to fp32 (huggingface/peft src/peft/utils/other.py,
+ * 012c0d5a96744096ab28f87cde9bd9918f5367a1: "cast all non INT8 parameters to
+ * fp32"), which the plan does not count, and with use_reentrant=False the
+ * input-grad hook it adds is not needed (same file). get_peft_model freezes the base. */
+static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+{
+    const hf_family *names = f ? f : hf_family_of("llama");
+    const char *mods[HF_NROLES];
+    int n = hf_family_targets(names, s->lora_targets, mods);
+    if (!f) sbuf_put(b, "# memplan has no module table for model_type '%s': these are Llama's names, check them\n",
+                     m->family);
+    sbuf_put(b, "lora = LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=0.0, task_type=\"CAUSAL_LM\",\n"
+                "                  target_modules=[", (long long)s->lora_rank, (long long)(2 * s->lora_rank));
+    for (int i = 0; i < n; i++) sbuf_put(b, "%s\"%s\"", i ? ", " : "", mods[i]);
+    sbuf_put(b, "])\n");
+    /* PEFT upcasts 16-bit adapters to fp32 unless told not to: pure bf16 keeps them in bf16 */
+    sbuf_put(b, "model = get_peft_model(model, lora%s)\nmodel.print_trainable_parameters()\n",
+             hf_precision_of(s).pure ? ", autocast_adapter_dtype=False" : "");
+}
+
+/* The chunked loss: the model returns its final hidden states (the output head
+ * is bypassed), and the head and cross-entropy run one chunk of tokens at a
+ * time under checkpoint, so only one chunk's logits ever exist. */
+static void hf_chunked_loss(sbuf *b, const mp_settings *s)
+{
+    sbuf_put(b, "\nCE_CHUNK = %lld  # tokens per cross-entropy chunk, as the plan assumed\n"
+                "HEAD = model.get_output_embeddings()\n"
+                "HEAD.forward = lambda hidden: hidden  # the loss below applies the head chunk by chunk\n"
+                "SOFTCAP = getattr(model.config, \"final_logit_softcapping\", None)\n"
+                "if SOFTCAP:\n    model.config.final_logit_softcapping = None  # applied per chunk instead\n\n"
+                "def chunk_loss(hidden, labels):\n"
+                "    logits = F.linear(hidden.to(HEAD.weight.dtype), HEAD.weight, HEAD.bias).float()\n"
+                "    if SOFTCAP:\n        logits = torch.tanh(logits / SOFTCAP) * SOFTCAP\n"
+                "    return F.cross_entropy(logits, labels, ignore_index=-100, reduction=\"sum\")\n\n"
+                "class ChunkedLossTrainer(Trainer):\n"
+                "    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):\n"
+                "        labels = inputs.pop(\"labels\")\n"
+                "        outputs = model(**inputs)\n"
+                "        hidden = outputs.logits[:, :-1].reshape(-1, outputs.logits.size(-1))\n"
+                "        labels = labels[:, 1:].reshape(-1).to(hidden.device)\n"
+                "        total = torch.zeros((), device=hidden.device)\n"
+                "        for i in range(0, hidden.size(0), CE_CHUNK):\n"
+                "            total = total + checkpoint(chunk_loss, hidden[i:i + CE_CHUNK], labels[i:i + CE_CHUNK],\n"
+                "                                       use_reentrant=False)\n"
+                "        count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()\n"
+                "        loss = total / count\n"
+                "        return (loss, outputs) if return_outputs else loss\n",
+             (long long)s->ce_chunk);
+}
+
+static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+{
+    sbuf_put(b, "\ntok = AutoTokenizer.from_pretrained(MODEL%s)\ntok.pad_token = tok.pad_token or tok.eos_token\n",
+             f && f->remote_code ? ", trust_remote_code=True" : "");
+    sbuf_put(b, "ds = load_dataset(\"text\", data_files=DATA, streaming=%s)[\"train\"]\n\n",
+             mp_loader_desc_of(s->loader)->hf_streaming ? "True" : "False");
+    sbuf_put(b, "def pack(batch):  # every sequence is SEQ tokens long, as the plan assumed\n"
+                "    ids = [t for x in tok(batch[\"text\"])[\"input_ids\"] for t in x + [tok.eos_token_id]]\n"
+                "    return {\"input_ids\": [ids[i:i + SEQ] for i in range(0, len(ids) - SEQ + 1, SEQ)]}\n\n"
+                "ds = ds.map(pack, batched=True, remove_columns=[\"text\"])\n");
     if (s->loader == MP_LOAD_STREAM)
         sbuf_put(b, "ds = ds.shuffle(buffer_size=%lld, seed=0)\n", (long long)s->shuffle_buffer);
-    sbuf_put(b, "args = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=%lld,\n"
-           "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
-           "                         gradient_checkpointing=%s, optim=\"%s\", learning_rate=%s,\n"
-           "                         max_steps=1000, logging_steps=10, report_to=[])\n",
-        (long long)s->batch, (long long)s->accum, bf16 ? "True" : "False", fp16 ? "True" : "False",
-        ckpt ? "True" : "False", mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5");
-    sbuf_put(b, "Trainer(model=model, args=args, train_dataset=ds,\n"
-           "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n");
+}
+
+static void hf_train(sbuf *b, const mp_settings *s)
+{
+    const hf_precision p = hf_precision_of(s);
+    const bool ckpt = mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing;
+    sbuf_put(b, "\nargs = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=%lld,\n"
+                "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
+                "                         gradient_checkpointing=%s,%s optim=\"%s\",\n"
+                "                         learning_rate=%s, max_steps=1000, logging_steps=10, report_to=\"none\")\n",
+             (long long)s->batch, (long long)s->accum, p.flag && !strcmp(p.flag, "bf16") ? "True" : "False",
+             p.flag && !strcmp(p.flag, "fp16") ? "True" : "False", ckpt ? "True" : "False",
+             ckpt ? " gradient_checkpointing_kwargs={\"use_reentrant\": False},\n                        " : "",
+             mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5");
+    sbuf_put(b, "%s(model=model, args=args, train_dataset=ds,\n"
+                "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n",
+             s->ce == MP_CE_CHUNKED ? "ChunkedLossTrainer" : "Trainer");
+}
+
+void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    const hf_family *f = hf_family_of(m->family);
+    hf_summary(b, m, s, f);
+    sbuf_put(b, "import torch\n%sfrom datasets import load_dataset\n",
+             s->ce == MP_CE_CHUNKED ? "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n" : "");
+    sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
+                "                          DataCollatorForLanguageModeling%s)\n",
+             s->quant != MP_QUANT_NONE ? ", BitsAndBytesConfig" : "");
+    if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model\n");
+    sbuf_put(b, "\n");
+    hf_model_id(b, m, s);
+    hf_load(b, m, s, f);
+    if (s->lora_rank) hf_lora(b, m, s, f);
+    if (s->ce == MP_CE_CHUNKED) hf_chunked_loss(b, s);
+    hf_data(b, m, s, f);
+    hf_train(b, s);
 }
