@@ -70,6 +70,9 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     if (s->attention == MP_ATTN_FLASH && f && !f->sdpa)
         sbuf_put(b, "# NOTE: the plan assumed tiled attention, but %s's modeling file declares no SDPA support:\n"
                     "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
+    if (!f)
+        sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
+                    "# the attention implementation and the LoRA module names below.\n", m->family);
     sbuf_put(b, "# Run: python3 train.py (needs torch, transformers, datasets%s%s).\n\n",
              s->lora_rank ? ", peft" : "", s->quant != MP_QUANT_NONE ? ", bitsandbytes" : "");
 }
