@@ -162,6 +162,17 @@ static double adapter_bytes(const est_ctx *c)
     return c->fw->adapter_fp32 || !c->half ? 4 : 2;
 }
 
+/* A quantised base keeps embeddings, norms and the head in 16 bits, unless the
+ * stack casts them to fp32: PEFT's prepare_model_for_kbit_training casts every
+ * fp16/bf16 parameter to fp32 (huggingface/peft@012c0d5a9674
+ * src/peft/utils/other.py), and TRL's SFTTrainer calls it except for sharded
+ * QLoRA on FSDP or ZeRO-3 (huggingface/trl@d11f0f530ee5
+ * trl/trainer/sft_trainer.py: is_qlora and not is_sharded_qlora). */
+static double quantised_rest_bytes(const est_ctx *c)
+{
+    return c->fw->kbit_fp32_rest && c->s->zero < 3 ? 4 : 2;
+}
+
 /* A frozen base, quantised or not, with LoRA's adapters beside it. */
 static void weights_lora(est_ctx *c)
 {
@@ -169,8 +180,7 @@ static void weights_lora(est_ctx *c)
     const bool half = c->half;
     double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
                     : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
-    /* Quantised bases keep embeddings, norms and the head in 16 bits. */
-    double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
+    double rest_elt = s->quant != MP_QUANT_NONE ? quantised_rest_bytes(c) : (half ? 2 : 4);
     double base_lin = c->frozen_lin * base_elt / c->split, base_rest = c->frozen_rest * rest_elt / c->split;
     double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;

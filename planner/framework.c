@@ -38,6 +38,7 @@ const fw_column fw_columns[] = {
     COL("fp32_main_grad", fp32_main_grad, true, 1, 0),
     COL("zero1_whole_tensors", zero1_whole_tensors, true, 1, 1),
     COL("adapter_fp32", adapter_fp32, true, 1, 0),
+    COL("kbit_fp32_rest", kbit_fp32_rest, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

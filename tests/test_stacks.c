@@ -129,8 +129,40 @@ static void test_litgpt_dropout_and_head(void)
     }
 }
 
+/* The QLoRA base's non-quantised weights on one GPU. */
+static double qlora_weights(const char *framework, int gpus, int zero)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (mp_model_lookup("llama-2-7b", &m, err)) return -1;
+    mp_settings_default(&s, &m);
+    s.framework = mp_framework_find(framework, err);
+    s.precision = MP_PURE_BF16, s.lora_rank = 16, s.quant = MP_QUANT_NF4, s.gpus = gpus, s.zero = zero;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    for (int i = 0; i < e.nterms; i++)
+        if (strcmp(e.terms[i].name, "frozen base (embeddings, norms, head)") == 0) return e.terms[i].bytes;
+    return -1;
+}
+
+/* prepare_model_for_kbit_training casts the non-quantised parameters to fp32:
+ * Llama-2-7B's (meta-llama/Llama-2-7b-hf config.json: vocab 32000, hidden 4096,
+ * 32 layers, untied head) embedding, head and 65 RMSNorm weights,
+ * 2*32000*4096 + 65*4096 = 262,410,240 parameters, each 2 bytes more; TRL does
+ * not call it for sharded QLoRA (ZeRO-3/FSDP). */
+static void test_kbit_fp32_rest(void)
+{
+    const double rest = 2.0 * 32000 * 4096 + 65.0 * 4096;
+    CHECK_NEAR(qlora_weights("hf", 1, 0) - qlora_weights("pytorch", 1, 0), 2 * rest, 1e-9,
+               "hf QLoRA: the non-quantised weights in fp32");
+    CHECK_NEAR(qlora_weights("hf", 2, 3), 2 * rest / 2, 1e-9,
+               "hf sharded QLoRA (ZeRO-3): left in 16 bits");
+}
+
 int main(void)
 {
+    test_kbit_fp32_rest();
     test_profiles_cite_sources();
     test_head_target();
     test_peft_fp32_adapters();

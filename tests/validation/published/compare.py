@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Compare memplan's prediction with published GPU-memory measurements.
 
-  compare.py MEMPLAN [--framework F] [--csv OUT]
+  compare.py MEMPLAN [--framework F] [--csv OUT] [--summary]
 
 Each row is estimated under the framework profile of the stack it ran on (its
 'framework' column: hf, torchtune, litgpt, deepspeed; other stacks: pytorch);
---framework F estimates every row under F instead.
+--framework F estimates every row under F instead; --summary prints only the
+groups' lines (make test).
 
 Reads measurements.csv beside this file (every row cites its source), asks
 `memplan estimate --format json` for the same configuration, and compares the
@@ -114,7 +115,7 @@ def summary(name, errs):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    memplan, framework, out_csv = sys.argv[1], None, None
+    memplan, framework, out_csv, quiet = sys.argv[1], None, None, False
     args = sys.argv[2:]
     while args:
         a = args.pop(0)
@@ -122,6 +123,8 @@ def main():
             framework = args.pop(0)
         elif a == "--csv" and args:
             out_csv = args.pop(0)
+        elif a == "--summary":
+            quiet = True
         else:
             sys.exit("compare.py: unknown argument '%s'" % a)
     profiles = set(subprocess.run([memplan, "list", "models"], capture_output=True, text=True,
@@ -129,22 +132,23 @@ def main():
     with open(os.path.join(HERE, "measurements.csv"), newline="") as fh:
         rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
     results, failed = [], 0
-    print("%-34s %-9s %10s %10s %8s  %s" % ("row", "metric", "published", "memplan", "error", "left out"))
+    say = (lambda *a: None) if quiet else print
+    say("%-34s %-9s %10s %10s %8s  %s" % ("row", "metric", "published", "memplan", "error", "left out"))
     for row in rows:
         flags, gaps = flags_and_gaps(row, profiles)
         fw = framework or PROFILE.get(row["framework"], "pytorch")
         est, why = predict(memplan, flags, fw) if flags else (None, "; ".join(gaps))
         if est is None:
             failed += flags is not None
-            print("%-34s %-9s %10.2f %10s %8s  %s" % (row["id"][:34], row["metric"],
+            say("%-34s %-9s %10.2f %10s %8s  %s" % (row["id"][:34], row["metric"],
                                                     int(row["value_bytes"]) / 2**30, "-", "-", why))
             continue
         pub, pred = int(row["value_bytes"]), est[METRIC_FIELD[row["metric"]]]
         err = pred / pub - 1
         results.append((row, pred, err, gaps))
-        print("%-34s %-9s %10.2f %10.2f %+7.1f%%  %s" % (row["id"][:34], row["metric"], pub / 2**30,
+        say("%-34s %-9s %10.2f %10.2f %+7.1f%%  %s" % (row["id"][:34], row["metric"], pub / 2**30,
                                                        pred / 2**30, 100 * err, "; ".join(gaps)))
-    print("(GiB; error = memplan / published - 1)")
+    say("(GiB; error = memplan / published - 1)")
     print(summary("all estimated", [e for _, _, e, _ in results]))
     print(summary("expressible", [e for _, _, e, g in results if not g]))
     for metric in ("allocated", "reserved", "device"):
