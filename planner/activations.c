@@ -96,6 +96,18 @@ static double norm_saved(const layer_ctx *l)
     return norm;
 }
 
+/* K and V as attention keeps them: grouped heads (KVD wide), or repeated to
+ * the query heads (QD wide) where the model repeats them first: transformers'
+ * eager attention (repeat_kv), and under SDPA LitGPT (Lightning-AI/litgpt@981d0418516b
+ * litgpt/model.py CausalSelfAttention: k.expand(...) then reshape, "flash
+ * attention requires it") and torchtune (pytorch/torchtune@00c242bad053
+ * torchtune/modules/attention.py MultiHeadAttention.forward: expand, reshape). */
+static double kv_width(const layer_ctx *l)
+{
+    bool eager = l->s->attention == MP_ATTN_EAGER;
+    return (eager && l->torch) || (!eager && l->fw->sdpa_full_kv) ? l->QD : l->KVD;
+}
+
 /* The attention block's saved tensors; *core gets the T x T part. */
 static double attention_saved(const layer_ctx *l, double norm, double *core)
 {
@@ -103,10 +115,8 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
     const double a = l->a, sb = l->sb, QD = l->QD;
     /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
     double attn = norm + norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C;
-    /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
-     * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
-    double kv_saved = s->attention == MP_ATTN_EAGER && l->torch ? QD : l->KVD;
-    attn += a * sb * (QD + 2 * kv_saved);
+    /* Q and K (after rotary) for Q K^T, V for the probabilities times V. */
+    attn += a * sb * (QD + 2 * kv_width(l));
     *core = 0;
     if (s->attention == MP_ATTN_EAGER) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for

@@ -160,8 +160,31 @@ static void test_kbit_fp32_rest(void)
                "hf sharded QLoRA (ZeRO-3): left in 16 bits");
 }
 
+/* LitGPT and torchtune repeat grouped K/V heads before SDPA: on GQA models the
+ * published peaks are met with the full-width K and V kept (litgpt config hub
+ * 1xA10G 'Peak memory'; torchtune README 'Optimization flags', '+ Packed
+ * Dataset': Llama-3.2-3B full fine-tuning, batch 2 x 4096 packed, 60.0 GiB). */
+static void test_sdpa_full_kv(void)
+{
+    static const run runs[] = {
+        {"litgpt-hub-mistral-7b-lora", "mistral-7b", "litgpt", MP_PURE_BF16, 2, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 20660000000.0},
+        {"litgpt-hub-llama-3-8b-lora", "llama-3-8b", "litgpt", MP_PURE_BF16, 1, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 19730000000.0},
+        {"torchtune-llama3.2-3b-packed", "llama-3.2-3b", "torchtune", MP_PURE_BF16, 2, 4096, 0, MP_LORA_ALL, 0,
+         MP_CE_FULL, 0, 64424509440.0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double got = estimate_of(r, r->framework, r->dropout);
+        CHECK(got > 0 && fabs(got / r->published - 1) <= 0.03, "%s: %.4g B vs published %.4g B (within 3%%)",
+              r->id, got, r->published);
+    }
+}
+
 int main(void)
 {
+    test_sdpa_full_kv();
     test_kbit_fp32_rest();
     test_profiles_cite_sources();
     test_head_target();
