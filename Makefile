@@ -62,7 +62,7 @@ PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
 .PHONY: all check test test-unit test-cli test-validate test-pytorch bench validate validate-pytorch validate-ddp \
-        validate-published \
+        validate-published test-published \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
 
@@ -118,7 +118,12 @@ ifeq ($(PYTORCH)$(SANITIZE),yes)
 	@$(BIN)/memplan estimate --model gpt2 --batch 4 --seq 128 \
 	    --framework $(BUILD)/pytorch-quick-profile.csv >/dev/null && echo "ok   the calibrated profile loads"
 endif
-test: test-unit test-cli test-validate test-pytorch
+# The published GPU measurements (under a second): the groups' figures, a report, not a gate.
+test-published: $(BIN)/memplan
+ifeq ($(SANITIZE),)
+	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
+endif
+test: test-unit test-cli test-validate test-pytorch test-published
 
 $(COUNTER): tests/validation/mpcount.c
 	@mkdir -p $(dir $@)

@@ -19,9 +19,23 @@ typedef struct layer_ctx {
     double r;                 /* the residual stream's element: fp32 under autocast */
     double scores;            /* B*NH*T*T */
     double mask;              /* a dropout mask's element */
+    double ad;                /* what an adapter reads and keeps: its input's element */
+    bool own_input;           /* each adapted module keeps its own input, none shared */
     mp_linear lin[16];
     int nlin;
 } layer_ctx;
+
+/* PEFT's fp32 adapters: PEFT upcasts 16-bit adapter weights to fp32
+ * (huggingface/peft@831fd03e0403 src/peft/tuners/tuners_utils.py
+ * cast_adapter_dtype, autocast_adapter_dtype=True) and each adapted module casts
+ * its input to the adapter's dtype before lora_A (peft@b28a09c44695
+ * src/peft/tuners/lora/layer.py Linear.forward: x = self._cast_input_dtype(x,
+ * lora_A.weight.dtype)), so lora_A keeps its own fp32 copy of the input. Under
+ * autocast the adapter's matmul runs in 16 bits again and keeps the 16-bit cast. */
+static double adapter_input_bytes(const layer_ctx *l)
+{
+    return l->frozen && l->fw->adapter_fp32 && !l->amp && l->a == 2 ? 4 : l->a;
+}
 
 static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
 {
@@ -41,11 +55,16 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
     l->mask = l->fw->dropout_mask_bytes > 0 ? l->fw->dropout_mask_bytes : l->a;
     l->nlin = mp_model_linears(m, l->lin, 16);
     if (l->nlin > 16) l->nlin = 16;
+    l->ad = adapter_input_bytes(l);
+    l->own_input = l->frozen && (s->lora_dropout > 0 || l->ad != l->a);
 }
 
 /* Autograd keeps a linear's input only for its weight's gradient: with a
  * frozen base, only where an adapter reads it. */
-static bool keeps(const layer_ctx *l, unsigned bits) { return !l->frozen || (l->s->lora_targets & bits); }
+static bool keeps(const layer_ctx *l, unsigned bits)
+{
+    return !l->frozen || (!l->own_input && (l->s->lora_targets & bits));
+}
 
 /* How many copies of a norm's output the linears reading it keep (those
  * answering to the bits). Without autocast they share the one tensor. Under
@@ -60,7 +79,7 @@ static double norm_output_copies(const layer_ctx *l, unsigned bits)
         readers++;
         if (l->s->lora_rank == 0 || (l->lin[i].target & l->s->lora_targets)) copies++;
     }
-    if (readers == 0) return 0;
+    if (readers == 0 || l->own_input) return 0; /* the adapters' own copies: adapter_inputs_saved */
     return l->amp ? copies : copies > 0;
 }
 
@@ -77,6 +96,18 @@ static double norm_saved(const layer_ctx *l)
     return norm;
 }
 
+/* K and V as attention keeps them: grouped heads (KVD wide), or repeated to
+ * the query heads (QD wide) where the model repeats them first: transformers'
+ * eager attention (repeat_kv), and under SDPA LitGPT (Lightning-AI/litgpt@981d0418516b
+ * litgpt/model.py CausalSelfAttention: k.expand(...) then reshape, "flash
+ * attention requires it") and torchtune (pytorch/torchtune@00c242bad053
+ * torchtune/modules/attention.py MultiHeadAttention.forward: expand, reshape). */
+static double kv_width(const layer_ctx *l)
+{
+    bool eager = l->s->attention == MP_ATTN_EAGER;
+    return (eager && l->torch) || (!eager && l->fw->sdpa_full_kv) ? l->QD : l->KVD;
+}
+
 /* The attention block's saved tensors; *core gets the T x T part. */
 static double attention_saved(const layer_ctx *l, double norm, double *core)
 {
@@ -84,10 +115,8 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
     const double a = l->a, sb = l->sb, QD = l->QD;
     /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
     double attn = norm + norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C;
-    /* Q and K (after rotary) for Q K^T, V for the probabilities times V.
-     * Hugging Face's eager attention repeats grouped K/V heads (repeat_kv) first. */
-    double kv_saved = s->attention == MP_ATTN_EAGER && l->torch ? QD : l->KVD;
-    attn += a * sb * (QD + 2 * kv_saved);
+    /* Q and K (after rotary) for Q K^T, V for the probabilities times V. */
+    attn += a * sb * (QD + 2 * kv_width(l));
     *core = 0;
     if (s->attention == MP_ATTN_EAGER) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
@@ -127,7 +156,20 @@ static double mlp_saved(const layer_ctx *l, double norm)
     return mlp;
 }
 
-/* LoRA: each adapted module saves A's output (rank r); its input is shared. */
+/* What one adapted module of `in` inputs keeps of its input per token, when it
+ * keeps its own: LoRA dropout (peft lora/layer.py Linear.forward
+ * lora_B(lora_A(dropout(x))); LitGPT lora.py LoRALinear.forward
+ * self.lora_dropout(x) @ lora_A) keeps the dropped-out input for lora_A and the
+ * mask for the dropout's backward, one pair per module, so projections that
+ * read one tensor no longer share it; without dropout, PEFT's fp32 cast. */
+static double adapter_input_saved(const layer_ctx *l, double in)
+{
+    if (!l->own_input) return 0;
+    return in * (l->ad + (l->s->lora_dropout > 0 ? l->mask : 0));
+}
+
+/* LoRA: each adapted module saves A's output (rank r, in the adapter's dtype);
+ * its input is shared, or its own (adapter_input_saved). */
 static double lora_saved(const layer_ctx *l)
 {
     const mp_settings *s = l->s;
@@ -137,11 +179,21 @@ static double lora_saved(const layer_ctx *l)
             unsigned bit = l->lin[i].target;
             if (bit & s->lora_targets) {
                 double tok = l->m->experts && (bit & MP_LORA_MLP) ? l->sb * (double)l->m->top_k : l->sb;
-                lora += l->a * tok * (double)s->lora_rank;
+                lora += tok * (l->ad * (double)s->lora_rank + adapter_input_saved(l, (double)l->lin[i].in));
             }
         }
     }
     return lora;
+}
+
+/* LoRA on the output head (LitGPT lora_head: the head is a LoRALinear like the
+ * layers' projections): A keeps the final norm's output, or its own copy, and B
+ * keeps A's output. A frozen head without an adapter keeps nothing. */
+static double head_adapter_saved(const layer_ctx *l)
+{
+    if (!l->frozen || !(l->s->lora_targets & MP_LORA_HEAD)) return 0;
+    double input = l->own_input ? adapter_input_saved(l, l->C) : l->a * l->C;
+    return l->sb * (input + l->ad * (double)l->s->lora_rank);
 }
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
@@ -157,7 +209,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->attn_core = core;
     ab->total = attn + core + mlp + lora;
     ab->layer_input = l.r * sb * C;
-    ab->final_norm = norm + (l.frozen ? 0 : a * sb * C); /* a frozen head keeps no input */
+    ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +

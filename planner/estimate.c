@@ -153,6 +153,26 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
 
 /* ---------- weights ---------- */
 
+/* An adapter's weight, gradient and optimizer-state element: fp32 where the stack
+ * upcasts 16-bit adapters (PEFT cast_adapter_dtype, huggingface/peft@831fd03e0403
+ * src/peft/tuners/tuners_utils.py), else stored like trainable weights: 16-bit
+ * under mixed and pure precision (fp32 masters in the optimizer for mixed). */
+static double adapter_bytes(const est_ctx *c)
+{
+    return c->fw->adapter_fp32 || !c->half ? 4 : 2;
+}
+
+/* A quantised base keeps embeddings, norms and the head in 16 bits, unless the
+ * stack casts them to fp32: PEFT's prepare_model_for_kbit_training casts every
+ * fp16/bf16 parameter to fp32 (huggingface/peft@012c0d5a9674
+ * src/peft/utils/other.py), and TRL's SFTTrainer calls it except for sharded
+ * QLoRA on FSDP or ZeRO-3 (huggingface/trl@d11f0f530ee5
+ * trl/trainer/sft_trainer.py: is_qlora and not is_sharded_qlora). */
+static double quantised_rest_bytes(const est_ctx *c)
+{
+    return c->fw->kbit_fp32_rest && c->s->zero < 3 ? 4 : 2;
+}
+
 /* A frozen base, quantised or not, with LoRA's adapters beside it. */
 static void weights_lora(est_ctx *c)
 {
@@ -160,12 +180,9 @@ static void weights_lora(est_ctx *c)
     const bool half = c->half;
     double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
                     : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
-    /* Quantised bases keep embeddings, norms and the head in 16 bits. */
-    double rest_elt = s->quant != MP_QUANT_NONE ? 2 : (half ? 2 : 4);
+    double rest_elt = s->quant != MP_QUANT_NONE ? quantised_rest_bytes(c) : (half ? 2 : 4);
     double base_lin = c->frozen_lin * base_elt / c->split, base_rest = c->frozen_rest * rest_elt / c->split;
-    /* adapters are stored like trainable weights: 16-bit under mixed and pure
-     * precision (fp32 masters in the optimizer for mixed), fp32 otherwise */
-    double adapters = c->trainable * (half ? 2 : 4) / c->split;
+    double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
     term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
          "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt,
@@ -173,7 +190,7 @@ static void weights_lora(est_ctx *c)
     term(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
          "%.0f params x %.0f B", c->frozen_rest / c->split, rest_elt);
     term(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
-         "%.0f params (rank %lld) x %d B", c->trainable, (long long)s->lora_rank, half ? 2 : 4);
+         "%.0f params (rank %lld) x %.0f B", c->trainable, (long long)s->lora_rank, adapter_bytes(c));
 }
 
 /* Autocast keeps 16-bit copies of the weights it casts until backward. */
@@ -241,6 +258,7 @@ static void est_gradients(est_ctx *c)
     c->g_elt = c->half ? 2 : 4;
     /* e.g. Megatron accumulates 16-bit training in fp32 main_grad buffers */
     if (c->half && !c->lora && fw->fp32_main_grad) c->g_elt = 4;
+    if (c->lora) c->g_elt = adapter_bytes(c); /* a gradient has its parameter's dtype */
     c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
     term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
          c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
@@ -269,6 +287,7 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     double sb = mp_precision_desc_of(s->precision)->state_bytes; /* state element size */
+    if (s->lora_rank > 0 && settings_framework(s)->adapter_fp32) sb = 4; /* states follow fp32 adapters */
     if (od->eight_bit) /* 1-byte states plus one fp32 absmax per block each (Dettmers et al. 2022) */
         return od->states * n + od->states * 4 * ceil(n / (double)s->adam8_block);
     if (od->factored) {

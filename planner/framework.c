@@ -37,6 +37,9 @@ const fw_column fw_columns[] = {
     COL("zero_reduce_bucket", zero_reduce_bucket, false, 1, 0),
     COL("fp32_main_grad", fp32_main_grad, true, 1, 0),
     COL("zero1_whole_tensors", zero1_whole_tensors, true, 1, 1),
+    COL("adapter_fp32", adapter_fp32, true, 1, 0),
+    COL("kbit_fp32_rest", kbit_fp32_rest, true, 1, 0),
+    COL("sdpa_full_kv", sdpa_full_kv, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

@@ -149,6 +149,9 @@ typedef struct mp_framework {
     double zero_reduce_bucket;/* ZeRO-2/3 reduce bucket in elements (DeepSpeed reduce_bucket_size); 0: none */
     bool fp32_main_grad;      /* 16-bit training accumulates gradients in fp32 buffers (Megatron main_grad) */
     bool zero1_whole_tensors; /* ZeRO-1 deals whole tensors to ranks (PyTorch's ZeroRedundancyOptimizer) */
+    bool adapter_fp32;        /* LoRA adapters kept in fp32 over a 16-bit base (PEFT autocast_adapter_dtype) */
+    bool sdpa_full_kv;        /* the model repeats grouped K/V heads before SDPA (LitGPT, torchtune) */
+    bool kbit_fp32_rest;      /* QLoRA's non-quantised weights cast to fp32 (PEFT prepare_model_for_kbit_training) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;
@@ -189,7 +192,8 @@ typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_s
 /* LoRA target bits. */
 enum { MP_LORA_Q = 1, MP_LORA_K = 2, MP_LORA_V = 4, MP_LORA_O = 8,
        MP_LORA_GATE = 16, MP_LORA_UP = 32, MP_LORA_DOWN = 64,
-       MP_LORA_ATTN = 15, MP_LORA_MLP = 112, MP_LORA_ALL = 127 };
+       MP_LORA_ATTN = 15, MP_LORA_MLP = 112, MP_LORA_ALL = 127,
+       MP_LORA_HEAD = 128 /* the output head (LitGPT lora_head); not part of "all" */ };
 
 typedef struct mp_settings {
     mp_precision precision;
@@ -204,6 +208,7 @@ typedef struct mp_settings {
     int64_t ce_chunk;         /* tokens per cross-entropy chunk */
     int64_t lora_rank;        /* 0: full fine-tuning */
     unsigned lora_targets;
+    float lora_dropout;       /* LoRA dropout probability: >0 keeps a dropout output and mask per adapted module */
     mp_quant quant;           /* frozen base storage (LoRA only, or inference) */
     int64_t gpus;             /* data-parallel x tensor x pipeline */
     int zero;                 /* 0..3 */

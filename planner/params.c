@@ -14,7 +14,9 @@ double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
         unsigned bit = lin[i].target;
         if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
     }
-    return per_layer * m->layers;
+    /* an adapter on the output head: A is r x hidden, B vocab x r */
+    double head = targets & MP_LORA_HEAD ? (double)rank * (double)(m->hidden + m->vocab) : 0;
+    return per_layer * m->layers + head;
 }
 
 /* Parameters that live in linear layers (what int8/NF4 quantise). */

@@ -59,6 +59,9 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
             mp_quant_name(s->quant));
     if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
     if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
+    if (s->lora_dropout < 0 || s->lora_dropout >= 1) BAD("invalid --lora-dropout '%g' (0 to 0.999)", s->lora_dropout);
+    if (settings_framework(s)->kind == MP_FW_MEMTRAIN && (s->lora_dropout > 0 || (s->lora_targets & MP_LORA_HEAD)))
+        BAD("memtrain has no LoRA dropout and no adapter on the head: use --lora-dropout 0 and targets without head");
     if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
     if (mp_optimizer_desc_of(s->optimizer)->eight_bit && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);

@@ -221,6 +221,8 @@ static const struct { const char *name; unsigned bits; } target_names[] = {
     {"q_proj", MP_LORA_Q}, {"k_proj", MP_LORA_K}, {"v_proj", MP_LORA_V},
     {"o_proj", MP_LORA_O}, {"gate_proj", MP_LORA_GATE}, {"up_proj", MP_LORA_UP},
     {"down_proj", MP_LORA_DOWN}, {"all-linear", MP_LORA_ALL},
+    /* LoRA on the output head: LitGPT's lora_head, PEFT's "lm_head" target */
+    {"head", MP_LORA_HEAD}, {"lm_head", MP_LORA_HEAD},
 };
 
 int mp_lora_targets_parse(const char *s, unsigned *bits)
@@ -250,5 +252,6 @@ const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len)
         if (bits & (1u << i))
             o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "",
                                   target_names[i].name);
+    if (bits & MP_LORA_HEAD) snprintf(buf + o, o < len ? len - o : 0, "%shead", o ? "," : "");
     return buf;
 }

@@ -1,0 +1,194 @@
+/* test_stacks.c — the framework profiles named after the stacks people run (hf,
+ * torchtune, litgpt) and the terms they switch on, each checked against a figure
+ * the stack's own project published (tests/validation/published/measurements.csv
+ * cites each: repository, commit, file, field), never against memplan's formula. */
+#include "check.h"
+#include "memplan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The line of profiles/frameworks.csv that names a profile (its source is
+ * longer than the loaded profile keeps). */
+static int profile_line(const char *name, char *line, size_t len)
+{
+    const char *dir = getenv("MEMPLAN_PROFILES");
+    char path[512];
+    snprintf(path, sizeof path, "%s/frameworks.csv", dir ? dir : "profiles");
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = strlen(name);
+    int found = -1;
+    while (found && fgets(line, (int)len, f))
+        if (strncmp(line, name, n) == 0 && line[n] == ',') found = 0;
+    fclose(f);
+    return found;
+}
+
+/* Each profile's behaviour columns cite the source file they were read from. */
+static void test_profiles_cite_sources(void)
+{
+    static const struct { const char *name, *cited; } cites[] = {
+        {"hf", "huggingface/peft@b28a09c44695 src/peft/tuners/lora/layer.py"},
+        {"hf", "huggingface/transformers@d0fed636753e src/transformers/loss/loss_utils.py"},
+        {"torchtune", "pytorch/torchtune@ce5433b01eef torchtune/modules/loss/ce_chunked_output_loss.py"},
+        {"litgpt", "Lightning-AI/litgpt@d49df2089a7b litgpt/utils.py"}};
+    char err[256], line[4096];
+    for (size_t i = 0; i < sizeof cites / sizeof *cites; i++)
+        CHECK(profile_line(cites[i].name, line, sizeof line) == 0 && strstr(line, cites[i].cited),
+              "%s cites %s", cites[i].name, cites[i].cited);
+    const mp_framework *hf = mp_framework_find("hf", err), *lit = mp_framework_find("litgpt", err);
+    CHECK(hf && hf->adapter_fp32 && hf->fp32_logits, "hf: fp32 adapters (PEFT) and fp32 logits (transformers)");
+    CHECK(lit && !lit->adapter_fp32 && !lit->fp32_logits, "litgpt: adapters in the model's dtype, no fp32 logits");
+}
+
+static void test_head_target(void)
+{
+    unsigned bits = 0;
+    CHECK(mp_lora_targets_parse("q,v,head", &bits) == 0 && bits == (MP_LORA_Q | MP_LORA_V | MP_LORA_HEAD),
+          "--lora-targets q,v,head parses");
+    CHECK(mp_lora_targets_parse("all", &bits) == 0 && !(bits & MP_LORA_HEAD), "all leaves the head out");
+    char buf[64];
+    CHECK(strcmp(mp_lora_targets_name(MP_LORA_Q | MP_LORA_HEAD, buf, sizeof buf), "q,head") == 0,
+          "q|head is named q,head (%s)", buf);
+}
+
+/* One published run: its configuration and its figure. */
+typedef struct run {
+    const char *id, *model, *framework;
+    mp_precision precision;
+    int64_t batch, seq, rank;
+    unsigned targets;
+    float dropout;
+    mp_ce ce;
+    int metric;        /* 0 allocated (total_bytes), 1 reserved */
+    double published;  /* bytes, measurements.csv value_bytes */
+} run;
+
+static double estimate_of(const run *r, const char *framework, float dropout)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (mp_model_lookup(r->model, &m, err)) return -1;
+    mp_settings_default(&s, &m);
+    s.framework = mp_framework_find(framework, err);
+    s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
+    s.lora_targets = r->targets, s.lora_dropout = dropout, s.ce = r->ce;
+    s.attention = MP_ATTN_FLASH;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    return r->metric ? e.reserved_bytes : e.total_bytes;
+}
+
+/* PEFT's fp32 adapters: the method comparison's peak reserved memory
+ * (huggingface/peft method_comparison/MetaMathQA/results, train_info.*_memory_max;
+ * Llama-3.2-3B, batch 4, up to 768 tokens, bf16 base, autocast_adapter_dtype=True)
+ * is met under the hf profile; without the fp32 adapters' own inputs the
+ * estimate is more than 5% under it. */
+static void test_peft_fp32_adapters(void)
+{
+    static const run runs[] = {
+        {"peft-lora-r32-qv-max", "llama-3.2-3b", "hf", MP_PURE_BF16, 4, 768, 32, MP_LORA_Q | MP_LORA_V, 0,
+         MP_CE_FULL, 1, 22273851392.0},
+        {"peft-lora-r10-mlp-max", "llama-3.2-3b", "hf", MP_PURE_BF16, 4, 768, 10, MP_LORA_MLP, 0, MP_CE_FULL, 1,
+         24712839168.0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double with = estimate_of(r, "hf", 0), without = estimate_of(r, "pytorch", 0);
+        CHECK(with > 0 && fabs(with / r->published - 1) <= 0.03, "%s: hf %.3g B vs published %.4g B (within 3%%)",
+              r->id, with, r->published);
+        CHECK(without > 0 && without / r->published - 1 < -0.05,
+              "%s: without PEFT's fp32 adapters %.3g B is more than 5%% under", r->id, without);
+    }
+}
+
+/* LoRA dropout and LoRA on the head: LitGPT's config hub (Lightning-AI/litgpt
+ * config_hub/finetune/README.md, 'Peak memory' = max_memory_allocated, 1xA10G;
+ * bf16-true, 512 tokens; LitGPT's chunked cross-entropy keeps every chunk's
+ * logits, so one memplan chunk of the default 1024 tokens holds them all). */
+static void test_litgpt_dropout_and_head(void)
+{
+    static const run runs[] = {
+        {"litgpt-hub-llama-2-7b-lora", "llama-2-7b", "litgpt", MP_PURE_BF16, 2, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 19770000000.0},
+        {"litgpt-hub-gemma-2b-lora", "gemma-2b", "litgpt", MP_PURE_BF16, 2, 512, 8, MP_LORA_ALL | MP_LORA_HEAD,
+         0.1f, MP_CE_CHUNKED, 0, 12620000000.0},
+        {"litgpt-hub-phi-2-lora", "phi-2", "litgpt", MP_PURE_BF16, 4, 512, 8, MP_LORA_ALL | MP_LORA_HEAD, 0.05f,
+         MP_CE_CHUNKED, 0, 13980000000.0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double with = estimate_of(r, r->framework, r->dropout), without = estimate_of(r, r->framework, 0);
+        CHECK(with > 0 && fabs(with / r->published - 1) <= 0.05, "%s: %.4g B vs published %.4g B (within 5%%)",
+              r->id, with, r->published);
+        CHECK(without > 0 && without < with, "%s: without the dropout's outputs and masks, less (%.4g B)",
+              r->id, without);
+    }
+}
+
+/* The QLoRA base's non-quantised weights on one GPU. */
+static double qlora_weights(const char *framework, int gpus, int zero)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (mp_model_lookup("llama-2-7b", &m, err)) return -1;
+    mp_settings_default(&s, &m);
+    s.framework = mp_framework_find(framework, err);
+    s.precision = MP_PURE_BF16, s.lora_rank = 16, s.quant = MP_QUANT_NF4, s.gpus = gpus, s.zero = zero;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    for (int i = 0; i < e.nterms; i++)
+        if (strcmp(e.terms[i].name, "frozen base (embeddings, norms, head)") == 0) return e.terms[i].bytes;
+    return -1;
+}
+
+/* prepare_model_for_kbit_training casts the non-quantised parameters to fp32:
+ * Llama-2-7B's (meta-llama/Llama-2-7b-hf config.json: vocab 32000, hidden 4096,
+ * 32 layers, untied head) embedding, head and 65 RMSNorm weights,
+ * 2*32000*4096 + 65*4096 = 262,410,240 parameters, each 2 bytes more; TRL does
+ * not call it for sharded QLoRA (ZeRO-3/FSDP). */
+static void test_kbit_fp32_rest(void)
+{
+    const double rest = 2.0 * 32000 * 4096 + 65.0 * 4096;
+    CHECK_NEAR(qlora_weights("hf", 1, 0) - qlora_weights("pytorch", 1, 0), 2 * rest, 1e-9,
+               "hf QLoRA: the non-quantised weights in fp32");
+    CHECK_NEAR(qlora_weights("hf", 2, 3), 2 * rest / 2, 1e-9,
+               "hf sharded QLoRA (ZeRO-3): left in 16 bits");
+}
+
+/* LitGPT and torchtune repeat grouped K/V heads before SDPA: on GQA models the
+ * published peaks are met with the full-width K and V kept (litgpt config hub
+ * 1xA10G 'Peak memory'; torchtune README 'Optimization flags', '+ Packed
+ * Dataset': Llama-3.2-3B full fine-tuning, batch 2 x 4096 packed, 60.0 GiB). */
+static void test_sdpa_full_kv(void)
+{
+    static const run runs[] = {
+        {"litgpt-hub-mistral-7b-lora", "mistral-7b", "litgpt", MP_PURE_BF16, 2, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 20660000000.0},
+        {"litgpt-hub-llama-3-8b-lora", "llama-3-8b", "litgpt", MP_PURE_BF16, 1, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 19730000000.0},
+        {"torchtune-llama3.2-3b-packed", "llama-3.2-3b", "torchtune", MP_PURE_BF16, 2, 4096, 0, MP_LORA_ALL, 0,
+         MP_CE_FULL, 0, 64424509440.0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double got = estimate_of(r, r->framework, r->dropout);
+        CHECK(got > 0 && fabs(got / r->published - 1) <= 0.03, "%s: %.4g B vs published %.4g B (within 3%%)",
+              r->id, got, r->published);
+    }
+}
+
+int main(void)
+{
+    test_sdpa_full_kv();
+    test_kbit_fp32_rest();
+    test_profiles_cite_sources();
+    test_head_target();
+    test_peft_fp32_adapters();
+    test_litgpt_dropout_and_head();
+    return check_summary();
+}
