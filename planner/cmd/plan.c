@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void)
 {
@@ -23,7 +24,7 @@ static const char *task_label(mp_task t)
 }
 
 /* -o names a bundle directory: an existing directory, or a path ending in '/'
- * (created here, one level). 1: a directory, 0: a file, -1 after the error. */
+ * (created here, one level: 2). 1: an existing directory, 0: a file, -1 after the error. */
 static int output_is_dir(const char *path)
 {
     struct stat st;
@@ -34,7 +35,7 @@ static int output_is_dir(const char *path)
         cli_error("cannot create the bundle directory '%s': %s", path, strerror(errno));
         return -1;
     }
-    return 1;
+    return 2;
 }
 
 /* Write the emitted config to -o FILE atomically, the bundle to -o DIR, or to stdout. */
@@ -44,10 +45,14 @@ static int do_emit(cli *c, const mp_settings *s)
     int dir = c->out_path ? output_is_dir(c->out_path) : 0;
     if (dir < 0) return EXIT_USAGE;
     if (dir) {
-        if (strcmp(c->emit, "hf"))
+        if (strcmp(c->emit, "hf")) {
+            if (dir == 2) rmdir(c->out_path);
             return cli_error("-o '%s' is a directory: a bundle is written by --emit hf, not --emit %s", c->out_path,
                              c->emit);
-        return mp_emit_bundle(c->out_path, &c->model, s, err) ? cli_error("%s", err) : 0;
+        }
+        if (!mp_emit_bundle(c->out_path, &c->model, s, err)) return 0;
+        if (dir == 2) rmdir(c->out_path); /* leave nothing behind */
+        return cli_error("%s", err);
     }
     if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
     int rc = 0;
