@@ -103,6 +103,7 @@ test-cli: $(PROGS)
 	@tests/run-cli.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
+	@tests/test_emit_engines.sh $(BIN)
 test-validate: $(PROGS)
 	@tests/validate.sh $(BIN) quick
 # The PyTorch validation's quick set; once per check (its subject is memplan's

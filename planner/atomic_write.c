@@ -6,9 +6,15 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err)
+{
+    return mp_write_file_atomic_mode(path, data, len, 0644, err);
+}
+
+int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
@@ -32,7 +38,8 @@ int mp_write_file_atomic(const char *path, const char *data, size_t len, char *e
         }
         off += (size_t)w;
     }
-    if (fsync(fd) || close(fd)) {
+    /* exact bits whatever the umask (launch.sh is executable) */
+    if (fchmod(fd, (mode_t)mode) || fsync(fd) || close(fd)) {
         snprintf(err, MP_ERR_LEN, "cannot write '%.200s': %s", path, strerror(errno));
         unlink(tmp);
         return -1;

@@ -250,7 +250,7 @@ typedef struct mp_precision_desc {
     const char *hf_flag;      /* TrainingArguments flag set True: "bf16", "fp16", or NULL */
     const char *torch_dtype;  /* from_pretrained(torch_dtype=...) for the trainable weights */
     const char *accelerate;   /* accelerate config mixed_precision */
-    const char *deepspeed;    /* the DeepSpeed block enabled: "bf16", "fp16", or NULL */
+    const char *deepspeed;    /* the DeepSpeed block that means it: "bf16", "fp16"; NULL: none (fp32) or no form */
 } mp_precision_desc;
 
 typedef struct mp_optimizer_desc {
@@ -465,10 +465,17 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 
 /* ---------- output ---------- */
 
-/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate". */
+/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate", "launch".
+ * Fails (-1, err) where the target's engine cannot run the plan as estimated. */
 int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err);
+/* Write the bundle into the existing directory `dir`: train.py, the engine's
+ * config (ds_config.json or accelerate.yaml, or none), launch.sh (executable)
+ * and README.txt, each atomically; nothing is written when a text fails. */
+int mp_emit_bundle(const char *dir, const mp_model *m, const mp_settings *s, char *err);
 /* Write `data` to `path` atomically (temp file, fsync, rename). */
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
+/* The same with the file's permission bits (0644, 0755). */
+int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err);
 /* Print "PROG: error: MESSAGE" and, with a hint, " (HINT)", as one line on stderr:
  * the form every command's errors take. */
 void mp_verror(const char *prog, const char *hint, const char *fmt, va_list ap);

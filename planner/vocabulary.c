@@ -5,8 +5,10 @@
  *
  * Engine spellings come from the engines' own sources:
  *   TrainingArguments `optim`   transformers src/transformers/training_args.py, class OptimizerNames
- *   DeepSpeed optimizer `type`  deepspeed/runtime/engine.py, _configure_basic_optimizer (names it
- *                               does not know are looked up in torch.optim: "SGD")
+ *   DeepSpeed optimizer `type`  deepspeed/runtime/config.py DEEPSPEED_OPTIMIZERS ("adamw", "lion"); other
+ *                               names engine.py _configure_basic_optimizer looks up in torch.optim ("SGD")
+ *   DeepSpeed precision block   only where it means the value: DeepSpeed's bf16/fp16 keep 16-bit weights
+ *                               plus an fp32 master copy (the mixed-* rows); none for autocast or pure bf16
  *   accelerate mixed_precision  accelerate src/accelerate/utils/dataclasses.py, PrecisionType
  *   attn_implementation         transformers src/transformers/modeling_utils.py ("eager", "sdpa") */
 #include "memplan.h"
@@ -23,11 +25,11 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
     [MP_AMP_BF16] = {{"amp-bf16", NULL, "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .needs_bf16 = true,
                      .short_name = "bf16", .same_memory_as = MP_AMP_BF16, .hf_flag = "bf16",
-                     .torch_dtype = "torch.float32", .accelerate = "bf16", .deepspeed = "bf16"},
+                     .torch_dtype = "torch.float32", .accelerate = "bf16"},
     [MP_AMP_FP16] = {{"amp-fp16", NULL, "fp32 weights; matmuls in fp16 under autocast, with loss scaling", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .loss_scaling = true,
                      .short_name = "fp16", .same_memory_as = MP_AMP_BF16, .hf_flag = "fp16",
-                     .torch_dtype = "torch.float32", .accelerate = "fp16", .deepspeed = "fp16"},
+                     .torch_dtype = "torch.float32", .accelerate = "fp16"},
     [MP_MIXED_BF16] = {{"mixed-bf16", NULL, "bf16 weights and gradients, fp32 master weights in the optimizer", true},
                        .stored_bytes = 2, .act_bytes = 2, .state_bytes = 4, .master_copy = true, .needs_bf16 = true,
                        .short_name = "bf16", .same_memory_as = MP_MIXED_BF16, .hf_flag = "bf16",
@@ -39,13 +41,13 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
     [MP_PURE_BF16] = {{"pure-bf16", NULL, "bf16 weights, gradients and optimizer state, no fp32 master copy", false},
                       .stored_bytes = 2, .act_bytes = 2, .state_bytes = 2, .needs_bf16 = true,
                       .short_name = "pure bf16", .same_memory_as = MP_PURE_BF16, .hf_flag = "bf16",
-                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .deepspeed = "bf16"},
+                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16"},
 };
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
                   .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
-                  .hf_optim = "adamw_torch", .deepspeed = "AdamW"},
+                  .hf_optim = "adamw_torch", .deepspeed = "adamw"},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
                        .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true, .same_memory_as = MP_ADAMW_8BIT,
                        .hf_optim = "adamw_bnb_8bit"},
@@ -65,7 +67,7 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
                       .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
     [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
-                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "Lion"},
+                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion"},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {

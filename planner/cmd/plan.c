@@ -1,11 +1,14 @@
 /* plan.c — memplan plan (the default), estimate, and plan --solve. */
 #include "cli.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void)
 {
@@ -20,10 +23,37 @@ static const char *task_label(mp_task t)
                                                                        : "QLoRA (quantised base)";
 }
 
-/* Write the emitted config to -o FILE atomically, or to stdout. */
+/* -o names a bundle directory: an existing directory, or a path ending in '/'
+ * (created here, one level: 2). 1: an existing directory, 0: a file, -1 after the error. */
+static int output_is_dir(const char *path)
+{
+    struct stat st;
+    size_t n = strlen(path);
+    if (!stat(path, &st)) return S_ISDIR(st.st_mode) ? 1 : 0;
+    if (!n || path[n - 1] != '/') return 0;
+    if (mkdir(path, 0755) && errno != EEXIST) {
+        cli_error("cannot create the bundle directory '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    return 2;
+}
+
+/* Write the emitted config to -o FILE atomically, the bundle to -o DIR, or to stdout. */
 static int do_emit(cli *c, const mp_settings *s)
 {
     char err[MP_ERR_LEN], *text = NULL;
+    int dir = c->out_path ? output_is_dir(c->out_path) : 0;
+    if (dir < 0) return EXIT_USAGE;
+    if (dir) {
+        if (strcmp(c->emit, "hf")) {
+            if (dir == 2) rmdir(c->out_path);
+            return cli_error("-o '%s' is a directory: a bundle is written by --emit hf, not --emit %s", c->out_path,
+                             c->emit);
+        }
+        if (!mp_emit_bundle(c->out_path, &c->model, s, err)) return 0;
+        if (dir == 2) rmdir(c->out_path); /* leave nothing behind */
+        return cli_error("%s", err);
+    }
     if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
     int rc = 0;
     if (c->out_path) {
@@ -37,7 +67,7 @@ static int do_emit(cli *c, const mp_settings *s)
 
 static int check_output_args(const cli *c)
 {
-    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed or accelerate)");
+    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed, accelerate or launch)");
     return 0;
 }
 

@@ -1,28 +1,69 @@
-/* accelerate.c — an accelerate config (YAML), FSDP included. */
+/* accelerate.c — an accelerate config (YAML) with the keys accelerate reads
+ * (tests/data/engines/accelerate_keys.txt): the engine engine.c chose, its
+ * process count, and for FSDP the sharding strategy, auto-wrap policy and
+ * state-dict type. Activation checkpointing is the script's (TrainingArguments
+ * gradient_checkpointing), so fsdp_activation_checkpointing stays false: it is
+ * done once. Gradient accumulation is the script's too (accelerate has no
+ * top-level key for it). */
 #include "emitters.h"
 
 #include <stdio.h>
 #include <string.h>
 
+static const char *distributed_type(emit_engine_kind k)
+{
+    static const char *const names[] = {
+        [EMIT_SINGLE] = "'NO'", [EMIT_DDP] = "MULTI_GPU", [EMIT_DEEPSPEED] = "DEEPSPEED", [EMIT_FSDP] = "FSDP",
+    };
+    return names[k];
+}
+
+/* PEFT's FSDP recipe keeps use_orig_params off: the Trainer then wraps the
+ * adapters apart from the frozen base (peft fsdp_auto_wrap_policy), so the
+ * frozen weights need no gradients; full fine-tuning keeps accelerate's
+ * default (true). */
+static void put_fsdp(sbuf *b, const mp_settings *s, const emit_engine *e)
+{
+    sbuf_put(b, "fsdp_config:\n");
+    sbuf_put(b, "  fsdp_sharding_strategy: %s\n", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
+    sbuf_put(b, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");
+    sbuf_put(b, "  fsdp_backward_prefetch: BACKWARD_PRE\n");
+    sbuf_put(b, "  fsdp_state_dict_type: SHARDED_STATE_DICT\n");
+    sbuf_put(b, "  fsdp_offload_params: false\n");
+    sbuf_put(b, "  fsdp_activation_checkpointing: false\n");
+    sbuf_put(b, "  fsdp_use_orig_params: %s\n", s->lora_rank ? "false" : "true");
+    sbuf_put(b, "  fsdp_cpu_ram_efficient_loading: true\n");
+    sbuf_put(b, "  fsdp_sync_module_states: true\n");
+}
+
+static void put_deepspeed(sbuf *b, const emit_engine *e)
+{
+    sbuf_put(b, "deepspeed_config:\n");
+    sbuf_put(b, "  deepspeed_config_file: ds_config.json\n");
+    if (e->stage == 3) sbuf_put(b, "  zero3_init_flag: true\n");
+}
+
+int check_accelerate(const mp_model *m, const mp_settings *s, char *err)
+{
+    (void)m;
+    emit_engine e;
+    return emit_engine_of(s, &e, err);
+}
+
 void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
 {
-    sbuf_put(b, "# accelerate config written by memplan for %s; use: accelerate launch --config_file FILE train.py\n", m->name);
+    emit_engine e;
+    char err[MP_ERR_LEN];
+    if (emit_engine_of(s, &e, err)) return; /* check_accelerate ran first */
+    emit_summary_comment(b, m, s, &e);
+    sbuf_put(b, "# use: accelerate launch --config_file accelerate.yaml train.py DATA\n");
     sbuf_put(b, "compute_environment: LOCAL_MACHINE\n");
-    if (s->gpus > 1 && s->zero > 0) {
-        sbuf_put(b, "distributed_type: FSDP\n");
-        sbuf_put(b, "fsdp_config:\n");
-        sbuf_put(b, "  fsdp_sharding_strategy: %s\n", s->zero >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
-        sbuf_put(b, "  fsdp_offload_params: %s\n", mp_offload_desc_of(s->offload)->optimizer_on_host ? "true" : "false");
-        sbuf_put(b, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");
-        sbuf_put(b, "  fsdp_state_dict_type: SHARDED_STATE_DICT\n");
-        sbuf_put(b, "  fsdp_activation_checkpointing: %s\n",
-            mp_ckpt_desc_of(s->checkpointing)->fsdp_activation_checkpointing ? "true" : "false");
-        sbuf_put(b, "  fsdp_use_orig_params: true\n");
-    } else {
-        sbuf_put(b, "distributed_type: %s\n", s->gpus > 1 ? "MULTI_GPU" : "NO");
-    }
-    sbuf_put(b, "mixed_precision: %s\n", mp_precision_desc_of(s->precision)->accelerate);
-    sbuf_put(b, "num_machines: 1\nnum_processes: %lld\n", (long long)s->gpus);
-    sbuf_put(b, "gradient_accumulation_steps: %lld\n", (long long)s->accum);
-    sbuf_put(b, "main_training_function: main\nuse_cpu: false\n");
+    sbuf_put(b, "distributed_type: %s\n", distributed_type(e.kind));
+    if (e.kind == EMIT_FSDP) put_fsdp(b, s, &e);
+    if (e.kind == EMIT_DEEPSPEED) put_deepspeed(b, &e);
+    /* with a DeepSpeed config file the precision is that file's (its bf16/fp16 blocks) */
+    if (e.kind != EMIT_DEEPSPEED)
+        sbuf_put(b, "mixed_precision: %s\n", mp_precision_desc_of(s->precision)->accelerate);
+    sbuf_put(b, "num_machines: 1\nnum_processes: %lld\nmachine_rank: 0\n", (long long)e.procs);
+    sbuf_put(b, "use_cpu: false\ndebug: false\n");
 }

@@ -1,34 +1,110 @@
-/* deepspeed.c — a DeepSpeed JSON config. */
+/* deepspeed.c — a DeepSpeed JSON config that runs what the plan assumed: its
+ * ZeRO stage, buckets and offload; the plan's optimizer where DeepSpeed builds
+ * that type, else none (the script's optimizer is used); "auto" wherever
+ * transformers' Trainer fills a value from TrainingArguments (batch sizes,
+ * accumulation, clipping, optimizer hyper-parameters), so the two cannot
+ * disagree; bf16/fp16 blocks only for the precisions they mean. Keys and
+ * values: tests/data/engines/deepspeed_keys.txt. */
 #include "emitters.h"
 
 #include <stdio.h>
 #include <string.h>
 
-void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
+/* DEEPSPEED_OPTIMIZERS in deepspeed/runtime/config.py: types DeepSpeed builds
+ * itself, also under ZeRO-Offload (DeepSpeedCPUAdam, DeepSpeedCPULion). */
+static bool deepspeed_native(const char *type)
 {
-    int64_t dp = s->gpus / (s->tp * s->pp);
+    return type && (!strcmp(type, "adamw") || !strcmp(type, "lion"));
+}
+
+/* DeepSpeed's default ZeRO bucket (reduce_bucket_size, allgather_bucket_size:
+ * pp_int(5e8) in deepspeed/runtime/zero/config.py), unless the framework
+ * profile the estimate read says otherwise. */
+static long long bucket_elements(const mp_settings *s)
+{
+    double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
+    return fw > 0 ? (long long)fw : 500000000LL;
+}
+
+static void put_summary(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
+{
+    char lines[EMIT_NLINES][EMIT_LINE];
+    int n = emit_summary_lines(m, s, e, lines, EMIT_NLINES);
+    /* DeepSpeed reads the top level with dict.get: this key is ignored */
+    sbuf_put(b, "{\n  \"_comment\": [\n");
+    for (int i = 0; i < n; i++) sbuf_put(b, "    \"%s\",\n", lines[i]);
+    sbuf_put(b, "    \"batch sizes, accumulation, clipping and optimizer settings are auto: transformers' Trainer "
+                "fills them from TrainingArguments\"\n  ],\n");
+}
+
+static void put_precision(sbuf *b, const mp_settings *s)
+{
     const char *block = mp_precision_desc_of(s->precision)->deepspeed;
     const bool bf16 = block && !strcmp(block, "bf16"), fp16 = block && !strcmp(block, "fp16");
-    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    const mp_offload_desc *off = mp_offload_desc_of(s->offload);
-    sbuf_put(b, "{\n  \"_comment\": \"DeepSpeed config written by memplan for %s on %lld GPU(s)\",\n",
-        m->name, (long long)s->gpus);
-    sbuf_put(b, "  \"train_micro_batch_size_per_gpu\": %lld,\n", (long long)s->batch);
-    sbuf_put(b, "  \"gradient_accumulation_steps\": %lld,\n", (long long)s->accum);
-    sbuf_put(b, "  \"train_batch_size\": %lld,\n", (long long)(s->batch * s->accum * dp));
     sbuf_put(b, "  \"bf16\": {\"enabled\": %s},\n", bf16 ? "true" : "false");
     sbuf_put(b, "  \"fp16\": {\"enabled\": %s%s},\n", fp16 ? "true" : "false",
-        fp16 ? ", \"loss_scale\": 0, \"initial_scale_power\": 16" : "");
-    /* an optimizer DeepSpeed has no type for is written as AdamW (to be revisited: issue 11) */
-    sbuf_put(b, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": 2e-5%s}},\n",
-        od->deepspeed ? od->deepspeed : "AdamW", od->momentum ? ", \"momentum\": 0.9" : "");
-    sbuf_put(b, "  \"zero_optimization\": {\n    \"stage\": %d", s->zero);
+             fp16 ? ", \"loss_scale\": 0, \"initial_scale_power\": 16" : "");
+}
+
+/* The optimizer block, or none; returns whether DeepSpeed builds it. */
+static void put_optimizer(sbuf *b, const mp_settings *s)
+{
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    const char *type = od->deepspeed;
+    if (!type) {
+        /* the Trainer builds the script's optimizer and allows it under ZeRO
+         * (zero_allow_untested_optimizer); under offload it steps on the CPU */
+        if (s->offload != MP_OFFLOAD_NONE) sbuf_put(b, "  \"zero_force_ds_cpu_optimizer\": false,\n");
+        return;
+    }
+    sbuf_put(b, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": \"auto\"", type);
+    if (od->adamw_class) sbuf_put(b, ", \"betas\": \"auto\", \"eps\": \"auto\"");
+    else if (deepspeed_native(type)) sbuf_put(b, ", \"betas\": \"auto\"");
+    if (od->momentum) sbuf_put(b, ", \"momentum\": 0.9");
+    sbuf_put(b, ", \"weight_decay\": \"auto\"}},\n");
+    if (!deepspeed_native(type) && s->zero > 0) sbuf_put(b, "  \"zero_allow_untested_optimizer\": true,\n");
+    if (!deepspeed_native(type) && s->offload != MP_OFFLOAD_NONE)
+        sbuf_put(b, "  \"zero_force_ds_cpu_optimizer\": false,\n");
+}
+
+static void put_zero(sbuf *b, const mp_settings *s, const emit_engine *e)
+{
+    const mp_offload_desc *off = mp_offload_desc_of(s->offload);
+    long long bucket = bucket_elements(s);
+    sbuf_put(b, "  \"zero_optimization\": {\n    \"stage\": %d", e->stage);
+    if (e->stage > 0) sbuf_put(b, ",\n    \"reduce_bucket_size\": %lld", bucket);
+    if (e->stage == 1 || e->stage == 2) sbuf_put(b, ",\n    \"allgather_bucket_size\": %lld", bucket);
+    if (e->stage > 0) sbuf_put(b, ",\n    \"contiguous_gradients\": true");
     if (off->optimizer_on_host)
         sbuf_put(b, ",\n    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}");
     if (off->params_on_host)
         sbuf_put(b, ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}");
-    sbuf_put(b, ",\n    \"overlap_comm\": true,\n    \"contiguous_gradients\": true\n  },\n");
-    sbuf_put(b, "  \"activation_checkpointing\": {\"partition_activations\": %s, \"contiguous_memory_optimization\": false},\n",
-        mp_ckpt_desc_of(s->checkpointing)->deepspeed_partition_activations ? "true" : "false");
-    sbuf_put(b, "  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n");
+    sbuf_put(b, "\n  },\n");
+}
+
+int check_deepspeed(const mp_model *m, const mp_settings *s, char *err)
+{
+    (void)m;
+    emit_engine e;
+    if (emit_engine_of(s, &e, err)) return -1;
+    if (e.kind == EMIT_DEEPSPEED) return 0;
+    snprintf(err, MP_ERR_LEN, "the plan runs under %s, not DeepSpeed: no DeepSpeed config for it "
+             "(DeepSpeed runs offload, ZeRO-1 and --framework deepspeed plans)", emit_engine_name(e.kind));
+    return -1;
+}
+
+void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    emit_engine e;
+    char err[MP_ERR_LEN];
+    if (emit_engine_of(s, &e, err)) return; /* check_deepspeed ran first */
+    put_summary(b, m, s, &e);
+    sbuf_put(b, "  \"train_micro_batch_size_per_gpu\": \"auto\",\n");
+    sbuf_put(b, "  \"gradient_accumulation_steps\": \"auto\",\n");
+    sbuf_put(b, "  \"train_batch_size\": \"auto\",\n");
+    sbuf_put(b, "  \"gradient_clipping\": \"auto\",\n");
+    put_precision(b, s);
+    put_optimizer(b, s);
+    put_zero(b, s, &e);
+    sbuf_put(b, "  \"steps_per_print\": 10\n}\n");
 }

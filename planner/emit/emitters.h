@@ -18,5 +18,24 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s);
+void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s);
+
+/* The engine that runs a plan (engine.c): the one place that decides it. */
+typedef enum { EMIT_SINGLE, EMIT_DDP, EMIT_DEEPSPEED, EMIT_FSDP } emit_engine_kind;
+typedef struct emit_engine {
+    emit_engine_kind kind;
+    int64_t procs;            /* processes to launch: one per GPU */
+    int stage;                /* ZeRO stage (DeepSpeed), 2 or 3 for FSDP's strategy, else 0 */
+} emit_engine;
+/* 0, or -1 with err when no engine runs the plan as estimated. */
+int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
+const char *emit_engine_name(emit_engine_kind k);
+
+/* The plan summary (summary.c): up to `max` lines without quotes or backslashes. */
+enum { EMIT_LINE = 320, EMIT_NLINES = 16 };
+int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
+                       char lines[][EMIT_LINE], int max);
+/* The summary as '# ' comment lines (YAML, shell). */
+void emit_summary_comment(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e);
 
 #endif

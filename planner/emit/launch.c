@@ -1,0 +1,42 @@
+/* launch.c — launch.sh: the launcher and process count of the engine engine.c
+ * chose, with the data file as $1. The training script's command line is a
+ * convention shared with the hf target: `train.py DATA [--deepspeed FILE]`. */
+#include "emitters.h"
+
+#include <stdio.h>
+
+int check_launch(const mp_model *m, const mp_settings *s, char *err)
+{
+    (void)m;
+    emit_engine e;
+    return emit_engine_of(s, &e, err);
+}
+
+void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    emit_engine e;
+    char err[MP_ERR_LEN];
+    if (emit_engine_of(s, &e, err)) return; /* check_launch ran first */
+    sbuf_put(b, "#!/usr/bin/env bash\n");
+    emit_summary_comment(b, m, s, &e);
+    sbuf_put(b, "# usage: bash launch.sh DATA_FILE\n");
+    sbuf_put(b, "set -eu\n");
+    sbuf_put(b, "DATA=\"${1:?usage: bash launch.sh DATA_FILE}\"\n");
+    sbuf_put(b, "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
+    switch (e.kind) {
+    case EMIT_SINGLE:
+        sbuf_put(b, "exec python3 \"$HERE/train.py\" \"$DATA\"\n");
+        break;
+    case EMIT_DDP:
+        sbuf_put(b, "exec torchrun --standalone --nproc_per_node %lld \"$HERE/train.py\" \"$DATA\"\n",
+                 (long long)e.procs);
+        break;
+    case EMIT_DEEPSPEED:
+        sbuf_put(b, "exec deepspeed --num_gpus %lld \"$HERE/train.py\" \"$DATA\" --deepspeed \"$HERE/ds_config.json\"\n",
+                 (long long)e.procs);
+        break;
+    case EMIT_FSDP:
+        sbuf_put(b, "exec accelerate launch --config_file \"$HERE/accelerate.yaml\" \"$HERE/train.py\" \"$DATA\"\n");
+        break;
+    }
+}

@@ -1,0 +1,81 @@
+/* summary.c — the plan summary every engine artifact carries at its top: what
+ * the estimate assumed (precision, optimizer, checkpointing, attention, loss,
+ * ZeRO stage, offload, batch, sequence) and the predicted peak per GPU, so a
+ * reader can check a config against the plan it came from. */
+#include "emitters.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *task_of(const mp_settings *s, char *buf, size_t len)
+{
+    char tg[64];
+    if (!s->lora_rank) return "full fine-tuning";
+    snprintf(buf, len, "%s, rank %lld on %s", s->quant != MP_QUANT_NONE ? "QLoRA" : "LoRA",
+             (long long)s->lora_rank, mp_lora_targets_name(s->lora_targets, tg, sizeof tg));
+    return buf;
+}
+
+static const char *sharding_of(const emit_engine *e, char *buf, size_t len)
+{
+    if (e->kind == EMIT_DEEPSPEED) snprintf(buf, len, "DeepSpeed ZeRO stage %d", e->stage);
+    else if (e->kind == EMIT_FSDP) snprintf(buf, len, "FSDP %s", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
+    else snprintf(buf, len, "none");
+    return buf;
+}
+
+static const char *peak_of(const mp_model *m, const mp_settings *s, char *buf, size_t len)
+{
+    char err[MP_ERR_LEN], a[32], r[32];
+    mp_estimate est;
+    if (mp_estimate_run(m, s, NULL, &est, err)) {
+        snprintf(buf, len, "not estimated (%s)", err);
+        return buf;
+    }
+    snprintf(buf, len, "%s allocated, %s reserved (GiB = 2^30 bytes)", mp_fmt_gib(est.total_bytes, a, sizeof a),
+             mp_fmt_gib(est.reserved_bytes, r, sizeof r));
+    return buf;
+}
+
+/* Quotes and backslashes would end a JSON string or a shell comment's meaning. */
+static void plain(char *line)
+{
+    for (char *p = line; *p; p++)
+        if (*p == '"' || *p == '\\') *p = '\'';
+}
+
+int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
+                       char lines[][EMIT_LINE], int max)
+{
+    char t[128], sh[64], pk[MP_ERR_LEN + 64];
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    int64_t dp = s->gpus / (s->tp * s->pp);
+    int n = 0;
+#define LINE(...) do { if (n < max) snprintf(lines[n++], EMIT_LINE, __VA_ARGS__); } while (0)
+    LINE("memplan plan for %s: %s", m->name, task_of(s, t, sizeof t));
+    LINE("engine: %s, %lld process(es), one per GPU", emit_engine_name(e->kind), (long long)e->procs);
+    LINE("precision: %s (%s)", pd->v.name, pd->v.help);
+    LINE("optimizer: %s (%s), step %s", od->v.name, od->v.help, mp_step_impl_name(s->step_impl));
+    LINE("checkpointing: %s, in train.py only (TrainingArguments gradient_checkpointing), never in the engine config",
+         mp_ckpt_name(s->checkpointing));
+    LINE("attention: %s (%s)", mp_attention_name(s->attention), mp_attention_desc_of(s->attention)->v.help);
+    if (s->ce == MP_CE_CHUNKED) LINE("loss: chunked cross-entropy, %lld tokens per chunk", (long long)s->ce_chunk);
+    else LINE("loss: full cross-entropy (the whole logits at once)");
+    LINE("ZeRO stage: %d in the plan; sharding: %s", s->zero, sharding_of(e, sh, sizeof sh));
+    LINE("offload: %s (%s)", mp_offload_name(s->offload), mp_offload_desc_of(s->offload)->v.help);
+    LINE("micro-batch: %lld per GPU; accumulation: %lld; global batch: %lld sequences", (long long)s->batch,
+         (long long)s->accum, (long long)(s->batch * s->accum * dp));
+    LINE("sequence: %lld tokens", (long long)s->seq);
+    LINE("predicted peak per GPU: %s", peak_of(m, s, pk, sizeof pk));
+#undef LINE
+    for (int i = 0; i < n; i++) plain(lines[i]);
+    return n;
+}
+
+void emit_summary_comment(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
+{
+    char lines[EMIT_NLINES][EMIT_LINE];
+    int n = emit_summary_lines(m, s, e, lines, EMIT_NLINES);
+    for (int i = 0; i < n; i++) sbuf_put(b, "# %s\n", lines[i]);
+}
