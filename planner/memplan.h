@@ -181,6 +181,9 @@ typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_N
 typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
 typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
 typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
+/* LoRA's rank when a task needs one and none is given (16: the rank the
+ * guide in shared/seeds/004 calls the default, line 128; the search uses it). */
+#define MP_DEFAULT_LORA_RANK 16
 typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
 /* How PyTorch runs the optimizer step: multi-tensor (foreach), a loop over tensors, or fused. */
 typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;

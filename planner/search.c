@@ -228,7 +228,7 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
     } else {
         quants[nq++] = MP_QUANT_NONE;
     }
-    s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : 16);
+    s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : MP_DEFAULT_LORA_RANK);
     for (int qi = 0; qi < nq; qi++)
     for (int pi = 0; pi < sp->prec.n; pi++)
     for (int oi = 0; oi < sp->opt.n; oi++)

@@ -36,6 +36,47 @@ import csv
 rows=list(csv.DictReader(open('$tmp/out')))
 assert len(rows)==1 and rows[0]['params']=='124439808', rows
 "; then ok "csv parses with a header and one row"; else bad "csv"; fi
+# --- a pinned task is never ignored (issue 13): QLoRA takes nf4-dq and rank 16 on
+# every linear; 41,943,040 trainable is PEFT's print_trainable_parameters for
+# Llama-3-8B with r=16 on q,k,v,o,gate,up,down (the same shapes as 3.1-8B)
+expect 0 "estimate --task qlora estimates QLoRA" -- "$mp" estimate --model llama-3.1-8b --task qlora
+has out "41,943,040 trainable"
+has out "task qlora, lora-rank 16, lora-targets q,k,v,o,gate,up,down, quant nf4-dq"
+expect 0 "estimate --task lora takes a rank" -- "$mp" estimate --model llama-3.1-8b --task lora --format json
+if python3 -c "
+import json
+d=json.load(open('$tmp/out'))['settings']
+assert d['task']=='lora' and d['lora-rank']==16 and d['quant']=='none', d
+"; then ok "json settings: task lora, rank 16"; else bad "json settings of --task lora"; fi
+expect 0 "estimate --task qlora csv" -- "$mp" estimate --model llama-3.1-8b --task qlora --lora-rank 64 --quant nf4 --format csv
+if python3 -c "
+import csv
+r=list(csv.DictReader(open('$tmp/out')))[0]
+assert (r['task'], r['lora-rank'], r['quant'], r['lora-targets'])==('qlora','64','nf4','q,k,v,o,gate,up,down'), r
+"; then ok "csv: the pins given win over the task's defaults"; else bad "csv of --task qlora"; fi
+expect 2 "--task qlora --quant none refused" -- "$mp" estimate --model llama-3.1-8b --task qlora --quant none
+has err "--task qlora conflicts with --quant none"
+one_line_err
+expect 2 "--task lora --quant nf4 refused" -- "$mp" estimate --model llama-3.1-8b --task lora --quant nf4
+has err "--task lora conflicts with --quant nf4"
+expect 2 "--task lora --lora-rank 0 refused" -- "$mp" estimate --model llama-3.1-8b --task lora --lora-rank 0
+has err "--task lora conflicts with --lora-rank 0"
+expect 2 "--task full --lora-rank 8 refused" -- "$mp" estimate --model gpt2 --task full --lora-rank 8
+has err "--task full conflicts with --lora-rank 8"
+expect 0 "estimate says every technique it assumed" -- "$mp" estimate --model gpt2
+has out "settings  task full, precision fp32, optimizer adamw,"
+has out "checkpointing none, attention eager, ce full, zero 0, offload none"
+# --solve: a plan's defaults and formats; nothing fits is exit 1 as for a plan
+expect 0 "solve csv" -- "$mp" --model gpt2 --gpu 24GiB --solve max-batch --format csv
+if python3 -c "
+import csv
+r=list(csv.DictReader(open('$tmp/out')))
+assert len(r)==1 and r[0]['fits']=='1' and int(r[0]['batch'])>1, r
+"; then ok "solve writes CSV"; else bad "solve csv"; fi
+expect 0 "solve takes the plan's techniques" -- "$mp" --model gpt2 --gpu 24GiB --solve max-batch --task full
+has out "precision mixed-bf16"
+expect 0 "memtop --version" -- "$bin/memtop" --version
+has out "memtop"
 expect 0 "explain" -- "$mp" estimate --model llama-2-7b --precision amp-bf16 --batch 2 --seq 2048 --explain
 has out "autocast 16-bit weight copies"
 has out "step timeline"

@@ -49,6 +49,7 @@ int cmd_estimate(cli *c)
     if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
         return cli_error("%s", err);
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
+    c->show_settings = true;
     if (c->emit) {
         int rc = do_emit(c, &c->s);
         if (rc || !c->out_path) return rc;
@@ -95,18 +96,47 @@ static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task
     fputc('\n', f);
 }
 
+/* --solve's settings: what a plan would choose for every technique not
+ * pinned (the best plan, or the least-memory one when none fits), at the
+ * micro-batch given or 1. */
+static int solve_settings(cli *c, mp_settings *s)
+{
+    char err[MP_ERR_LEN];
+    mp_search_result r;
+    if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &r, err)) return cli_error("%s", err);
+    *s = r.cands[0].s;
+    mp_search_free(&r);
+    if (!(c->pinned & MP_PIN_BATCH)) s->batch = 1;
+    if (!(c->pinned & MP_PIN_ACCUM)) s->accum = c->opts.global_batch > 0 ? c->opts.global_batch : 1;
+    return 0;
+}
+
+static void print_solve_text(const cli *c, const mp_settings *s, const mp_estimate *e, double answer)
+{
+    char a[32], cnt[40];
+    if (!strcmp(c->solve, "max-params"))
+        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
+               mp_fmt_count(e->params.total, cnt, sizeof cnt), (long long)c->model.layers,
+               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    else
+        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
+               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    print_estimate_text(stdout, c, s, e);
+}
+
 static int cmd_solve(cli *c)
 {
-    char err[MP_ERR_LEN], a[32];
+    char err[MP_ERR_LEN];
     double answer;
     mp_model solved;
-    int src = mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
-    if (src == -2) {
+    mp_settings s;
+    if (solve_settings(c, &s)) return EXIT_USAGE;
+    int src = mp_solve(c->solve, &c->model, &s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
+    if (src == -2) { /* nothing fits, as plan reports it: exit 1 */
         printf("%s\n", err);
         return EXIT_NOFIT;
     }
     if (src) return cli_error("%s", err);
-    mp_settings s = c->s;
     if (!strcmp(c->solve, "max-batch")) s.batch = (int64_t)answer;
     if (!strcmp(c->solve, "max-seq")) s.seq = (int64_t)answer;
     if (!strcmp(c->solve, "max-params")) {
@@ -115,22 +145,18 @@ static int cmd_solve(cli *c)
     }
     mp_estimate e;
     if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err)) return cli_error("%s", err);
+    c->show_settings = true;
     if (c->format == FMT_JSON) {
         char extra[160];
         snprintf(extra, sizeof extra, "{\"solve\": \"%s\", \"answer\": %.0f}", c->solve,
                  !strcmp(c->solve, "max-params") ? e.params.total : answer);
         print_estimate_json(stdout, c, &s, &e, true, extra);
-        return 0;
+    } else if (c->format == FMT_CSV) {
+        print_csv_header(stdout);
+        print_csv_row(stdout, c, &s, &e, true);
+    } else {
+        print_solve_text(c, &s, &e, answer);
     }
-    char cnt[40];
-    if (!strcmp(c->solve, "max-params"))
-        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
-               mp_fmt_count(e.params.total, cnt, sizeof cnt), (long long)c->model.layers,
-               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    else
-        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
-               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    print_estimate_text(stdout, c, &s, &e);
     return 0;
 }
 
