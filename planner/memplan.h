@@ -376,6 +376,7 @@ typedef struct mp_estimate {
     double device_bytes;          /* reserved + context: what nvidia-smi shows */
     double host_bytes;            /* host RAM: offloaded states, data, pinned buffers */
     double host_data_bytes;       /* of which the data loader */
+    double host_offload_bytes;    /* of which states offloaded (ZeRO-Offload) */
     int peak_phase;               /* index into phases */
     mp_phase phases[MP_MAX_PHASES];
     int nphases;
@@ -416,7 +417,13 @@ typedef struct mp_candidate {
     double device_bytes, total_bytes, host_bytes, trainable;
     double at_peak[MP_NCOMP];
     double tokens_per_s;
+    double offloaded_bytes;   /* states moved to host RAM */
+    double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
 } mp_candidate;
+
+/* The speed model's error: plans within this fraction of the fastest of
+ * their group are ranked as equally fast, the simpler first. */
+#define MP_SPEED_TIE 0.05
 
 /* What the user pinned: a dimension with its bit set is not varied. */
 enum { MP_PIN_PRECISION = 1 << 0, MP_PIN_OPTIMIZER = 1 << 1, MP_PIN_CKPT = 1 << 2,
@@ -450,6 +457,10 @@ typedef struct mp_search_result {
 } mp_search_result;
 
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */
+/* Why `alt` ranks below `best` in a search ranked with prefer_speed: the rule
+ * that decided, and by how much, into buf (one line). */
+const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bool prefer_speed, char *buf,
+                           size_t len);
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
               const mp_search_opts *o, mp_search_result *r, char *err);
 void mp_search_free(mp_search_result *r);

@@ -77,6 +77,31 @@ expect 0 "solve takes the plan's techniques" -- "$mp" --model gpt2 --gpu 24GiB -
 has out "precision mixed-bf16"
 expect 0 "memtop --version" -- "$bin/memtop" --version
 has out "memtop"
+# rankings (issue 13): plain AdamW where it fits as fast as 8-bit; --explain names the rule
+expect 0 "7B on 12GB: plain AdamW" -- "$mp" --params 7e9 --gpu 12GB --explain
+has out "best plan: QLoRA (nf4-dq base) r=16 on q,k,v,o,gate,up,down, mixed-bf16, adamw,"
+has out "lost on as fast (0.0% apart, within the speed model's 5% error) but less simple: an 8-bit optimizer"
+expect 0 "--prefer speed keeps the optimizer family" -- "$mp" --model llama-3.1-8b --gpu 24GB --prefer speed --format json
+if python3 -c "
+import json
+d=json.load(open('$tmp/out'))
+assert d['settings']['optimizer'] in ('adamw','adamw-8bit','paged-adamw','paged-adamw-8bit'), d['settings']['optimizer']
+assert all('lost_on' in a for a in d['alternatives'])
+"; then ok "--prefer speed: AdamW-class; json alternatives say what they lost on"; else bad "--prefer speed optimizer family"; fi
+expect 0 "table gpt2: plain AdamW on every GPU" -- "$mp" table --model gpt2 --format csv
+if python3 -c "
+import csv
+rows=list(csv.DictReader(open('$tmp/out')))
+bad=[r['gpu'] for r in rows if r['optimizer']!='adamw']
+assert not bad, bad
+"; then ok "GPT-2 never gets 8-bit AdamW where plain AdamW fits"; else bad "GPT-2 table picks 8-bit AdamW"; fi
+expect 0 "no offload of a state smaller than its bucket" -- "$mp" sweep --model llama-2-7b --gpu 12GB --task qlora --format csv
+if python3 -c "
+import csv
+rows=list(csv.DictReader(open('$tmp/out')))
+assert rows and all(r['offload']=='none' for r in rows)
+"; then ok "QLoRA's adapter state is never offloaded"; else bad "a QLoRA plan offloads its adapters' state"; fi
+if sh tests/recommendations.sh "$bin" >"$tmp/rec" 2>&1; then ok "$(tail -1 "$tmp/rec")"; else cat "$tmp/rec"; bad "recommendation table below its floor"; fi
 # README's memtop --plan example opens on a plan that fits (issue 13)
 readme_plan=$(grep -o 'memtop --plan [^`]*' README | head -1)
 expect 0 "README's memtop --plan opens on a plan" -- "$bin/$(echo "$readme_plan" | cut -d' ' -f1)" $(echo "$readme_plan" | cut -d' ' -f2-) --once

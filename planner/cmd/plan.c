@@ -190,10 +190,11 @@ static void find_alternatives(const cli *c, plan_result *p)
     }
 }
 
-static json_t *candidate_json(const mp_candidate *k)
+static json_t *candidate_json(const cli *c, const mp_candidate *best, const mp_candidate *k)
 {
     char sum[256];
     json_t *o = json_object();
+    json_object_set_new(o, "lost_on", json_string(mp_rank_reason(best, k, c->opts.prefer_speed, sum, sizeof sum)));
     json_object_set_new(o, "plan", json_string(plan_summary(&k->s, sum, sizeof sum)));
     json_object_set_new(o, "batch", json_integer(k->s.batch));
     json_object_set_new(o, "accum", json_integer(k->s.accum));
@@ -221,7 +222,7 @@ static void print_plan_json(const cli *c, const plan_result *p)
     json_object_set_new(x, "fitting", json_integer((json_int_t)p->r.fitting));
     json_object_set_new(x, "search_ms", json_real(round(p->ms * 100) / 100));
     json_t *alt = json_array();
-    for (int i = 0; i < p->nalt; i++) json_array_append_new(alt, candidate_json(p->alts[i]));
+    for (int i = 0; i < p->nalt; i++) json_array_append_new(alt, candidate_json(c, p->best, p->alts[i]));
     json_object_set_new(x, "alternatives", alt);
     json_t *misses = json_array();
     for (int t = 0; t < MP_NTASK; t++)
@@ -265,15 +266,20 @@ static void print_plan_why(const cli *c, const plan_result *p)
     }
     if (p->best && !c->opts.prefer_speed)
         printf("\nwhy this plan: %s is the most complete kind of training that fits (full fine-tuning,\n"
-               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, then the\n"
-               "highest estimated tokens/s, then the simplest setup (--prefer speed: tokens/s alone)\n",
-               p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA");
+               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, offload only\n"
+               "when nothing else fits, then the fastest; plans within %.0f%% of the fastest (the speed\n"
+               "model's error) are equally fast, and the simplest of them wins (--explain: each rule)\n",
+               p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA",
+               100 * MP_SPEED_TIE);
     if (p->nalt) {
         printf("\nalternatives that fit:\n");
-        for (int i = 0; i < p->nalt; i++)
+        for (int i = 0; i < p->nalt; i++) {
             printf("  %d. %-78s B=%-3lld %10s %7.0f tok/s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
                    (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b),
                    p->alts[i]->tokens_per_s);
+            if (c->explain)
+                printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
+        }
     }
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
