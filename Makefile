@@ -61,7 +61,7 @@ COUNTER    := $(BUILD)/lib/libmpcount.so
 PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
-.PHONY: all check test test-unit test-cli test-validate test-pytorch bench validate validate-pytorch validate-ddp \
+.PHONY: all check test test-unit test-cli examples test-validate test-pytorch bench validate validate-pytorch validate-ddp \
         validate-published test-published \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
@@ -104,6 +104,11 @@ test-cli: $(PROGS)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
 	@tests/test_emit_engines.sh $(BIN)
+
+# rewrite the output shown under README's and the man pages' examples from real runs
+examples: $(PROGS)
+	python3 tests/examples.py --update --bin $(BIN)
+
 test-validate: $(PROGS)
 	@tests/validate.sh $(BIN) quick
 # The PyTorch validation's quick set; once per check (its subject is memplan's

@@ -19,6 +19,7 @@ void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double 
     /* each micro-batch is staged in pinned memory: inputs and targets, int64 */
     double pinned = 2.0 * (double)s->batch * (double)s->seq * 8;
     e->host_data_bytes = data + pinned;
+    e->host_offload_bytes = offloaded;
     e->host_bytes = offloaded + data + pinned;
     if (explain && e->nterms < MP_MAX_TERMS && data > 0) {
         mp_term *t = &e->terms[e->nterms++];

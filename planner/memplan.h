@@ -185,6 +185,9 @@ typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_N
 typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
 typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
 typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
+/* LoRA's rank when a task needs one and none is given (16: the rank the
+ * guide in shared/seeds/004 calls the default, line 128; the search uses it). */
+#define MP_DEFAULT_LORA_RANK 16
 typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
 /* How PyTorch runs the optimizer step: multi-tensor (foreach), a loop over tensors, or fused. */
 typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
@@ -379,6 +382,7 @@ typedef struct mp_estimate {
     double device_bytes;          /* reserved + context: what nvidia-smi shows */
     double host_bytes;            /* host RAM: offloaded states, data, pinned buffers */
     double host_data_bytes;       /* of which the data loader */
+    double host_offload_bytes;    /* of which states offloaded (ZeRO-Offload) */
     int peak_phase;               /* index into phases */
     mp_phase phases[MP_MAX_PHASES];
     int nphases;
@@ -419,7 +423,13 @@ typedef struct mp_candidate {
     double device_bytes, total_bytes, host_bytes, trainable;
     double at_peak[MP_NCOMP];
     double tokens_per_s;
+    double offloaded_bytes;   /* states moved to host RAM */
+    double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
 } mp_candidate;
+
+/* The speed model's error: plans within this fraction of the fastest of
+ * their group are ranked as equally fast, the simpler first. */
+#define MP_SPEED_TIE 0.05
 
 /* What the user pinned: a dimension with its bit set is not varied. */
 enum { MP_PIN_PRECISION = 1 << 0, MP_PIN_OPTIMIZER = 1 << 1, MP_PIN_CKPT = 1 << 2,
@@ -453,6 +463,10 @@ typedef struct mp_search_result {
 } mp_search_result;
 
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */
+/* Why `alt` ranks below `best` in a search ranked with prefer_speed: the rule
+ * that decided, and by how much, into buf (one line). */
+const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bool prefer_speed, char *buf,
+                           size_t len);
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
               const mp_search_opts *o, mp_search_result *r, char *err);
 void mp_search_free(mp_search_result *r);

@@ -1,15 +1,34 @@
 /* search.c — every combination of techniques, best first.
  *
- * Ranking: plans that fit come first; among them (unless prefer_speed) full
- * fine-tuning before LoRA before QLoRA, AdamW-class optimizers before others,
- * then the highest estimated tokens/s. A larger micro-batch never uses less
- * memory, so once a batch misses the budget the larger ones are pruned. */
+ * Ranking (the rules, in order; mp_rank_reason names the one that decided):
+ *  1. plans that fit first;
+ *  2. the kind of training: full fine-tuning, then LoRA, then QLoRA (not with
+ *     --prefer speed);
+ *  3. the optimizer family: AdamW-class, then other adaptive ones, then SGD
+ *     (with --prefer speed too: speed never changes the family unless asked);
+ *  4. no offload before offload: offload only when nothing else of its group fits;
+ *  5. faster first, but plans within MP_SPEED_TIE of the fastest of their
+ *     group are equally fast, and among those:
+ *  6. the simpler plan: no ZeRO before ZeRO, plain AdamW before 8-bit and
+ *     paged, no checkpointing before checkpointing, full CE before chunked, no
+ *     loss scaling before loss scaling;
+ *  7. the smaller footprint.
+ * Offload of a state smaller than the bucket that moves it is not a plan.
+ * A larger micro-batch never uses less memory, so once a batch misses the
+ * budget the larger ones are pruned. */
 #include "memplan.h"
 #include "estimate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* DeepSpeed's ZeRO-2 offload reduces gradients through a device bucket of
+ * reduce_bucket_size elements, default 5e8 (deepspeedai/DeepSpeed,
+ * deepspeed/runtime/zero/config.py, commit 1b88ac36), 2 bytes each in 16-bit:
+ * offloading a smaller state costs more device memory than it frees. */
+#define OFFLOAD_MIN_STATE_BYTES (5e8 * 2)
 
 /* 0: AdamW-class, 1: other adaptive optimizers or no fp32 master copy (pure
  * bf16: updates can round away), 2: SGD. */
@@ -21,12 +40,31 @@ static int optimizer_tier(const mp_settings *s)
     return t;
 }
 
-/* How many moving parts a plan has: on a speed tie the simpler plan wins. */
-static int complexity(const mp_settings *s)
+/* Rule 6's moving parts, most weighty first: on a speed tie the plan with
+ * the first one absent wins. */
+enum { NPARTS = 6 };
+static const char *const part_names[NPARTS] = {"ZeRO", "an 8-bit optimizer", "a paged optimizer",
+                                               "checkpointing", "chunked cross-entropy", "loss scaling"};
+static void moving_parts(const mp_settings *s, int parts[NPARTS])
 {
-    return (s->offload != MP_OFFLOAD_NONE) * 3 + (s->zero > 0) + (s->checkpointing != MP_CKPT_NONE) +
-           (s->ce == MP_CE_CHUNKED) + mp_optimizer_desc_of(s->optimizer)->paged +
-           mp_precision_desc_of(s->precision)->loss_scaling;
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    parts[0] = s->zero > 0;
+    parts[1] = od->eight_bit;
+    parts[2] = od->paged;
+    parts[3] = s->checkpointing != MP_CKPT_NONE;
+    parts[4] = s->ce == MP_CE_CHUNKED;
+    parts[5] = mp_precision_desc_of(s->precision)->loss_scaling;
+}
+
+/* The first moving part in which a and b differ, or -1. */
+static int first_part_apart(const mp_settings *a, const mp_settings *b)
+{
+    int pa[NPARTS], pb[NPARTS];
+    moving_parts(a, pa);
+    moving_parts(b, pb);
+    for (int i = 0; i < NPARTS; i++)
+        if (pa[i] != pb[i]) return i;
+    return -1;
 }
 
 static int push(mp_search_result *r, const mp_candidate *c)
@@ -43,22 +81,77 @@ static int push(mp_search_result *r, const mp_candidate *c)
 
 static bool g_prefer_speed;
 
+/* Rules 2 and 3 group the plans; rule 4 splits a group. */
+static int group_of(const mp_candidate *k, bool prefer_speed)
+{
+    return ((prefer_speed ? 0 : (int)k->task) * 3 + k->tier) * 2 + (k->s.offload != MP_OFFLOAD_NONE);
+}
+enum { NGROUPS = MP_NTASK * 3 * 2 };
+
+static bool speed_tied(const mp_candidate *k)
+{
+    return k->tokens_per_s * (1 + MP_SPEED_TIE) >= k->band_best;
+}
+
 static int cmp_cand(const void *pa, const void *pb)
 {
     const mp_candidate *a = pa, *b = pb;
     if (a->fits != b->fits) return a->fits ? -1 : 1;
     if (!a->fits) return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
-    if (!g_prefer_speed) {
-        if (a->task != b->task) return (int)a->task - (int)b->task;
-        if (a->tier != b->tier) return a->tier - b->tier;
+    int ga = group_of(a, g_prefer_speed), gb = group_of(b, g_prefer_speed);
+    if (ga != gb) return ga - gb;
+    bool ta = speed_tied(a), tb = speed_tied(b);
+    if (ta != tb) return ta ? -1 : 1;
+    if (!ta && a->tokens_per_s != b->tokens_per_s) return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
+    int part = first_part_apart(&a->s, &b->s);
+    if (part >= 0) {
+        int pa_[NPARTS], pb_[NPARTS];
+        moving_parts(&a->s, pa_);
+        moving_parts(&b->s, pb_);
+        return pa_[part] - pb_[part];
     }
-    /* 1% apart counts as a tie: then the simpler plan, then the smaller footprint */
-    double ta = a->tokens_per_s, tb = b->tokens_per_s;
-    if (ta > tb * 1.01) return -1;
-    if (tb > ta * 1.01) return 1;
-    int ca = complexity(&a->s), cb = complexity(&b->s);
-    if (ca != cb) return ca - cb;
     return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
+}
+
+/* Each group's fastest fitting plan: the band the tie of rule 5 is measured from. */
+static void set_bands(mp_search_result *r, bool prefer_speed)
+{
+    double best[NGROUPS] = {0};
+    for (size_t i = 0; i < r->n; i++) {
+        const mp_candidate *k = &r->cands[i];
+        int g = group_of(k, prefer_speed);
+        if (k->fits && k->tokens_per_s > best[g]) best[g] = k->tokens_per_s;
+    }
+    for (size_t i = 0; i < r->n; i++) r->cands[i].band_best = best[group_of(&r->cands[i], prefer_speed)];
+}
+
+static const char *const task_names[MP_NTASK] = {"any", "full fine-tuning", "LoRA", "QLoRA"};
+static const char *const tier_names[3] = {"AdamW-class", "another adaptive optimizer", "SGD"};
+
+const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bool prefer_speed, char *buf,
+                           size_t len)
+{
+    double pct = best->tokens_per_s > 0 ? 100 * (1 - alt->tokens_per_s / best->tokens_per_s) : 0;
+    int part = first_part_apart(&best->s, &alt->s);
+    if (!alt->fits)
+        snprintf(buf, len, "does not fit");
+    else if (!prefer_speed && alt->task != best->task)
+        snprintf(buf, len, "kind of training: %s ranks after %s", task_names[alt->task], task_names[best->task]);
+    else if (alt->tier != best->tier)
+        snprintf(buf, len, "optimizer family: %s ranks after %s (--optimizer picks one)", tier_names[alt->tier],
+                 tier_names[best->tier]);
+    else if ((alt->s.offload != MP_OFFLOAD_NONE) != (best->s.offload != MP_OFFLOAD_NONE))
+        snprintf(buf, len, "offload: only when nothing without it fits (%.0f%% slower)", pct);
+    else if (!speed_tied(alt))
+        snprintf(buf, len, "slower: %.0f%% below the fastest, beyond the speed model's %.0f%% error", pct,
+                 100 * MP_SPEED_TIE);
+    else if (part >= 0)
+        snprintf(buf, len, "as fast (%.1f%% apart, within the speed model's %.0f%% error) but less simple: %s",
+                 fabs(pct), 100 * MP_SPEED_TIE, part_names[part]);
+    else
+        snprintf(buf, len, "as fast and as simple, but %.0f MiB more memory",
+                 (alt->device_bytes - best->device_bytes) / 1048576);
+    return buf;
 }
 
 static int cmp_cand_ptr(const void *pa, const void *pb)
@@ -200,10 +293,13 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
             break;
         }
         run->valid++;
+        if (s->offload != MP_OFFLOAD_NONE && !(o->pinned & MP_PIN_OFFLOAD) &&
+            e.host_offload_bytes < OFFLOAD_MIN_STATE_BYTES)
+            break; /* a state too small to be worth moving, at every batch */
         mp_candidate c = {.s = *s, .task = task, .tier = optimizer_tier(s),
                           .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
                           .host_bytes = e.host_bytes, .trainable = e.trainable_params,
-                          .tokens_per_s = e.tokens_per_s};
+                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes};
         memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
         if (push(r, &c)) {
@@ -228,7 +324,7 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
     } else {
         quants[nq++] = MP_QUANT_NONE;
     }
-    s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : 16);
+    s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : MP_DEFAULT_LORA_RANK);
     for (int qi = 0; qi < nq; qi++)
     for (int pi = 0; pi < sp->prec.n; pi++)
     for (int oi = 0; oi < sp->opt.n; oi++)
@@ -256,6 +352,7 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
 static int rank_candidates(mp_search_result *r, bool prefer_speed, char *err)
 {
     g_prefer_speed = prefer_speed;
+    set_bands(r, prefer_speed);
     const mp_candidate **order = malloc(r->n * sizeof *order + 1);
     mp_candidate *sorted = malloc(r->n * sizeof *sorted + 1);
     if (!order || !sorted) {

@@ -36,6 +36,80 @@ import csv
 rows=list(csv.DictReader(open('$tmp/out')))
 assert len(rows)==1 and rows[0]['params']=='124439808', rows
 "; then ok "csv parses with a header and one row"; else bad "csv"; fi
+# --- a pinned task is never ignored (issue 13): QLoRA takes nf4-dq and rank 16 on
+# every linear; 41,943,040 trainable is PEFT's print_trainable_parameters for
+# Llama-3-8B with r=16 on q,k,v,o,gate,up,down (the same shapes as 3.1-8B)
+expect 0 "estimate --task qlora estimates QLoRA" -- "$mp" estimate --model llama-3.1-8b --task qlora
+has out "41,943,040 trainable"
+has out "task qlora, lora-rank 16, lora-targets q,k,v,o,gate,up,down, quant nf4-dq"
+expect 0 "estimate --task lora takes a rank" -- "$mp" estimate --model llama-3.1-8b --task lora --format json
+if python3 -c "
+import json
+d=json.load(open('$tmp/out'))['settings']
+assert d['task']=='lora' and d['lora-rank']==16 and d['quant']=='none', d
+"; then ok "json settings: task lora, rank 16"; else bad "json settings of --task lora"; fi
+expect 0 "estimate --task qlora csv" -- "$mp" estimate --model llama-3.1-8b --task qlora --lora-rank 64 --quant nf4 --format csv
+if python3 -c "
+import csv
+r=list(csv.DictReader(open('$tmp/out')))[0]
+assert (r['task'], r['lora-rank'], r['quant'], r['lora-targets'])==('qlora','64','nf4','q,k,v,o,gate,up,down'), r
+"; then ok "csv: the pins given win over the task's defaults"; else bad "csv of --task qlora"; fi
+expect 2 "--task qlora --quant none refused" -- "$mp" estimate --model llama-3.1-8b --task qlora --quant none
+has err "--task qlora conflicts with --quant none"
+one_line_err
+expect 2 "--task lora --quant nf4 refused" -- "$mp" estimate --model llama-3.1-8b --task lora --quant nf4
+has err "--task lora conflicts with --quant nf4"
+expect 2 "--task lora --lora-rank 0 refused" -- "$mp" estimate --model llama-3.1-8b --task lora --lora-rank 0
+has err "--task lora conflicts with --lora-rank 0"
+expect 2 "--task full --lora-rank 8 refused" -- "$mp" estimate --model gpt2 --task full --lora-rank 8
+has err "--task full conflicts with --lora-rank 8"
+expect 0 "estimate says every technique it assumed" -- "$mp" estimate --model gpt2
+has out "settings  task full, precision fp32, optimizer adamw,"
+has out "checkpointing none, attention eager, ce full, zero 0, offload none"
+# --solve: a plan's defaults and formats; nothing fits is exit 1 as for a plan
+expect 0 "solve csv" -- "$mp" --model gpt2 --gpu 24GiB --solve max-batch --format csv
+if python3 -c "
+import csv
+r=list(csv.DictReader(open('$tmp/out')))
+assert len(r)==1 and r[0]['fits']=='1' and int(r[0]['batch'])>1, r
+"; then ok "solve writes CSV"; else bad "solve csv"; fi
+expect 0 "solve takes the plan's techniques" -- "$mp" --model gpt2 --gpu 24GiB --solve max-batch --task full
+has out "precision mixed-bf16"
+expect 0 "memtop --version" -- "$bin/memtop" --version
+has out "memtop"
+# rankings (issue 13): plain AdamW where it fits as fast as 8-bit; --explain names the rule
+expect 0 "7B on 12GB: plain AdamW" -- "$mp" --params 7e9 --gpu 12GB --explain
+has out "best plan: QLoRA (nf4-dq base) r=16 on q,k,v,o,gate,up,down, mixed-bf16, adamw,"
+has out "lost on as fast (0.0% apart, within the speed model's 5% error) but less simple: an 8-bit optimizer"
+expect 0 "--prefer speed keeps the optimizer family" -- "$mp" --model llama-3.1-8b --gpu 24GB --prefer speed --format json
+if python3 -c "
+import json
+d=json.load(open('$tmp/out'))
+assert d['settings']['optimizer'] in ('adamw','adamw-8bit','paged-adamw','paged-adamw-8bit'), d['settings']['optimizer']
+assert all('lost_on' in a for a in d['alternatives'])
+"; then ok "--prefer speed: AdamW-class; json alternatives say what they lost on"; else bad "--prefer speed optimizer family"; fi
+expect 0 "table gpt2: plain AdamW on every GPU" -- "$mp" table --model gpt2 --format csv
+if python3 -c "
+import csv
+rows=list(csv.DictReader(open('$tmp/out')))
+bad=[r['gpu'] for r in rows if r['optimizer']!='adamw']
+assert not bad, bad
+"; then ok "GPT-2 never gets 8-bit AdamW where plain AdamW fits"; else bad "GPT-2 table picks 8-bit AdamW"; fi
+expect 0 "no offload of a state smaller than its bucket" -- "$mp" sweep --model llama-2-7b --gpu 12GB --task qlora --format csv
+if python3 -c "
+import csv
+rows=list(csv.DictReader(open('$tmp/out')))
+assert rows and all(r['offload']=='none' for r in rows)
+"; then ok "QLoRA's adapter state is never offloaded"; else bad "a QLoRA plan offloads its adapters' state"; fi
+if sh tests/recommendations.sh "$bin" >"$tmp/rec" 2>&1; then ok "$(tail -1 "$tmp/rec")"; else cat "$tmp/rec"; bad "recommendation table below its floor"; fi
+# README's memtop --plan example opens on a plan that fits (issue 13)
+readme_plan=$(grep -o 'memtop --plan [^`]*' README | head -1)
+expect 0 "README's memtop --plan opens on a plan" -- "$bin/$(echo "$readme_plan" | cut -d' ' -f1)" $(echo "$readme_plan" | cut -d' ' -f2-) --once
+has out '"fits": true'
+expect 0 "memtop --plan keeps what is given" -- "$bin/memtop" --plan --model llama-3.1-8b --gpu 24GB --precision fp32 --batch 3 --once
+has out '"precision": "fp32"'
+# the examples in README and the man pages are real (tests/examples.py; make examples rewrites them)
+if python3 tests/examples.py --bin "$bin" >"$tmp/ex" 2>&1; then ok "$(tail -1 "$tmp/ex")"; else cat "$tmp/ex"; bad "README or man page examples are stale (make examples)"; fi
 expect 0 "explain" -- "$mp" estimate --model llama-2-7b --precision amp-bf16 --batch 2 --seq 2048 --explain
 has out "autocast 16-bit weight copies"
 has out "step timeline"

@@ -222,7 +222,9 @@ static void test_matrix(void)
     bool shape = true;
     for (int r = 1; r < t.nrows; r++) shape &= t.nf[r] == 4;
     CHECK(shape, "every row has a cell per GPU");
-    CHECK(!strcmp(val(&t, 1, "h100-80g"), "full bf16 8-bit"), "gpt2 on an H100: full bf16 8-bit (%s)", val(&t, 1, "h100-80g"));
+    /* plain AdamW where it fits at the same speed: issue 13, and the guide in
+     * shared/seeds/000 (lines 173-182: with memory to spare, no 8-bit optimizer) */
+    CHECK(!strcmp(val(&t, 1, "h100-80g"), "full bf16"), "gpt2 on an H100: full bf16 (%s)", val(&t, 1, "h100-80g"));
     CHECK(!strcmp(val(&t, 2, "rtx3060-12g"), "QLoRA"), "llama-2-7b on 12 GB: QLoRA (%s)", val(&t, 2, "rtx3060-12g"));
     CHECK(strstr(val(&t, 3, "rtx4090"), "x ZeRO-3") != NULL, "llama-3.1-70b on a 4090: several GPUs (%s)", val(&t, 3, "rtx4090"));
     CHECK(!strcmp(val(&t, 4, "rtx3060-12g"), ""), "405B on 12 GB: an empty cell (nothing fits)");

@@ -254,6 +254,20 @@ static int parse_options(int argc, char **argv, options *o)
     return check_operands(o, argv, end);
 }
 
+/* With a budget, the view opens on the plan memplan would choose: the flags
+ * given stay pinned, the rest take the best plan's values (when one fits;
+ * otherwise the defaults, and the view shows what does not fit). */
+static void plan_open_on_best(const options *o, const mp_model *m, mp_settings *s, const mp_gpu *g)
+{
+    char err[MP_ERR_LEN];
+    mp_search_opts so = {.task = MP_TASK_ANY, .pinned = o->pinned | MP_PIN_SEQ, .budget_bytes = g->mem_bytes,
+                         .headroom = o->headroom};
+    mp_search_result r;
+    if (mp_search(m, s, g, &so, &r, err)) return; /* the view shows the settings' own error */
+    if (r.n && r.cands[0].fits) *s = r.cands[0].s;
+    mp_search_free(&r);
+}
+
 /* The planner's model and settings from the --plan flags. */
 static int plan_setup(const options *o, mp_model *m, mp_settings *s, mp_gpu *g, bool *have_gpu)
 {
@@ -270,6 +284,7 @@ static int plan_setup(const options *o, mp_model *m, mp_settings *s, mp_gpu *g, 
     if (o->gpu) {
         if (mp_gpu_lookup(o->gpu, g, err)) return usage_error("%s", err);
         *have_gpu = true;
+        plan_open_on_best(o, m, s, g);
     }
     return 0;
 }

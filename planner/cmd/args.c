@@ -306,6 +306,37 @@ static int check_scope(cli *c)
     return 0;
 }
 
+/* --task pins what the kind of training needs: full fine-tuning no adapters
+ * and no quantised base; LoRA a rank (default 16); QLoRA a rank and a 4-bit
+ * base (default nf4-dq, as QLoRA's paper trains). A pin that contradicts the
+ * task is refused, never silently dropped. */
+static int apply_task(cli *c)
+{
+    const mp_task t = c->opts.task;
+    const char *name = mp_task_name(t);
+    bool rank_pinned = c->pinned & MP_PIN_LORA, quant_pinned = c->pinned & MP_PIN_QUANT;
+    if (t == MP_TASK_ANY) return 0;
+    if (t == MP_TASK_FULL) {
+        if (rank_pinned && c->s.lora_rank > 0)
+            return cli_error("--task full conflicts with --lora-rank %lld", (long long)c->s.lora_rank);
+        if (c->s.quant != MP_QUANT_NONE)
+            return cli_error("--task full conflicts with --quant %s: a quantised base is frozen",
+                             mp_quant_name(c->s.quant));
+        c->s.lora_rank = 0;
+        return 0;
+    }
+    if (rank_pinned && c->s.lora_rank == 0)
+        return cli_error("--task %s conflicts with --lora-rank 0 (full fine-tuning: --task full)", name);
+    if (t == MP_TASK_LORA && c->s.quant != MP_QUANT_NONE)
+        return cli_error("--task lora conflicts with --quant %s (a quantised base is --task qlora)",
+                         mp_quant_name(c->s.quant));
+    if (t == MP_TASK_QLORA && quant_pinned && c->s.quant == MP_QUANT_NONE)
+        return cli_error("--task qlora conflicts with --quant none (LoRA on a 16-bit base is --task lora)");
+    if (!rank_pinned) c->s.lora_rank = MP_DEFAULT_LORA_RANK;
+    if (t == MP_TASK_QLORA && !quant_pinned) c->s.quant = MP_QUANT_NF4_DQ;
+    return 0;
+}
+
 /* The budget, the defaults that depend on the model, and the search's options. */
 static int settle(cli *c)
 {
@@ -317,10 +348,7 @@ static int settle(cli *c)
     }
     if (!c->seq_given) c->s.seq = c->model.max_pos > 0 && c->model.max_pos < 2048 ? c->model.max_pos : 2048;
     c->pinned |= MP_PIN_SEQ;
-    if (c->opts.task == MP_TASK_FULL && (c->pinned & MP_PIN_LORA) && c->s.lora_rank > 0)
-        return cli_error("--task full conflicts with --lora-rank %lld", (long long)c->s.lora_rank);
-    if (c->opts.task == MP_TASK_FULL && c->s.quant != MP_QUANT_NONE)
-        return cli_error("--task full conflicts with --quant %s: a quantised base is frozen", mp_quant_name(c->s.quant));
+    if (apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
     c->opts.pinned = c->pinned;

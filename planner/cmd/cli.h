@@ -56,6 +56,7 @@ struct cli {
     /* output */
     out_format format;
     bool explain, help;
+    bool show_settings;        /* estimate and --solve: a line of every technique assumed */
     const char *emit, *out_path, *solve;
     int top;
     /* table, ladder, sweep, plot */

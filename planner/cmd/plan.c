@@ -79,6 +79,7 @@ int cmd_estimate(cli *c)
     if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
         return cli_error("%s", err);
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
+    c->show_settings = true;
     if (c->emit) {
         int rc = do_emit(c, &c->s);
         if (rc || !c->out_path) return rc;
@@ -125,18 +126,47 @@ static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task
     fputc('\n', f);
 }
 
+/* --solve's settings: what a plan would choose for every technique not
+ * pinned (the best plan, or the least-memory one when none fits), at the
+ * micro-batch given or 1. */
+static int solve_settings(cli *c, mp_settings *s)
+{
+    char err[MP_ERR_LEN];
+    mp_search_result r;
+    if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &r, err)) return cli_error("%s", err);
+    *s = r.cands[0].s;
+    mp_search_free(&r);
+    if (!(c->pinned & MP_PIN_BATCH)) s->batch = 1;
+    if (!(c->pinned & MP_PIN_ACCUM)) s->accum = c->opts.global_batch > 0 ? c->opts.global_batch : 1;
+    return 0;
+}
+
+static void print_solve_text(const cli *c, const mp_settings *s, const mp_estimate *e, double answer)
+{
+    char a[32], cnt[40];
+    if (!strcmp(c->solve, "max-params"))
+        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
+               mp_fmt_count(e->params.total, cnt, sizeof cnt), (long long)c->model.layers,
+               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    else
+        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
+               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
+    print_estimate_text(stdout, c, s, e);
+}
+
 static int cmd_solve(cli *c)
 {
-    char err[MP_ERR_LEN], a[32];
+    char err[MP_ERR_LEN];
     double answer;
     mp_model solved;
-    int src = mp_solve(c->solve, &c->model, &c->s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
-    if (src == -2) {
+    mp_settings s;
+    if (solve_settings(c, &s)) return EXIT_USAGE;
+    int src = mp_solve(c->solve, &c->model, &s, &c->gpu, c->gpu.mem_bytes, c->headroom, &answer, &solved, err);
+    if (src == -2) { /* nothing fits, as plan reports it: exit 1 */
         printf("%s\n", err);
         return EXIT_NOFIT;
     }
     if (src) return cli_error("%s", err);
-    mp_settings s = c->s;
     if (!strcmp(c->solve, "max-batch")) s.batch = (int64_t)answer;
     if (!strcmp(c->solve, "max-seq")) s.seq = (int64_t)answer;
     if (!strcmp(c->solve, "max-params")) {
@@ -145,22 +175,18 @@ static int cmd_solve(cli *c)
     }
     mp_estimate e;
     if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err)) return cli_error("%s", err);
+    c->show_settings = true;
     if (c->format == FMT_JSON) {
         char extra[160];
         snprintf(extra, sizeof extra, "{\"solve\": \"%s\", \"answer\": %.0f}", c->solve,
                  !strcmp(c->solve, "max-params") ? e.params.total : answer);
         print_estimate_json(stdout, c, &s, &e, true, extra);
-        return 0;
+    } else if (c->format == FMT_CSV) {
+        print_csv_header(stdout);
+        print_csv_row(stdout, c, &s, &e, true);
+    } else {
+        print_solve_text(c, &s, &e, answer);
     }
-    char cnt[40];
-    if (!strcmp(c->solve, "max-params"))
-        printf("max-params: %s parameters (%lld layers x %lld hidden) fit in %s with these settings\n\n",
-               mp_fmt_count(e.params.total, cnt, sizeof cnt), (long long)c->model.layers,
-               (long long)c->model.hidden, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    else
-        printf("%s: %.0f fits in %s with these settings\n\n", c->solve, answer,
-               mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), a, sizeof a));
-    print_estimate_text(stdout, c, &s, &e);
     return 0;
 }
 
@@ -194,10 +220,11 @@ static void find_alternatives(const cli *c, plan_result *p)
     }
 }
 
-static json_t *candidate_json(const mp_candidate *k)
+static json_t *candidate_json(const cli *c, const mp_candidate *best, const mp_candidate *k)
 {
     char sum[256];
     json_t *o = json_object();
+    json_object_set_new(o, "lost_on", json_string(mp_rank_reason(best, k, c->opts.prefer_speed, sum, sizeof sum)));
     json_object_set_new(o, "plan", json_string(plan_summary(&k->s, sum, sizeof sum)));
     json_object_set_new(o, "batch", json_integer(k->s.batch));
     json_object_set_new(o, "accum", json_integer(k->s.accum));
@@ -225,7 +252,7 @@ static void print_plan_json(const cli *c, const plan_result *p)
     json_object_set_new(x, "fitting", json_integer((json_int_t)p->r.fitting));
     json_object_set_new(x, "search_ms", json_real(round(p->ms * 100) / 100));
     json_t *alt = json_array();
-    for (int i = 0; i < p->nalt; i++) json_array_append_new(alt, candidate_json(p->alts[i]));
+    for (int i = 0; i < p->nalt; i++) json_array_append_new(alt, candidate_json(c, p->best, p->alts[i]));
     json_object_set_new(x, "alternatives", alt);
     json_t *misses = json_array();
     for (int t = 0; t < MP_NTASK; t++)
@@ -269,15 +296,20 @@ static void print_plan_why(const cli *c, const plan_result *p)
     }
     if (p->best && !c->opts.prefer_speed)
         printf("\nwhy this plan: %s is the most complete kind of training that fits (full fine-tuning,\n"
-               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, then the\n"
-               "highest estimated tokens/s, then the simplest setup (--prefer speed: tokens/s alone)\n",
-               p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA");
+               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, offload only\n"
+               "when nothing else fits, then the fastest; plans within %.0f%% of the fastest (the speed\n"
+               "model's error) are equally fast, and the simplest of them wins (--explain: each rule)\n",
+               p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA",
+               100 * MP_SPEED_TIE);
     if (p->nalt) {
         printf("\nalternatives that fit:\n");
-        for (int i = 0; i < p->nalt; i++)
+        for (int i = 0; i < p->nalt; i++) {
             printf("  %d. %-78s B=%-3lld %10s %7.0f tok/s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
                    (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b),
                    p->alts[i]->tokens_per_s);
+            if (c->explain)
+                printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
+        }
     }
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"

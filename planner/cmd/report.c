@@ -36,6 +36,24 @@ static const char *pct(double part, double whole, char *buf, size_t len)
     return buf;
 }
 
+static const char *task_of(const mp_settings *s)
+{
+    return s->lora_rank == 0 ? "full" : s->quant != MP_QUANT_NONE ? "qlora" : "lora";
+}
+
+/* Every technique the estimate assumed, under the names JSON and CSV use. */
+static void print_settings_text(FILE *f, const mp_settings *s)
+{
+    char tg[64];
+    fprintf(f, "settings  task %s", task_of(s));
+    if (s->lora_rank > 0)
+        fprintf(f, ", lora-rank %lld, lora-targets %s, quant %s", (long long)s->lora_rank,
+                mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
+    fprintf(f, ", precision %s, optimizer %s,\n          checkpointing %s, attention %s, ce %s, zero %d, offload %s\n",
+            mp_precision_name(s->precision), mp_optimizer_name(s->optimizer), mp_ckpt_name(s->checkpointing),
+            mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
+}
+
 void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char a[32], b[32], p[16], cnt[40], cnt2[40];
@@ -52,6 +70,7 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
     fprintf(f, "step      micro-batch %lld x seq %lld, accumulation %lld, %lld GPU(s), framework %s\n",
             (long long)s->batch, (long long)s->seq, (long long)s->accum, (long long)s->gpus,
             s->framework ? s->framework->name : "pytorch");
+    if (c->show_settings) print_settings_text(f, s);
     fprintf(f, "\n  %-12s %12s %12s\n", "per GPU", "at peak", "own peak");
     for (int k = 0; k < MP_NCOMP; k++) {
         fprintf(f, "  %-12s %12s %12s  %s\n", mp_component_name(k),
@@ -128,7 +147,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));
     json_object_set_new(o, "dropout", json_boolean(s->dropout));
     json_object_set_new(o, "framework", json_string(s->framework ? s->framework->name : "pytorch"));
-    json_object_set_new(o, "task", json_string(s->lora_rank == 0 ? "full" : s->quant != MP_QUANT_NONE ? "qlora" : "lora"));
+    json_object_set_new(o, "task", json_string(task_of(s)));
     json_object_set_new(o, "headroom", json_real(c->headroom));
     json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
     return o;
@@ -214,7 +233,7 @@ void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_e
 
 static const char *csv_cols[] = {
     "model", "task", "precision", "optimizer", "checkpointing", "attention", "batch", "accum",
-    "seq", "ce", "lora-rank", "quant", "gpus", "zero", "offload", "weights", "gradients",
+    "seq", "ce", "lora-rank", "lora-targets", "quant", "gpus", "zero", "offload", "weights", "gradients",
     "optimizer_bytes", "activations", "overhead", "total_bytes", "reserved_bytes", "device_bytes",
     "host_bytes", "budget_bytes", "fits", "tokens_per_s", "params", "trainable_params"};
 
@@ -232,9 +251,9 @@ void print_csv_header(FILE *f)
 
 void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e, bool fits)
 {
-    char v[64];
+    char v[64], tg[64];
     csv_field(f, c->model.name, 1);
-    csv_field(f, s->lora_rank == 0 ? "full" : s->quant != MP_QUANT_NONE ? "qlora" : "lora", 0);
+    csv_field(f, task_of(s), 0);
     csv_field(f, mp_precision_name(s->precision), 0);
     csv_field(f, mp_optimizer_name(s->optimizer), 0);
     csv_field(f, mp_ckpt_name(s->checkpointing), 0);
@@ -245,6 +264,7 @@ void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimat
     csv_field(f, NUM(s->seq), 0);
     csv_field(f, mp_ce_name(s->ce), 0);
     csv_field(f, NUM(s->lora_rank), 0);
+    csv_field(f, mp_lora_targets_name(s->lora_targets, tg, sizeof tg), 0);
     csv_field(f, mp_quant_name(s->quant), 0);
     csv_field(f, NUM(s->gpus), 0);
     csv_field(f, NUM(s->zero), 0);
