@@ -18,6 +18,7 @@
  * budget the larger ones are pruned. */
 #include "memplan.h"
 #include "estimate.h"
+#include "framework.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -266,6 +267,8 @@ static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opt
     const unsigned pin = o->pinned;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     if (pd->needs_bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) return true;
+    /* autocast only where the stack runs it (DeepSpeed keeps 16-bit weights and masters) */
+    if (pd->autocast && !settings_framework(s)->amp && !(pin & MP_PIN_PRECISION)) return true;
     if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) && pd->same_memory_as != s->precision)
         return true;
     if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s->optimizer)->same_memory_as != s->optimizer)
