@@ -79,7 +79,7 @@ static double norm_output_copies(const layer_ctx *l, unsigned bits)
         readers++;
         if (l->s->lora_rank == 0 || (l->lin[i].target & l->s->lora_targets)) copies++;
     }
-    if (readers == 0 || l->own_input) return 0; /* the adapters' own copies: adapter_inputs_saved */
+    if (readers == 0 || l->own_input) return 0; /* the adapters' own copies: adapter_input_saved */
     return l->amp ? copies : copies > 0;
 }
 

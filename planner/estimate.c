@@ -97,6 +97,7 @@ static double largest_trainable(const est_ctx *c)
     double widest = 0;
     for (int i = 0; i < n && i < 16; i++)
         if (lin[i].target & c->s->lora_targets) widest = fmax(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
+    if (c->s->lora_targets & MP_LORA_HEAD) widest = fmax(widest, (double)c->m->vocab); /* the head's B */
     return widest * (double)c->s->lora_rank;
 }
 
