@@ -125,18 +125,25 @@ static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
              hf_precision_of(s).pure ? ", autocast_adapter_dtype=False" : "");
 }
 
-/* The chunked loss: the model returns its final hidden states (the output head
- * is bypassed), and the head and cross-entropy run one chunk of tokens at a
- * time under checkpoint, so only one chunk's logits ever exist. */
+/* The chunked loss: the model's own call of its output head returns the hidden
+ * states unchanged, and the loss calls the head (as a module, so that ZeRO-3's
+ * hooks gather it) and cross-entropy one chunk of tokens at a time under
+ * checkpoint: only one chunk's logits ever exist, in forward or backward. */
 static void hf_chunked_loss(sbuf *b, const mp_settings *s)
 {
     sbuf_put(b, "\nCE_CHUNK = %lld  # tokens per cross-entropy chunk, as the plan assumed\n"
                 "HEAD = model.get_output_embeddings()\n"
-                "HEAD.forward = lambda hidden: hidden  # the loss below applies the head chunk by chunk\n"
+                "HEAD_FORWARD = HEAD.forward\n"
+                "BYPASS = [True]  # the model's own call of the head returns the hidden states\n"
+                "HEAD.forward = lambda hidden: hidden if BYPASS[0] else HEAD_FORWARD(hidden)\n"
                 "SOFTCAP = getattr(model.config, \"final_logit_softcapping\", None)\n"
                 "if SOFTCAP:\n    model.config.final_logit_softcapping = None  # applied per chunk instead\n\n"
                 "def chunk_loss(hidden, labels):\n"
-                "    logits = F.linear(hidden.to(HEAD.weight.dtype), HEAD.weight, HEAD.bias).float()\n"
+                "    BYPASS[0] = False\n"
+                "    try:\n"
+                "        logits = HEAD(hidden.to(HEAD.weight.dtype)).float()\n"
+                "    finally:\n"
+                "        BYPASS[0] = True\n"
                 "    if SOFTCAP:\n        logits = torch.tanh(logits / SOFTCAP) * SOFTCAP\n"
                 "    return F.cross_entropy(logits, labels, ignore_index=-100, reduction=\"sum\")\n\n"
                 "class ChunkedLossTrainer(Trainer):\n"
