@@ -116,6 +116,8 @@ test-validate: $(PROGS)
 test-pytorch: $(PROGS) $(COUNTER)
 ifeq ($(PYTORCH)$(SANITIZE),yes)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --quick --out $(BUILD)/pytorch-quick.csv
+	@# the chunked loss --emit hf writes, run as emitted: equal to the full cross-entropy
+	@$(PYTHON_TORCH) tests/test_emit_hf_loss.py $(BIN)
 	@# data parallel, two configurations (~20 s): reported, failing only if a rank fails
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) ddp --quick --out $(BUILD)/ddp-quick.csv
 	@# the calibration flow on what was just measured: fit, write, load back

@@ -124,6 +124,9 @@ def check_plan(tag, family, repo, text, plan, vocab):
     if chunked:
         check(value(a["CE_CHUNK"]) == s["ce-chunk"], f"{tag}: CE_CHUNK = {s['ce-chunk']}")
     check("prepare_model_for_kbit_training" not in text, f"{tag}: no fp32 upcast the plan did not count")
+    amp_twin = s["lora-rank"] == 0 and s["precision"].startswith("mixed") and s["zero"] == 0 and s["offload"] == "none"
+    check(("# NOTE: the Trainer has no mixed" in text) == amp_twin,
+          f"{tag}: the amp-twin note iff full fine-tuning under {s['precision']} without DeepSpeed")
     check_load(tag, family, c, s, vocab)
     check_lora(tag, family, c, s, vocab)
     peak = f"{plan['total_bytes'] / 2**30:.2f} GiB allocated, {plan['device_bytes'] / 2**30:.2f} GiB on the device"

@@ -38,6 +38,24 @@ static const char *hf_attention(const mp_settings *s, const hf_family *f)
     return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
 }
 
+/* The Trainer alone has no 16-bit weights with fp32 masters (DeepSpeed's bf16
+ * has): full fine-tuning under a mixed precision runs as its amp twin here,
+ * whose own estimate the script states beside the plan's. */
+static void hf_amp_note(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    if (s->lora_rank || !pd->master_copy || s->zero > 0 || s->offload != MP_OFFLOAD_NONE) return;
+    mp_settings amp = *s;
+    amp.precision = pd->needs_bf16 ? MP_AMP_BF16 : MP_AMP_FP16;
+    mp_estimate e;
+    char err[MP_ERR_LEN];
+    if (mp_estimate_run(m, &amp, NULL, &e, err)) return;
+    sbuf_put(b, "# NOTE: the Trainer has no %s (16-bit weights, fp32 masters) without DeepSpeed: this script\n"
+                "# trains %s (fp32 weights under autocast), predicted %.2f GiB allocated, %.2f GiB on the device.\n",
+             mp_precision_name(s->precision), mp_precision_name(amp.precision), e.total_bytes / MP_GiB,
+             e.device_bytes / MP_GiB);
+}
+
 static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
 {
     const hf_precision p = hf_precision_of(s);
@@ -46,7 +64,7 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     sbuf_put(b, "# The plan it runs (every technique below is in this file, and no other):\n");
     sbuf_put(b, "#   precision      %s (%s)\n", mp_precision_name(s->precision),
              p.pure ? "bf16 weights, no fp32 master copy"
-                    : p.flag ? (s->lora_rank ? "fp32 adapters, 16-bit autocast" : "fp32 master weights, 16-bit autocast")
+                    : p.flag ? (s->lora_rank ? "fp32 adapters, 16-bit autocast" : "fp32 weights, 16-bit autocast")
                              : "fp32");
     sbuf_put(b, "#   optimizer      %s (optim=\"%s\")\n", mp_optimizer_name(s->optimizer),
              mp_optimizer_desc_of(s->optimizer)->hf_optim);
@@ -67,6 +85,7 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     if (!mp_estimate_run(m, s, NULL, &e, err))
         sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated, %.2f GiB on the device (nvidia-smi).\n",
                  e.total_bytes / MP_GiB, e.device_bytes / MP_GiB);
+    hf_amp_note(b, m, s);
     if (s->attention == MP_ATTN_FLASH && f && !f->sdpa)
         sbuf_put(b, "# NOTE: the plan assumed tiled attention, but %s's modeling file declares no SDPA support:\n"
                     "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
@@ -125,18 +144,25 @@ static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
              hf_precision_of(s).pure ? ", autocast_adapter_dtype=False" : "");
 }
 
-/* The chunked loss: the model returns its final hidden states (the output head
- * is bypassed), and the head and cross-entropy run one chunk of tokens at a
- * time under checkpoint, so only one chunk's logits ever exist. */
+/* The chunked loss: the model's own call of its output head returns the hidden
+ * states unchanged, and the loss calls the head (as a module, so that ZeRO-3's
+ * hooks gather it) and cross-entropy one chunk of tokens at a time under
+ * checkpoint: only one chunk's logits ever exist, in forward or backward. */
 static void hf_chunked_loss(sbuf *b, const mp_settings *s)
 {
     sbuf_put(b, "\nCE_CHUNK = %lld  # tokens per cross-entropy chunk, as the plan assumed\n"
                 "HEAD = model.get_output_embeddings()\n"
-                "HEAD.forward = lambda hidden: hidden  # the loss below applies the head chunk by chunk\n"
+                "HEAD_FORWARD = HEAD.forward\n"
+                "BYPASS = [True]  # the model's own call of the head returns the hidden states\n"
+                "HEAD.forward = lambda hidden: hidden if BYPASS[0] else HEAD_FORWARD(hidden)\n"
                 "SOFTCAP = getattr(model.config, \"final_logit_softcapping\", None)\n"
                 "if SOFTCAP:\n    model.config.final_logit_softcapping = None  # applied per chunk instead\n\n"
                 "def chunk_loss(hidden, labels):\n"
-                "    logits = F.linear(hidden.to(HEAD.weight.dtype), HEAD.weight, HEAD.bias).float()\n"
+                "    BYPASS[0] = False\n"
+                "    try:\n"
+                "        logits = HEAD(hidden.to(HEAD.weight.dtype)).float()\n"
+                "    finally:\n"
+                "        BYPASS[0] = True\n"
                 "    if SOFTCAP:\n        logits = torch.tanh(logits / SOFTCAP) * SOFTCAP\n"
                 "    return F.cross_entropy(logits, labels, ignore_index=-100, reduction=\"sum\")\n\n"
                 "class ChunkedLossTrainer(Trainer):\n"
