@@ -92,7 +92,7 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     if (!f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", m->family);
-    sbuf_put(b, "# Run: python3 train.py (needs torch, transformers, datasets%s%s).\n\n",
+    sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s).\n\n",
              s->lora_rank ? ", peft" : "", s->quant != MP_QUANT_NONE ? ", bitsandbytes" : "");
 }
 
@@ -101,7 +101,14 @@ static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
     if (m->hf_id[0]) sbuf_put(b, "MODEL = \"%s\"  # Hugging Face repo id (or a local folder)\n", m->hf_id);
     else sbuf_put(b, "MODEL = \"path/to/model\"  # memplan has no repo id for %s: put its Hub id or local folder here\n",
                   m->name);
-    sbuf_put(b, "DATA = \"data.txt\"  # one text file\nSEQ = %lld\n\n", (long long)s->seq);
+    /* launch.sh passes the data file and, for a DeepSpeed plan, --deepspeed ds_config.json;
+     * the deepspeed launcher adds --local_rank */
+    sbuf_put(b, "cli = argparse.ArgumentParser(description=\"memplan's training script\")\n"
+                "cli.add_argument(\"data\", nargs=\"?\", default=\"data.txt\", help=\"one text file\")\n"
+                "cli.add_argument(\"--deepspeed\", default=None, help=\"a DeepSpeed config (launch.sh gives ds_config.json)\")\n"
+                "cli.add_argument(\"--local_rank\", type=int, default=-1)  # set by the deepspeed launcher\n"
+                "ARGS = cli.parse_args()\n"
+                "DATA = ARGS.data\nSEQ = %lld\n\n", (long long)s->seq);
 }
 
 static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
@@ -202,7 +209,8 @@ static void hf_train(sbuf *b, const mp_settings *s)
     sbuf_put(b, "\nargs = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=%lld,\n"
                 "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
                 "                         gradient_checkpointing=%s,%s optim=\"%s\",\n"
-                "                         learning_rate=%s, max_steps=1000, logging_steps=10, report_to=\"none\")\n",
+                "                         learning_rate=%s, max_steps=1000, logging_steps=10, report_to=\"none\",\n"
+                "                         deepspeed=ARGS.deepspeed)\n",
              (long long)s->batch, (long long)s->accum, p.flag && !strcmp(p.flag, "bf16") ? "True" : "False",
              p.flag && !strcmp(p.flag, "fp16") ? "True" : "False", ckpt ? "True" : "False",
              ckpt ? " gradient_checkpointing_kwargs={\"use_reentrant\": False},\n                        " : "",
@@ -216,7 +224,7 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const hf_family *f = hf_family_of(m->family);
     hf_summary(b, m, s, f);
-    sbuf_put(b, "import torch\n%sfrom datasets import load_dataset\n",
+    sbuf_put(b, "import argparse\n\nimport torch\n%sfrom datasets import load_dataset\n",
              s->ce == MP_CE_CHUNKED ? "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n" : "");
     sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
                 "                          DataCollatorForLanguageModeling%s)\n",
