@@ -1,0 +1,43 @@
+#!/bin/sh
+# test_speed.sh — the speed model against published throughput (tests/data/throughput.csv):
+# each row is estimated with memplan at its published configuration and the ratio
+# estimate / published printed; the median ratio must lie within 25% of 1 and the
+# worst within a factor of 2.
+# Usage: tests/test_speed.sh [BIN]   (run from the repository root; needs python3)
+bin=${1:-build/bin}
+. tests/lib.sh
+python3 - "$bin/memplan" tests/data/throughput.csv >"$tmp/speed.out" 2>&1 <<'PY'
+import csv, json, math, subprocess, sys
+mp, path = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(l for l in open(path) if not l.startswith('#')))
+ratios = []
+for r in rows:
+    args = [mp, 'estimate', '--model', r['model'], '--gpu', r['gpu'], '--gpus', r['gpus'],
+            '--precision', r['precision'], '--optimizer', r['optimizer'], '--batch', r['batch'],
+            '--seq', r['seq'], '--checkpointing', r['checkpointing'], '--zero', r['zero'],
+            '--offload', r['offload'], '--format', 'json']
+    if r['task'] != 'full':
+        args += ['--lora-rank', r['lora_rank'], '--lora-targets', r['lora_targets'].replace(';', ',')]
+    if r['task'] == 'qlora':
+        args += ['--quant', 'nf4']
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        print('FAIL %s: memplan exit %d: %s' % (r['id'], p.returncode, p.stderr.strip()))
+        continue
+    est = json.loads(p.stdout)['tokens_per_s']
+    ratio = est / float(r['tokens_per_s'])
+    ratios.append(ratio)
+    print('row  %-22s published %7.0f tokens/s  estimated %7.0f  ratio %.2f' % (r['id'], float(r['tokens_per_s']), est, ratio))
+ratios.sort()
+n = len(ratios)
+median = (ratios[(n - 1) // 2] + ratios[n // 2]) / 2
+worst = max(ratios, key=lambda x: abs(math.log(x)))
+print('median ratio %.2f, worst %.2f over %d rows' % (median, worst, n))
+ok = n == len(rows) and n >= 15 and 0.8 <= median <= 1.25 and 0.5 <= worst <= 2.0
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+cat "$tmp/speed.out"
+if [ $rc -eq 0 ]; then ok "speed model: $(tail -1 "$tmp/speed.out")"; else bad "speed model outside its bounds: $(tail -1 "$tmp/speed.out")"; fi
+echo "speed: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
