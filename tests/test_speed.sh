@@ -25,9 +25,11 @@ for r in rows:
         print('FAIL %s: memplan exit %d: %s' % (r['id'], p.returncode, p.stderr.strip()))
         continue
     est = json.loads(p.stdout)['tokens_per_s']
+    if r['per'] == 'gpu':
+        est /= float(r['gpus'])
     ratio = est / float(r['tokens_per_s'])
     ratios.append(ratio)
-    print('row  %-22s published %7.0f tokens/s  estimated %7.0f  ratio %.2f' % (r['id'], float(r['tokens_per_s']), est, ratio))
+    print('row  %-26s published %7.0f tokens/s per %-3s  estimated %7.0f  ratio %.2f' % (r['id'], float(r['tokens_per_s']), r['per'], est, ratio))
 ratios.sort()
 n = len(ratios)
 median = (ratios[(n - 1) // 2] + ratios[n // 2]) / 2
