@@ -41,5 +41,17 @@ PY
 rc=$?
 cat "$tmp/speed.out"
 if [ $rc -eq 0 ]; then ok "speed model: $(tail -1 "$tmp/speed.out")"; else bad "speed model outside its bounds: $(tail -1 "$tmp/speed.out")"; fi
+# Each traffic term points the right way (same model and GPU, one thing changed).
+tps() { "$bin/memplan" estimate --model llama-3.1-8b --precision mixed-bf16 --checkpointing full --format json "$@" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s"])'; }
+faster() { # faster DESCRIPTION "ARGS A" "ARGS B": A estimates more tokens/s than B
+    a=$(tps $2) b=$(tps $3)
+    if python3 -c "import sys; sys.exit(0 if $a > $b else 1)"; then ok "$1 ($a > $b tokens/s)"; else bad "$1: $a vs $b tokens/s"; fi
+}
+faster "ZeRO-3 over NVLink beats PCIe" "--gpu a100-80g --gpus 8 --zero 3 --batch 1 --seq 512" "--gpu a100-80g-pcie --gpus 8 --zero 3 --batch 1 --seq 512"
+faster "ZeRO-3 within a node beats across nodes, per GPU" "--gpu h100-80g --gpus 8 --zero 3 --batch 1 --seq 512" "--gpu h100-80g --gpus 16 --zero 3 --batch 1 --seq 512 --accum 1"
+faster "no offload beats CPU offload" "--gpu a100-80g --batch 4 --seq 2048" "--gpu a100-80g --batch 4 --seq 2048 --zero 2 --offload optimizer"
+faster "LoRA beats QLoRA (dequantisation)" "--gpu rtx4090 --batch 2 --seq 2048 --lora-rank 16" "--gpu rtx4090 --batch 2 --seq 2048 --lora-rank 16 --quant nf4"
+faster "a fused optimizer step beats foreach" "--gpu a100-80g --batch 1 --seq 512 --optimizer-impl fused" "--gpu a100-80g --batch 1 --seq 512"
 echo "speed: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

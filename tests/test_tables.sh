@@ -283,5 +283,14 @@ gpus=$("$mp" list gpus | head -20 | paste -sd, -)
 "$mp" table --models "$models" --gpus "$gpus" --format csv >"$tmp/20x20.csv"
 if [ "$(wc -l <"$tmp/20x20.csv")" -eq 21 ]; then ok "20 x 20 matrix: 20 rows"; else bad "20 x 20 matrix rows"; fi
 
+# speed beside memory, with the model's error and generic-speed sizes named (issue 13)
+expect 0 "table with a bare size" -- "$mp" table --model gpt2 --gpus rtx4090,24GB
+has out "step_seconds"
+has out "typically within"
+has out "24GB is a size, not a profile"
+expect 0 "ladder on a profile" -- "$mp" ladder --model gpt2 --gpu rtx4090
+has out "step_seconds"
+has out "typically within"
+
 echo "tables: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
