@@ -76,7 +76,7 @@ static double collective_bw(const mp_gpu *gpu, int64_t gpus)
 }
 
 /* Seconds of collectives per optimizer step on one GPU. */
-static double comm_seconds(const mp_settings *s, const mp_gpu *gpu, const mp_estimate *e,
+static double comm_seconds(const mp_settings *s, const mp_gpu *gpu,
                            double trainable, double dp, double w16)
 {
     if (dp <= 1) return 0;
@@ -144,7 +144,7 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
         t_compute += accum * passes * base / split * DEQUANT_BYTES / fmax(gpu->bandwidth, 1e9);
     }
     double w16 = (base * (qbits > 0 ? qbits / 8.0 : 2) + (lora ? trainable * 2 : 0)) / split;
-    double t_comm = comm_seconds(s, gpu, e, trainable / split, dp, w16);
+    double t_comm = comm_seconds(s, gpu, trainable / split, dp, w16);
 
     double shard = trainable / split / (s->zero >= 1 ? dp : 1);
     double link = gpu->pcie > 0 ? gpu->pcie : 16e9;
