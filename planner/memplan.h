@@ -120,6 +120,10 @@ typedef struct mp_gpu {
     double tflops_32;         /* fp32 (non-tensor) peak */
     double bandwidth;         /* memory bandwidth, bytes/s */
     double pcie;              /* host link, bytes/s per direction */
+    char arch[16];            /* generation: ampere, ada, hopper... (speed efficiency) */
+    double nvlink;            /* GPU-to-GPU fabric per direction, bytes/s; 0: over PCIe */
+    double ib;                /* network per GPU across nodes, bytes/s; 0: not stated */
+    bool generic_speed;       /* a bare size: speed figures of a stated generic card */
     char source[MP_SOURCE_LEN];
     char how[64];             /* for sizes: how the size was read */
 } mp_gpu;
@@ -400,6 +404,9 @@ typedef struct mp_estimate {
     int nterms;
     mp_term terms[MP_MAX_TERMS];
 } mp_estimate;
+
+/* One line stating the speed model's error against published throughput. */
+const char *mp_speed_error_note(void);
 
 /* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);

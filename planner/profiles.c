@@ -202,6 +202,8 @@ static int load_gpus(const char *dir, char *err)
         g->tflops_16 = num(&t, row, "tflops_16"), g->tflops_32 = num(&t, row, "tflops_32");
         g->bandwidth = num(&t, row, "bandwidth_gbs") * 1e9;
         g->pcie = num(&t, row, "pcie_gbs") * 1e9;
+        snprintf(g->arch, sizeof g->arch, "%s", field(&t, row, "arch"));
+        g->nvlink = num(&t, row, "nvlink_gbs") * 1e9, g->ib = num(&t, row, "ib_gbs") * 1e9;
         snprintf(g->source, sizeof g->source, "%s", field(&t, row, "source"));
         if (g->mem_bytes <= 0) {
             snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name);
@@ -391,10 +393,13 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         snprintf(g->name, sizeof g->name, "%s", name);
         snprintf(g->label, sizeof g->label, "a GPU with %s", name);
         g->bf16 = true;
-        /* Unknown card: speed figures of a mid-range Ampere part (RTX 3090-like),
-         * only used to rank plans against each other. */
+        /* A size has no speed profile: a stated generic card (the RTX 3090's
+         * figures, an Ampere PCIe part) so plans can still be ranked. */
         g->tflops_16 = 71, g->tflops_32 = 35.6, g->bandwidth = 936e9, g->pcie = 32e9;
-        snprintf(g->source, sizeof g->source, "size given on the command line");
+        snprintf(g->arch, sizeof g->arch, "ampere");
+        g->generic_speed = true;
+        snprintf(g->source, sizeof g->source,
+                 "size given on the command line; speed: generic Ampere PCIe card (RTX 3090 figures), not this GPU's");
         return 0;
     }
     if (ensure_loaded(err)) return -1;

@@ -369,6 +369,13 @@ tp=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]
 tf=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_tables.sh did not finish"; fi
 # ---------------------------------------------------------------------------
+# the speed model against published throughput (issue 13): tests/test_speed.sh
+speed_out=$(sh tests/test_speed.sh "$bin" 2>&1)
+printf '%s\n' "$speed_out" | sed '$d'
+sp=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+sf=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_speed.sh did not finish"; fi
+# ---------------------------------------------------------------------------
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

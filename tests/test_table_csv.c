@@ -135,7 +135,7 @@ static int row_settings(const sheet *t, int r, const mp_model *m, mp_settings *s
 static const char *const table_names[] = {
     "model", "gpu", "capacity_bytes", "fits", "gpus", "task", "precision", "optimizer", "quant",
     "lora_rank", "lora_targets", "checkpointing", "attention", "ce", "batch", "accum", "seq", "zero",
-    "offload", "device_bytes", "used_pct", "tokens_per_s", "note"};
+    "offload", "device_bytes", "used_pct", "tokens_per_s", "step_seconds", "note"};
 
 static void test_table_rows(void)
 {
@@ -240,8 +240,8 @@ static void test_ladder(void)
     sheet t;
     CHECK(read_sheet(path, &t) == 0 && t.nrows == 8, "a header and 7 steps (%d rows)", t.nrows);
     bool shape = true;
-    for (int r = 1; r < t.nrows; r++) shape &= t.nf[r] == t.nf[0] && t.nf[0] == 24;
-    CHECK(shape, "every step has the 24 fields");
+    for (int r = 1; r < t.nrows; r++) shape &= t.nf[r] == t.nf[0] && t.nf[0] == 25;
+    CHECK(shape, "every step has the 25 fields");
     bool sums = true, savings = true;
     for (int r = 1; r < t.nrows; r++) {
         double sum = atof(val(&t, r, "weights_bytes")) + atof(val(&t, r, "gradients_bytes")) +

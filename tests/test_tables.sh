@@ -74,11 +74,11 @@ libcsv_reads() {
     if "$csvcheck" "$@" >"$tmp/csvcheck.out" 2>&1; then ok "libcsv reads $what"; else bad "libcsv reads $what"; grep -v '^ok' "$tmp/csvcheck.out" | head -5; fi
 }
 "$mp" table --model llama-2-7b --gpus $GPUS --format csv >"$tmp/table.csv"
-libcsv_reads "the table CSV: 5 rows x 23 fields" "$tmp/table.csv" 5 23
+libcsv_reads "the table CSV: 5 rows x 24 fields" "$tmp/table.csv" 5 24
 "$mp" table --models gpt2,llama-2-7b,mistral-7b,llama-3.1-70b --gpus rtx3060-12g,rtx4090,a100-80g,h100-80g --format csv >"$tmp/matrix.csv"
 libcsv_reads "the matrix CSV: 4 rows x 5 fields" "$tmp/matrix.csv" 4 5
 "$mp" ladder --model llama-2-7b --batch 8 --gpu rtx4090 --format csv >"$tmp/ladder.csv"
-libcsv_reads "the ladder CSV: 7 rows x 24 fields" "$tmp/ladder.csv" 7 24
+libcsv_reads "the ladder CSV: 7 rows x 25 fields" "$tmp/ladder.csv" 7 25
 "$mp" sweep --model gpt2 --gpu 24GB --top 50 --format csv >"$tmp/sweep.csv"
 libcsv_reads "the sweep CSV: 50 rows x 24 fields" "$tmp/sweep.csv" 50 24
 
@@ -282,6 +282,15 @@ gpus=$("$mp" list gpus | head -20 | paste -sd, -)
 # Its speed is a benchmark (make bench: table_20x20_ms), not a test.
 "$mp" table --models "$models" --gpus "$gpus" --format csv >"$tmp/20x20.csv"
 if [ "$(wc -l <"$tmp/20x20.csv")" -eq 21 ]; then ok "20 x 20 matrix: 20 rows"; else bad "20 x 20 matrix rows"; fi
+
+# speed beside memory, with the model's error and generic-speed sizes named (issue 13)
+expect 0 "table with a bare size" -- "$mp" table --model gpt2 --gpus rtx4090,24GB
+has out "step_seconds"
+has out "typically within"
+has out "24GB is a size, not a profile"
+expect 0 "ladder on a profile" -- "$mp" ladder --model gpt2 --gpu rtx4090
+has out "step_seconds"
+has out "typically within"
 
 echo "tables: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

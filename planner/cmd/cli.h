@@ -99,7 +99,10 @@ int cmd_calibrate(int argc, char **argv);
  * JSON (jansson) under the same column names. Sizes are bytes: GiB in text
  * and Markdown, whole bytes in CSV and JSON. An unset cell is "—" in text and
  * Markdown, empty in CSV and null in JSON. */
-typedef enum { COL_STR, COL_INT, COL_BYTES, COL_REAL, COL_PCT, COL_BOOL } col_kind;
+/* Under a table or ladder: the speed model's error and any generic-speed GPUs. */
+void write_speed_note(FILE *f, const mp_gpu *gpus, int n);
+
+typedef enum { COL_STR, COL_INT, COL_BYTES, COL_REAL, COL_PCT, COL_BOOL, COL_SECS } col_kind;
 typedef struct grid_col {
     const char *name;
     col_kind kind;

@@ -83,6 +83,7 @@ static const char *cell_text(const grid *g, size_t row, int col, bool human, cha
         break;
     case COL_REAL: snprintf(buf, len, human ? "%.0f" : "%.1f", c->v); break;
     case COL_PCT: snprintf(buf, len, human ? "%.1f%%" : "%.1f", c->v); break;
+    case COL_SECS: snprintf(buf, len, human ? "%.2f s" : "%.4f", c->v); break; /* step time */
     case COL_BOOL: snprintf(buf, len, "%s", human ? (c->v ? "yes" : "no") : (c->v ? "1" : "0")); break;
     }
     /* no "-0" */
@@ -178,6 +179,7 @@ static void write_json(FILE *f, const grid *g)
                 case COL_INT:
                 case COL_BYTES: v = json_integer((json_int_t)llround(x->v)); break;
                 case COL_BOOL: v = json_boolean(x->v != 0); break;
+                case COL_SECS: v = json_real(round(x->v * 1e4) / 1e4); break;
                 default: v = json_real(round(x->v * 10) / 10); break;
                 }
             json_object_set_new(o, g->cols[c].name, v);

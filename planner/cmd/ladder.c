@@ -128,7 +128,7 @@ int ladder_build(const cli *c, ladder_step *rows, int *n, char *err)
 
 enum { L_STEP, L_FROM, L_CHANGE, L_PRECISION, L_OPTIMIZER, L_CKPT, L_LORA_RANK, L_QUANT, L_ZERO, L_OFFLOAD,
        L_WEIGHTS, L_GRADIENTS, L_OPTSTATE, L_ACTIVATIONS, L_OVERHEAD, L_DEVICE, L_HOST, L_SAVE_PREV,
-       L_SAVE_PREV_PCT, L_SAVE_BASE, L_SAVE_BASE_PCT, L_TOKENS, L_SPEED, L_FITS, L_NCOL };
+       L_SAVE_PREV_PCT, L_SAVE_BASE, L_SAVE_BASE_PCT, L_TOKENS, L_STEP_S, L_SPEED, L_FITS, L_NCOL };
 
 static const grid_col ladder_cols[L_NCOL] = {
     {"step", COL_INT}, {"from", COL_INT}, {"change", COL_STR}, {"precision", COL_STR},
@@ -137,7 +137,7 @@ static const grid_col ladder_cols[L_NCOL] = {
     {"optimizer_bytes", COL_BYTES}, {"activations_bytes", COL_BYTES}, {"overhead_bytes", COL_BYTES},
     {"device_bytes", COL_BYTES}, {"host_bytes", COL_BYTES}, {"saving_prev_bytes", COL_BYTES},
     {"saving_prev_pct", COL_PCT}, {"saving_base_bytes", COL_BYTES}, {"saving_base_pct", COL_PCT},
-    {"tokens_per_s", COL_REAL}, {"speed_vs_prev_pct", COL_PCT}, {"fits", COL_BOOL},
+    {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"speed_vs_prev_pct", COL_PCT}, {"fits", COL_BOOL},
 };
 
 int cmd_ladder(cli *c)
@@ -175,6 +175,7 @@ int cmd_ladder(cli *c)
         }
         if (c->have_gpu) {
             if (r->e.tokens_per_s > 0) grid_num(&g, k, L_TOKENS, r->e.tokens_per_s);
+            if (r->e.step_seconds > 0) grid_num(&g, k, L_STEP_S, r->e.step_seconds);
             if (prev && prev->tokens_per_s > 0 && r->e.tokens_per_s > 0)
                 grid_num(&g, k, L_SPEED, 100 * (r->e.tokens_per_s / prev->tokens_per_s - 1));
             grid_num(&g, k, L_FITS, r->fits);
@@ -200,7 +201,8 @@ int cmd_ladder(cli *c)
             fprintf(f, "\nstep %d is a branch, not a rung: offload moves optimizer state to host RAM (host_bytes), which\n"
                        "matters for full fine-tuning only (under LoRA the state is a few MiB); DeepSpeed's CPU Adam keeps\n"
                        "fp32 AdamW state, so the branch uses AdamW rather than 8-bit AdamW\n", n - 1);
-        if (!c->have_gpu) fprintf(f, "%stokens_per_s and fits need --gpu\n", rows[n - 1].s.offload ? "" : "\n");
+        if (!c->have_gpu) fprintf(f, "%stokens_per_s, step_seconds and fits need --gpu\n", rows[n - 1].s.offload ? "" : "\n");
+        else write_speed_note(f, &c->gpu, 1);
     }
     grid_free(&g);
     return out_finish(&ob, c->out_path);

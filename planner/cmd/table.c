@@ -210,7 +210,7 @@ const char *recommendation_label(const recommendation *r, char *buf, size_t len)
 
 enum { T_MODEL, T_GPU, T_CAPACITY, T_FITS, T_GPUS, T_TASK, T_PRECISION, T_OPTIMIZER, T_QUANT, T_LORA_RANK,
        T_LORA_TARGETS, T_CKPT, T_ATTENTION, T_CE, T_BATCH, T_ACCUM, T_SEQ, T_ZERO, T_OFFLOAD, T_DEVICE,
-       T_USED, T_TOKENS, T_NOTE, T_NCOL };
+       T_USED, T_TOKENS, T_STEP_S, T_NOTE, T_NCOL };
 
 static const grid_col row_cols[T_NCOL] = {
     {"model", COL_STR}, {"gpu", COL_STR}, {"capacity_bytes", COL_BYTES}, {"fits", COL_BOOL},
@@ -218,7 +218,7 @@ static const grid_col row_cols[T_NCOL] = {
     {"quant", COL_STR}, {"lora_rank", COL_INT}, {"lora_targets", COL_STR}, {"checkpointing", COL_STR},
     {"attention", COL_STR}, {"ce", COL_STR}, {"batch", COL_INT}, {"accum", COL_INT}, {"seq", COL_INT},
     {"zero", COL_INT}, {"offload", COL_STR}, {"device_bytes", COL_BYTES}, {"used_pct", COL_PCT},
-    {"tokens_per_s", COL_REAL}, {"note", COL_STR},
+    {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"note", COL_STR},
 };
 
 /* "all", "attn", "mlp" when the bits are exactly those (the flags accept them), else "q,k,v". */
@@ -257,6 +257,7 @@ static void add_plan_row(grid *gr, const mp_model *m, const mp_gpu *g, const rec
     grid_num(gr, i, T_DEVICE, r->e.device_bytes);
     grid_num(gr, i, T_USED, 100 * r->e.device_bytes / g->mem_bytes);
     if (r->e.tokens_per_s > 0) grid_num(gr, i, T_TOKENS, r->e.tokens_per_s);
+    if (r->e.step_seconds > 0) grid_num(gr, i, T_STEP_S, r->e.step_seconds);
     grid_str(gr, i, T_NOTE, r->note[0] ? r->note : NULL);
 }
 
@@ -398,8 +399,19 @@ static void write_plans(FILE *f, const cli *c, const table_job *t)
         if (multi)
             fprintf(f, "\ngpus > 1: nothing fits on one GPU; the smallest power of two on which a plan fits with\n"
                        "ZeRO-3 (parameters, gradients and optimizer state sharded), and the best plan there\n");
+        write_speed_note(f, t->gpus, t->ngpus);
     }
     grid_free(&gr);
+}
+
+/* The speed model's error, and which GPUs are bare sizes with generic speed. */
+void write_speed_note(FILE *f, const mp_gpu *gpus, int n)
+{
+    fprintf(f, "\n%s; step_seconds is one optimizer step\n", mp_speed_error_note());
+    for (int i = 0; i < n; i++)
+        if (gpus[i].generic_speed)
+            fprintf(f, "%s is a size, not a profile: its speed is a generic Ampere PCIe card's (RTX 3090 figures)\n",
+                    gpus[i].name);
 }
 
 /* The legend under the matrix, and the first cell that could not be planned. */
