@@ -218,7 +218,7 @@ def check_launch(path, p, eng, where):
     check("\nset -eu\n" in text and '"${1:?' in text, where + ": set -eu and the data file as $1")
     n = p["gpus"]
     want = {"single": "exec python3 ", "ddp": "torchrun --standalone --nproc_per_node %d " % n,
-            "deepspeed": "deepspeed --num_gpus %d " % n,
+            "deepspeed": "deepspeed --no_local_rank --num_gpus %d " % n,
             "fsdp": 'accelerate launch --config_file "$HERE/accelerate.yaml"'}[eng]
     check(want in text, "%s: launcher %r" % (where, want))
     check(('--deepspeed "$HERE/ds_config.json"' in text) == (eng == "deepspeed"), where + ": --deepspeed")
