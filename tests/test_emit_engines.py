@@ -84,6 +84,8 @@ SCENARIOS = [
 GIVEN = [["estimate", "--model", "gpt2-medium", "--gpus", "2", "--zero", "2", "--framework", "deepspeed",
           "--precision", "mixed-bf16", "--optimizer", o] for o in
          ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")] + \
+        [["estimate", "--model", "gpt2-medium", "--gpus", "2", "--zero", "1", "--precision", "mixed-bf16",
+          "--optimizer", "adamw", "--optimizer-impl", i] for i in ("foreach", "for-loop", "fused")] + \
         [["estimate", "--model", "qwen2.5-0.5b", "--gpus", "1" if z != "3" else "2", "--zero", z, "--offload", off, "--precision", pr, "--optimizer", o]
          for z, off, pr, o in (("2", "optimizer", "mixed-fp16", "adamw"), ("3", "params", "mixed-bf16", "adamw"),
                                ("1", "optimizer", "fp32", "sgd"), ("3", "optimizer", "mixed-bf16", "adafactor"))]
@@ -174,6 +176,14 @@ def check_deepspeed(path, p, where):
     check(cfg["bf16"]["enabled"] == (p["precision"] == "mixed-bf16"), where + ": bf16.enabled")
     check(cfg["fp16"]["enabled"] == (p["precision"] == "mixed-fp16"), where + ": fp16.enabled")
     ds_type = {"adamw": "adamw", "lion": "lion", "sgd": "SGD", "sgd-momentum": "SGD"}.get(p["optimizer"])
+    if ds_type == "adamw":  # torch's AdamW with the plan's step on the GPU, DeepSpeed's CPU Adam under offload
+        prm = opt["params"]
+        if p["offload"] == "none":
+            impl = {"foreach": ("foreach", True), "for-loop": ("foreach", False), "fused": ("fused", True)}
+            k, v = impl[p["optimizer-impl"]]
+            check(prm.get("torch_adam") is True and prm.get(k) is v, "%s: AdamW step %r" % (where, prm))
+        else:
+            check("torch_adam" not in prm, where + ": DeepSpeed's CPU Adam under offload")
     check((opt or {}).get("type") == ds_type, "%s: optimizer %r for plan %r" % (where, opt, p["optimizer"]))
     check_summary("\n".join(cfg.get("_comment", [])), p, where + " ds_config.json")
 
