@@ -20,7 +20,7 @@ static bool deepspeed_native(const char *type)
 /* DeepSpeed's default ZeRO bucket (reduce_bucket_size, allgather_bucket_size:
  * pp_int(5e8) in deepspeed/runtime/zero/config.py), unless the framework
  * profile the estimate read says otherwise. */
-static long long bucket_elements(const mp_settings *s)
+long long emit_zero_bucket(const mp_settings *s)
 {
     double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
     return fw > 0 ? (long long)fw : 500000000LL;
@@ -82,7 +82,7 @@ static void put_optimizer(sbuf *b, const mp_settings *s)
 static void put_zero(sbuf *b, const mp_settings *s, const emit_engine *e)
 {
     const mp_offload_desc *off = mp_offload_desc_of(s->offload);
-    long long bucket = bucket_elements(s);
+    long long bucket = emit_zero_bucket(s);
     sbuf_put(b, "  \"zero_optimization\": {\n    \"stage\": %d", e->stage);
     if (e->stage > 0) sbuf_put(b, ",\n    \"reduce_bucket_size\": %lld", bucket);
     if (e->stage == 1 || e->stage == 2) sbuf_put(b, ",\n    \"allgather_bucket_size\": %lld", bucket);
