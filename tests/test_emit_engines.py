@@ -79,6 +79,17 @@ SCENARIOS = [
     ["--gpu", "h100-80g", "--task", "qlora"],
 ]
 
+# Given settings (memplan estimate), so each optimizer's DeepSpeed form and
+# both offloads are covered whatever the search picks.
+GIVEN = [["estimate", "--model", "gpt2-medium", "--gpus", "2", "--zero", "2", "--framework", "deepspeed",
+          "--precision", "mixed-bf16", "--optimizer", o] for o in
+         ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")] + \
+        [["estimate", "--model", "gpt2-medium", "--gpus", "2", "--zero", "1", "--precision", "mixed-bf16",
+          "--optimizer", "adamw", "--optimizer-impl", i] for i in ("foreach", "for-loop", "fused")] + \
+        [["estimate", "--model", "qwen2.5-0.5b", "--gpus", "1" if z != "3" else "2", "--zero", z, "--offload", off, "--precision", pr, "--optimizer", o]
+         for z, off, pr, o in (("2", "optimizer", "mixed-fp16", "adamw"), ("3", "params", "mixed-bf16", "adamw"),
+                               ("1", "optimizer", "fp32", "sgd"), ("3", "optimizer", "mixed-bf16", "adafactor"))]
+
 
 def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, **kw)
@@ -165,6 +176,14 @@ def check_deepspeed(path, p, where):
     check(cfg["bf16"]["enabled"] == (p["precision"] == "mixed-bf16"), where + ": bf16.enabled")
     check(cfg["fp16"]["enabled"] == (p["precision"] == "mixed-fp16"), where + ": fp16.enabled")
     ds_type = {"adamw": "adamw", "lion": "lion", "sgd": "SGD", "sgd-momentum": "SGD"}.get(p["optimizer"])
+    if ds_type == "adamw":  # torch's AdamW with the plan's step on the GPU, DeepSpeed's CPU Adam under offload
+        prm = opt["params"]
+        if p["offload"] == "none":
+            impl = {"foreach": ("foreach", True), "for-loop": ("foreach", False), "fused": ("fused", True)}
+            k, v = impl[p["optimizer-impl"]]
+            check(prm.get("torch_adam") is True and prm.get(k) is v, "%s: AdamW step %r" % (where, prm))
+        else:
+            check("torch_adam" not in prm, where + ": DeepSpeed's CPU Adam under offload")
     check((opt or {}).get("type") == ds_type, "%s: optimizer %r for plan %r" % (where, opt, p["optimizer"]))
     check_summary("\n".join(cfg.get("_comment", [])), p, where + " ds_config.json")
 
@@ -209,7 +228,7 @@ def check_launch(path, p, eng, where):
     check("\nset -eu\n" in text and '"${1:?' in text, where + ": set -eu and the data file as $1")
     n = p["gpus"]
     want = {"single": "exec python3 ", "ddp": "torchrun --standalone --nproc_per_node %d " % n,
-            "deepspeed": "deepspeed --num_gpus %d " % n,
+            "deepspeed": "deepspeed --no_local_rank --num_gpus %d " % n,
             "fsdp": 'accelerate launch --config_file "$HERE/accelerate.yaml"'}[eng]
     check(want in text, "%s: launcher %r" % (where, want))
     check(('--deepspeed "$HERE/ds_config.json"' in text) == (eng == "deepspeed"), where + ": --deepspeed")
@@ -220,7 +239,6 @@ def one_plan(binary, args, tmp, i):
     where = " ".join(args)
     r = run([binary] + args + ["--format", "json"])
     if r.returncode == 1:
-        print("nofit " + where)
         return "nofit"
     if not check(r.returncode == 0, where + ": plan exit %d %s" % (r.returncode, r.stderr.strip())):
         return "error"
@@ -266,7 +284,8 @@ def bad_paths(binary, tmp):
     check(r.returncode == 2 and r.stderr.count("\n") == 1 and "'amp-bf16'" in r.stderr
           and not os.path.exists(tmp + "/amp"), "an autocast plan under DeepSpeed: one line, exit 2, nothing left")
     r = run(base + ["--emit", "launch", "-o", tmp + "/one.sh"])
-    check(r.returncode == 0 and os.path.isfile(tmp + "/one.sh"), "--emit launch -o FILE writes that one file")
+    check(r.returncode == 0 and os.path.isfile(tmp + "/one.sh") and os.access(tmp + "/one.sh", os.X_OK),
+          "--emit launch -o FILE writes that one file, executable")
 
 
 def main():
@@ -282,12 +301,17 @@ def main():
                 i += 1
                 engines[eng] = engines.get(eng, 0) + 1
                 plans += eng not in ("nofit", "error")
+        for args in GIVEN:
+            eng = one_plan(binary, args, tmp, i)
+            i += 1
+            check(eng == "deepspeed", "%s: a DeepSpeed plan (%s)" % (" ".join(args), eng))
         bad_paths(binary, tmp)
     check(plans >= 40, "at least 40 plans emitted (%d)" % plans)
     for e in ("single", "deepspeed", "fsdp", "ddp"):
         check(engines.get(e, 0) > 0, "the matrix has %s plans" % e)
     print("engines: " + ", ".join("%s %d" % kv for kv in sorted(engines.items())))
-    print("emit engines: %d passed, %d failed (%d plans)" % (passed, failed, plans))
+    print("emit engines: %d passed, %d failed (%d searched plans, %d given settings)"
+          % (passed, failed, plans, len(GIVEN)))
     return 1 if failed else 0
 
 

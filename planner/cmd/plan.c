@@ -57,7 +57,8 @@ static int do_emit(cli *c, const mp_settings *s)
     if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
     int rc = 0;
     if (c->out_path) {
-        if (mp_write_file_atomic(c->out_path, text, strlen(text), err)) rc = cli_error("%s", err);
+        unsigned mode = strcmp(c->emit, "launch") ? 0644 : 0755; /* launch.sh runs */
+        if (mp_write_file_atomic_mode(c->out_path, text, strlen(text), mode, err)) rc = cli_error("%s", err);
     } else {
         fputs(text, stdout);
     }

@@ -20,7 +20,7 @@ static bool deepspeed_native(const char *type)
 /* DeepSpeed's default ZeRO bucket (reduce_bucket_size, allgather_bucket_size:
  * pp_int(5e8) in deepspeed/runtime/zero/config.py), unless the framework
  * profile the estimate read says otherwise. */
-static long long bucket_elements(const mp_settings *s)
+long long emit_zero_bucket(const mp_settings *s)
 {
     double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
     return fw > 0 ? (long long)fw : 500000000LL;
@@ -46,7 +46,18 @@ static void put_precision(sbuf *b, const mp_settings *s)
              fp16 ? ", \"loss_scale\": 0, \"initial_scale_power\": 16" : "");
 }
 
-/* The optimizer block, or none; returns whether DeepSpeed builds it. */
+/* On the GPU DeepSpeed's "adamw" is its FusedAdam unless torch_adam asks for
+ * torch.optim.AdamW (engine.py _configure_basic_optimizer), whose foreach and
+ * fused arguments (torch/optim/adamw.py) give the step the plan assumed. Under
+ * ZeRO-Offload it is DeepSpeedCPUAdam: the step runs on the host. */
+static void put_step_impl(sbuf *b, const mp_settings *s, const char *type)
+{
+    if (strcmp(type, "adamw") || s->offload != MP_OFFLOAD_NONE) return;
+    sbuf_put(b, ", \"torch_adam\": true, %s", s->step_impl == MP_STEP_FUSED ? "\"fused\": true"
+             : s->step_impl == MP_STEP_FOR_LOOP ? "\"foreach\": false" : "\"foreach\": true");
+}
+
+/* The optimizer block, or none (the Trainer then builds the script's). */
 static void put_optimizer(sbuf *b, const mp_settings *s)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
@@ -61,6 +72,7 @@ static void put_optimizer(sbuf *b, const mp_settings *s)
     if (od->adamw_class) sbuf_put(b, ", \"betas\": \"auto\", \"eps\": \"auto\"");
     else if (deepspeed_native(type)) sbuf_put(b, ", \"betas\": \"auto\"");
     if (od->momentum) sbuf_put(b, ", \"momentum\": 0.9");
+    put_step_impl(b, s, type);
     sbuf_put(b, ", \"weight_decay\": \"auto\"}},\n");
     if (!deepspeed_native(type) && s->zero > 0) sbuf_put(b, "  \"zero_allow_untested_optimizer\": true,\n");
     if (!deepspeed_native(type) && s->offload != MP_OFFLOAD_NONE)
@@ -70,7 +82,7 @@ static void put_optimizer(sbuf *b, const mp_settings *s)
 static void put_zero(sbuf *b, const mp_settings *s, const emit_engine *e)
 {
     const mp_offload_desc *off = mp_offload_desc_of(s->offload);
-    long long bucket = bucket_elements(s);
+    long long bucket = emit_zero_bucket(s);
     sbuf_put(b, "  \"zero_optimization\": {\n    \"stage\": %d", e->stage);
     if (e->stage > 0) sbuf_put(b, ",\n    \"reduce_bucket_size\": %lld", bucket);
     if (e->stage == 1 || e->stage == 2) sbuf_put(b, ",\n    \"allgather_bucket_size\": %lld", bucket);

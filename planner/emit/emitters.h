@@ -30,6 +30,8 @@ typedef struct emit_engine {
 /* 0, or -1 with err when no engine runs the plan as estimated. */
 int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
 const char *emit_engine_name(emit_engine_kind k);
+/* The ZeRO bucket DeepSpeed is given, in elements (deepspeed.c). */
+long long emit_zero_bucket(const mp_settings *s);
 
 /* The plan summary (summary.c): up to `max` lines without quotes or backslashes. */
 enum { EMIT_LINE = 320, EMIT_NLINES = 16 };

@@ -32,8 +32,9 @@ void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
                  (long long)e.procs);
         break;
     case EMIT_DEEPSPEED:
-        sbuf_put(b, "exec deepspeed --num_gpus %lld \"$HERE/train.py\" \"$DATA\" --deepspeed \"$HERE/ds_config.json\"\n",
-                 (long long)e.procs);
+        /* the ranks read LOCAL_RANK from the environment: the script's command line stays the convention */
+        sbuf_put(b, "exec deepspeed --no_local_rank --num_gpus %lld \"$HERE/train.py\" \"$DATA\" "
+                 "--deepspeed \"$HERE/ds_config.json\"\n", (long long)e.procs);
         break;
     case EMIT_FSDP:
         sbuf_put(b, "exec accelerate launch --config_file \"$HERE/accelerate.yaml\" \"$HERE/train.py\" \"$DATA\"\n");

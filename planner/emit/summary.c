@@ -16,9 +16,16 @@ static const char *task_of(const mp_settings *s, char *buf, size_t len)
     return buf;
 }
 
-static const char *sharding_of(const emit_engine *e, char *buf, size_t len)
+static const char *sharding_of(const mp_settings *s, const emit_engine *e, char *buf, size_t len)
 {
-    if (e->kind == EMIT_DEEPSPEED) snprintf(buf, len, "DeepSpeed ZeRO stage %d", e->stage);
+    /* the estimate counts DeepSpeed's reduce bucket for ZeRO-2/3 from a framework
+     * profile that has one (estimate.c); say when it did not */
+    bool fw_bucket = s->framework && s->framework->zero_reduce_bucket > 0;
+    if (e->kind == EMIT_DEEPSPEED)
+        snprintf(buf, len, "DeepSpeed ZeRO stage %d, buckets of %lld elements (%s)", e->stage, emit_zero_bucket(s),
+                 fw_bucket && s->zero >= 2 ? "counted in the estimate"
+                 : fw_bucket ? "not counted in the estimate"
+                             : "not counted by this framework profile; --framework deepspeed counts them");
     else if (e->kind == EMIT_FSDP) snprintf(buf, len, "FSDP %s", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
     else snprintf(buf, len, "none");
     return buf;
@@ -47,7 +54,7 @@ static void plain(char *line)
 int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
                        char lines[][EMIT_LINE], int max)
 {
-    char t[128], sh[64], pk[MP_ERR_LEN + 64];
+    char t[128], sh[200], pk[MP_ERR_LEN + 64];
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     int64_t dp = s->gpus / (s->tp * s->pp);
@@ -62,7 +69,7 @@ int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engin
     LINE("attention: %s (%s)", mp_attention_name(s->attention), mp_attention_desc_of(s->attention)->v.help);
     if (s->ce == MP_CE_CHUNKED) LINE("loss: chunked cross-entropy, %lld tokens per chunk", (long long)s->ce_chunk);
     else LINE("loss: full cross-entropy (the whole logits at once)");
-    LINE("ZeRO stage: %d in the plan; sharding: %s", s->zero, sharding_of(e, sh, sizeof sh));
+    LINE("ZeRO stage: %d in the plan; sharding: %s", s->zero, sharding_of(s, e, sh, sizeof sh));
     LINE("offload: %s (%s)", mp_offload_name(s->offload), mp_offload_desc_of(s->offload)->v.help);
     LINE("micro-batch: %lld per GPU; accumulation: %lld; global batch: %lld sequences", (long long)s->batch,
          (long long)s->accum, (long long)(s->batch * s->accum * dp));
