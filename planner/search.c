@@ -302,6 +302,10 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
                           .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes};
         memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
+        if (c.fits && o->host_budget_bytes > 0 && e.host_node_bytes > o->host_budget_bytes) {
+            c.fits = false; /* the GPU holds it, the node's host RAM does not */
+            r->host_limited++;
+        }
         if (push(r, &c)) {
             snprintf(err, MP_ERR_LEN, "out of memory in the search");
             return -1;

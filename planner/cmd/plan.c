@@ -49,6 +49,7 @@ int cmd_estimate(cli *c)
     if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
         return cli_error("%s", err);
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
+    if (c->host_ram > 0 && e.host_node_bytes > c->host_ram) fits = false; /* said on the host lines */
     c->show_settings = true;
     if (c->emit) {
         int rc = do_emit(c, &c->s);
@@ -59,7 +60,7 @@ int cmd_estimate(cli *c)
         print_csv_header(stdout);
         print_csv_row(stdout, c, &c->s, &e, fits);
     } else print_estimate_text(stdout, c, &c->s, &e);
-    return c->have_gpu && !fits ? EXIT_NOFIT : 0;
+    return (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
 }
 
 /* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */
@@ -281,6 +282,10 @@ static void print_plan_why(const cli *c, const plan_result *p)
                 printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
         }
     }
+    if (p->r.host_limited)
+        printf("\n%s: %s estimates that fit the GPU need more than --host-ram %s per node\n",
+               p->best ? "host RAM ruled out" : "host RAM is the limit",
+               mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), mp_fmt_gib(c->host_ram, a, sizeof a));
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
            "search took %.1f ms\n",
