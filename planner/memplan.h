@@ -423,6 +423,7 @@ typedef struct mp_candidate {
     double at_peak[MP_NCOMP];
     double tokens_per_s;
     double offloaded_bytes;   /* states moved to host RAM */
+    double host_node_bytes;   /* host RAM of one node's processes */
     double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
 } mp_candidate;
 

@@ -299,7 +299,8 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         mp_candidate c = {.s = *s, .task = task, .tier = optimizer_tier(s),
                           .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
                           .host_bytes = e.host_bytes, .trainable = e.trainable_params,
-                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes};
+                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes,
+                          .host_node_bytes = e.host_node_bytes};
         memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
         if (c.fits && o->host_budget_bytes > 0 && e.host_node_bytes > o->host_budget_bytes) {

@@ -124,6 +124,7 @@ expect 1 "--host-ram below what the plan needs" -- "$mp" estimate --model llama-
 has out "host RAM is the limit"
 expect 1 "plan: nothing fits the host RAM" -- "$mp" --model llama-2-7b --gpu 12GB --host-ram 4GB
 has out "host RAM is the limit:"
+has out "QLoRA (quantised base)      fits the GPU"
 expect 2 "--host-ram without a unit" -- "$mp" --model llama-2-7b --gpu 12GB --host-ram 64
 one_line_err
 # README's memtop --plan example opens on a plan that fits (issue 13)

@@ -80,10 +80,17 @@ static int64_t gpus_needed(const cli *c, mp_settings s)
 
 static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task)
 {
-    char a[32], b[32], sum[256];
+    char a[32], b[32], d[32], sum[256];
     const mp_candidate *k = best_of_task;
     double usable = c->gpu.mem_bytes * (1 - c->headroom);
     int big = 0;
+    if (k->device_bytes <= usable) { /* it fits the GPU: the host RAM ruled it out */
+        fprintf(f, "  %-27s fits the GPU (%s) but its node needs %s of host RAM, over --host-ram %s: %s\n",
+                task_label(k->task), mp_fmt_gib(k->device_bytes, a, sizeof a),
+                mp_fmt_gib(k->host_node_bytes, b, sizeof b), mp_fmt_gib(c->host_ram, d, sizeof d),
+                plan_summary(&k->s, sum, sizeof sum));
+        return;
+    }
     for (int i = 1; i < MP_NCOMP; i++)
         if (k->at_peak[i] > k->at_peak[big]) big = i;
     fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", task_label(k->task),
