@@ -385,9 +385,14 @@ typedef struct mp_estimate {
     double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
     double reserved_bytes;        /* allocator reserved at the peak */
     double device_bytes;          /* reserved + context: what nvidia-smi shows */
-    double host_bytes;            /* host RAM: offloaded states, data, pinned buffers */
+    double host_bytes;            /* host RAM of one process at its peak (load or training) */
     double host_data_bytes;       /* of which the data loader */
     double host_offload_bytes;    /* of which states offloaded (ZeRO-Offload) */
+    double host_baseline_bytes;   /* the training process itself (interpreter, libraries) */
+    double host_load_bytes;       /* one process while it loads the checkpoint */
+    double host_train_bytes;      /* one process while it trains */
+    double host_node_bytes;       /* every process of one node, at the larger of the two */
+    int host_ranks_per_node;      /* processes (one per GPU) on a node */
     int peak_phase;               /* index into phases */
     mp_phase phases[MP_MAX_PHASES];
     int nphases;
@@ -432,6 +437,7 @@ typedef struct mp_candidate {
     double at_peak[MP_NCOMP];
     double tokens_per_s;
     double offloaded_bytes;   /* states moved to host RAM */
+    double host_node_bytes;   /* host RAM of one node's processes */
     double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
 } mp_candidate;
 
@@ -452,6 +458,7 @@ typedef struct mp_search_opts {
     int64_t global_batch;     /* sequences per optimizer step, 0: none asked */
     double budget_bytes;      /* per GPU */
     double headroom;          /* fraction kept free, default 0.10 */
+    double host_budget_bytes; /* host RAM per node; 0: no limit */
     int64_t max_batch;        /* largest micro-batch tried (default 64) */
     bool prefer_speed;        /* rank by tokens/s alone, not task and optimizer first */
     bool exhaustive;          /* also estimate dominated twins (fp16 beside bf16, paged beside
@@ -468,6 +475,7 @@ typedef struct mp_search_result {
     size_t considered;        /* combinations in the space */
     size_t evaluated;         /* estimates computed (larger batches after a miss are pruned) */
     size_t fitting;
+    size_t host_limited;      /* estimates that fit the GPU but not the host RAM */
 } mp_search_result;
 
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */

@@ -7,6 +7,10 @@
  *  3. the optimizer family: AdamW-class, then other adaptive ones, then SGD
  *     (with --prefer speed too: speed never changes the family unless asked);
  *  4. no offload before offload: offload only when nothing else of its group fits;
+ *     likewise (not with --prefer speed) full-precision optimizer state before
+ *     8-bit: an 8-bit optimizer changes the update's numerics, and the guides
+ *     reach for it to save memory, so it is chosen when nothing with full
+ *     states fits, not for the few percent its fused step may save;
  *  5. faster first, but plans within MP_SPEED_TIE of the fastest of their
  *     group are equally fast, and among those:
  *  6. the simpler plan: no ZeRO before ZeRO, plain AdamW before 8-bit and
@@ -82,12 +86,13 @@ static int push(mp_search_result *r, const mp_candidate *c)
 
 static bool g_prefer_speed;
 
-/* Rules 2 and 3 group the plans; rule 4 splits a group. */
+/* Rules 2 and 3 group the plans; rule 4 splits a group (offload, then 8-bit states). */
 static int group_of(const mp_candidate *k, bool prefer_speed)
 {
-    return ((prefer_speed ? 0 : (int)k->task) * 3 + k->tier) * 2 + (k->s.offload != MP_OFFLOAD_NONE);
+    int eight_bit = !prefer_speed && mp_optimizer_desc_of(k->s.optimizer)->eight_bit;
+    return (((prefer_speed ? 0 : (int)k->task) * 3 + k->tier) * 2 + (k->s.offload != MP_OFFLOAD_NONE)) * 2 + eight_bit;
 }
-enum { NGROUPS = MP_NTASK * 3 * 2 };
+enum { NGROUPS = MP_NTASK * 3 * 2 * 2 };
 
 static bool speed_tied(const mp_candidate *k)
 {
@@ -143,6 +148,9 @@ const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bo
                  tier_names[best->tier]);
     else if ((alt->s.offload != MP_OFFLOAD_NONE) != (best->s.offload != MP_OFFLOAD_NONE))
         snprintf(buf, len, "offload: only when nothing without it fits (%.0f%% slower)", pct);
+    else if (!prefer_speed && mp_optimizer_desc_of(alt->s.optimizer)->eight_bit !=
+                                  mp_optimizer_desc_of(best->s.optimizer)->eight_bit)
+        snprintf(buf, len, "8-bit optimizer state: only when full states do not fit (%+.0f%% speed)", -pct);
     else if (!speed_tied(alt))
         snprintf(buf, len, "slower: %.0f%% below the fastest, beyond the speed model's %.0f%% error", pct,
                  100 * MP_SPEED_TIE);
@@ -302,9 +310,14 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         mp_candidate c = {.s = *s, .task = task, .tier = optimizer_tier(s),
                           .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
                           .host_bytes = e.host_bytes, .trainable = e.trainable_params,
-                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes};
+                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes,
+                          .host_node_bytes = e.host_node_bytes};
         memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
+        if (c.fits && o->host_budget_bytes > 0 && e.host_node_bytes > o->host_budget_bytes) {
+            c.fits = false; /* the GPU holds it, the node's host RAM does not */
+            r->host_limited++;
+        }
         if (push(r, &c)) {
             snprintf(err, MP_ERR_LEN, "out of memory in the search");
             return -1;

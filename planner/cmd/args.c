@@ -91,6 +91,23 @@ static int read_format(const mp_opt *o, const char *value, void *base, char *err
     return 0;
 }
 
+/* --host-ram: a size with its unit; a bare number is refused, as for --gpu. */
+static int read_host_ram(const mp_opt *o, const char *value, void *base, char *err)
+{
+    cli *c = base;
+    char why[MP_ERR_LEN];
+    if (is_number(value)) {
+        snprintf(err, MP_OPT_ERR_LEN, "host RAM '%.32s' has no unit: say %.32sGB (10^9 bytes) or %.32sGiB (2^30 bytes) for --host-ram",
+                 value, value, value);
+        return -1;
+    }
+    if (mp_parse_size(value, &c->host_ram, NULL, why) || c->host_ram <= 0) {
+        snprintf(err, MP_OPT_ERR_LEN, "invalid size '%.32s' for --host-ram (e.g. 64GB or 256GiB)", value);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---------- the rows ---------- */
 
 #define SHAPE(field) MP_OPT_AT(shape_flags, field)
@@ -128,6 +145,8 @@ static const mp_opt budget_opts[] = {
      .help = "GPUs in the job (default 1); table: also GPU names or sizes, comma-separated "
              "(default: every GPU profile)"},
     {"headroom", MP_OPT_FRACTION, CLI(headroom), .arg = "H", .help = "fraction kept free: 0.1 or 10% (default 10%)"},
+    {"host-ram", MP_OPT_CUSTOM, CLI(host_ram), .arg = "SIZE", .read = read_host_ram,
+     .help = "host RAM per node (e.g. 64GB): plans that need more do not fit"},
     {"framework", MP_OPT_STRING, CLI(framework), .arg = "F",
      .help = "a framework profile (memplan list frameworks) or a CSV written by memplan calibrate"},
     {"models", MP_OPT_STRING, CLI(models), .arg = "LIST",
@@ -351,6 +370,7 @@ static int settle(cli *c)
     if (apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
+    c->opts.host_budget_bytes = c->host_ram;
     c->opts.pinned = c->pinned;
     int64_t global = c->opts.global_batch;
     if (global && (c->pinned & MP_PIN_BATCH) && !(c->pinned & MP_PIN_ACCUM)) {

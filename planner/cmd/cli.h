@@ -49,6 +49,7 @@ struct cli {
     mp_gpu gpu;
     bool have_gpu;
     double headroom;
+    double host_ram;           /* --host-ram per node, 0: no limit */
     /* the settings and which of them the user pinned */
     mp_settings s;
     unsigned pinned;

@@ -80,6 +80,7 @@ int cmd_estimate(cli *c)
     if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
         return cli_error("%s", err);
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
+    if (c->host_ram > 0 && e.host_node_bytes > c->host_ram) fits = false; /* said on the host lines */
     c->show_settings = true;
     if (c->emit) {
         int rc = do_emit(c, &c->s);
@@ -90,7 +91,7 @@ int cmd_estimate(cli *c)
         print_csv_header(stdout);
         print_csv_row(stdout, c, &c->s, &e, fits);
     } else print_estimate_text(stdout, c, &c->s, &e);
-    return c->have_gpu && !fits ? EXIT_NOFIT : 0;
+    return (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
 }
 
 /* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */
@@ -110,10 +111,17 @@ static int64_t gpus_needed(const cli *c, mp_settings s)
 
 static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task)
 {
-    char a[32], b[32], sum[256];
+    char a[32], b[32], d[32], sum[256];
     const mp_candidate *k = best_of_task;
     double usable = c->gpu.mem_bytes * (1 - c->headroom);
     int big = 0;
+    if (k->device_bytes <= usable) { /* it fits the GPU: the host RAM ruled it out */
+        fprintf(f, "  %-27s fits the GPU (%s) but its node needs %s of host RAM, over --host-ram %s: %s\n",
+                task_label(k->task), mp_fmt_gib(k->device_bytes, a, sizeof a),
+                mp_fmt_gib(k->host_node_bytes, b, sizeof b), mp_fmt_gib(c->host_ram, d, sizeof d),
+                plan_summary(&k->s, sum, sizeof sum));
+        return;
+    }
     for (int i = 1; i < MP_NCOMP; i++)
         if (k->at_peak[i] > k->at_peak[big]) big = i;
     fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", task_label(k->task),
@@ -191,13 +199,16 @@ static int cmd_solve(cli *c)
     return 0;
 }
 
+/* --top's upper bound (args.c): the alternatives a plan can list. */
+#define PLAN_MAX_ALTS 1000
+
 /* One search, and what plan reports from it. */
 typedef struct plan_result {
     mp_search_result r;
     double ms;
     const mp_candidate *best;  /* NULL: nothing fits */
     mp_estimate e;             /* of best */
-    const mp_candidate *alts[64];
+    const mp_candidate *alts[PLAN_MAX_ALTS];
     int nalt;
     const mp_candidate *miss[MP_NTASK]; /* tasks with no fitting plan: their cheapest candidate */
     bool task_fits[MP_NTASK];
@@ -207,7 +218,7 @@ typedef struct plan_result {
 static void find_alternatives(const cli *c, plan_result *p)
 {
     const mp_search_result *r = &p->r;
-    for (size_t i = 1; p->best && i < r->n && r->cands[i].fits && p->nalt < c->top; i++) {
+    for (size_t i = 1; p->best && i < r->n && r->cands[i].fits && p->nalt < c->top && p->nalt < PLAN_MAX_ALTS; i++) {
         const mp_settings *s = &r->cands[i].s;
         int dup = 0;
         for (int j = -1; j < p->nalt && !dup; j++)
@@ -312,6 +323,10 @@ static void print_plan_why(const cli *c, const plan_result *p)
                 printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
         }
     }
+    if (p->r.host_limited)
+        printf("\n%s: %s estimates that fit the GPU need more than --host-ram %s per node\n",
+               p->best ? "host RAM ruled out" : "host RAM is the limit",
+               mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), mp_fmt_gib(c->host_ram, a, sizeof a));
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
            "search took %.1f ms\n",

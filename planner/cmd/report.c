@@ -54,6 +54,28 @@ static void print_settings_text(FILE *f, const mp_settings *s)
             mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
 }
 
+/* Host RAM per process (loading, training) and per node, and the --host-ram verdict. */
+static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
+{
+    char a[32], b[32], d[32];
+    if (e->host_baseline_bytes <= 0) { /* memtrain: its own buffers only */
+        fprintf(f, "  %-12s %12s   (data loader, pinned batches)\n", "host RAM", mp_fmt_gib(e->host_bytes, a, sizeof a));
+        return;
+    }
+    fprintf(f, "  %-12s %12s   per process, at its peak while %s\n", "host RAM", mp_fmt_gib(e->host_bytes, a, sizeof a),
+            e->host_load_bytes >= e->host_train_bytes ? "loading the checkpoint" : "training");
+    fprintf(f, "  %-12s %12s   loading: process %s + one 16-bit checkpoint shard\n", "",
+            mp_fmt_gib(e->host_load_bytes, a, sizeof a), mp_fmt_gib(e->host_baseline_bytes, b, sizeof b));
+    fprintf(f, "  %-12s %12s   training: process + offloaded %s + data loader and pinned batches %s\n", "",
+            mp_fmt_gib(e->host_train_bytes, a, sizeof a), mp_fmt_gib(e->host_offload_bytes, b, sizeof b),
+            mp_fmt_gib(e->host_data_bytes, d, sizeof d));
+    fprintf(f, "  %-12s %12s   %d process(es), one per GPU\n", "host/node", mp_fmt_gib(e->host_node_bytes, a, sizeof a),
+            e->host_ranks_per_node);
+    if (c->host_ram > 0 && e->host_node_bytes > c->host_ram)
+        fprintf(f, "  host RAM is the limit: %s per node over --host-ram %s\n",
+                mp_fmt_gib(e->host_node_bytes - c->host_ram, a, sizeof a), mp_fmt_gib(c->host_ram, b, sizeof b));
+}
+
 void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char a[32], b[32], p[16], cnt[40], cnt2[40];
@@ -84,8 +106,7 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
     fprintf(f, "  %-12s %12s\n", "reserved", mp_fmt_gib(e->reserved_bytes, a, sizeof a));
     fprintf(f, "  %-12s %12s   (reserved + CUDA context: what nvidia-smi shows)\n", "device",
             mp_fmt_gib(e->device_bytes, a, sizeof a));
-    fprintf(f, "  %-12s %12s   (offloaded state, data loader, pinned batches)\n", "host RAM",
-            mp_fmt_gib(e->host_bytes, a, sizeof a));
+    print_host_text(f, c, e);
     if (c->have_gpu) {
         double usable = c->gpu.mem_bytes * (1 - c->headroom);
         bool fits = mp_fits(e, c->gpu.mem_bytes, c->headroom);
@@ -167,6 +188,12 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "device_bytes", bytes_json(e->device_bytes));
     json_object_set_new(o, "host_bytes", bytes_json(e->host_bytes));
     json_object_set_new(o, "host_data_bytes", bytes_json(e->host_data_bytes));
+    json_object_set_new(o, "host_offload_bytes", bytes_json(e->host_offload_bytes));
+    json_object_set_new(o, "host_baseline_bytes", bytes_json(e->host_baseline_bytes));
+    json_object_set_new(o, "host_load_bytes", bytes_json(e->host_load_bytes));
+    json_object_set_new(o, "host_train_bytes", bytes_json(e->host_train_bytes));
+    json_object_set_new(o, "host_node_bytes", bytes_json(e->host_node_bytes));
+    json_object_set_new(o, "host_ram_limit", c->host_ram > 0 ? json_boolean(e->host_node_bytes > c->host_ram) : json_null());
     json_t *comp = json_object(), *atp = json_object();
     for (int k = 0; k < MP_NCOMP; k++) {
         json_object_set_new(comp, mp_component_name(k), bytes_json(e->peak[k]));
@@ -235,7 +262,7 @@ static const char *csv_cols[] = {
     "model", "task", "precision", "optimizer", "checkpointing", "attention", "batch", "accum",
     "seq", "ce", "lora-rank", "lora-targets", "quant", "gpus", "zero", "offload", "weights", "gradients",
     "optimizer_bytes", "activations", "overhead", "total_bytes", "reserved_bytes", "device_bytes",
-    "host_bytes", "budget_bytes", "fits", "tokens_per_s", "params", "trainable_params"};
+    "host_bytes", "host_node_bytes", "budget_bytes", "fits", "tokens_per_s", "params", "trainable_params"};
 
 static void csv_field(FILE *f, const char *v, int first)
 {
@@ -274,6 +301,7 @@ void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimat
     csv_field(f, NUM(e->reserved_bytes), 0);
     csv_field(f, NUM(e->device_bytes), 0);
     csv_field(f, NUM(e->host_bytes), 0);
+    csv_field(f, NUM(e->host_node_bytes), 0);
     csv_field(f, c->have_gpu ? NUM(c->gpu.mem_bytes) : "", 0);
     csv_field(f, c->have_gpu ? (fits ? "1" : "0") : "", 0);
     snprintf(v, sizeof v, "%.1f", e->tokens_per_s);
