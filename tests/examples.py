@@ -12,7 +12,9 @@ measured or interactive) are not run.
 What a block shows of each command's output is set by a directive on the line
 before it (README: <!-- example: head=N tail=M -->, man: .\\" example: ...):
 the first N and last M lines, with a "..." line between; no directive shows
-all of it. "search took ... ms" lines are timings: compared as the words
+all of it ("all": all of it, and run the block even while it shows no output,
+to fill in a new example). A block without a directive that shows no output
+is not run. "search took ... ms" lines are timings: compared as the words
 before the figure only.
 
 usage: tests/examples.py [--update] [--bin DIR] [FILE...]
@@ -120,7 +122,7 @@ def run_block(block, bindir):
 
 
 def select(output, directive):
-    opts = dict(kv.split("=") for kv in directive.split()) if directive else {}
+    opts = dict(kv.split("=") for kv in directive.split() if "=" in kv) if directive else {}
     head, tail = int(opts.get("head", 0)), int(opts.get("tail", 0))
     if (head or tail) and head + tail < len(output):
         return output[:head] + ["..."] + (output[-tail:] if tail else [])
@@ -165,7 +167,8 @@ def main(argv):
         lines = text.split("\n")
         # from the last block up, so that rewriting one keeps the others' line numbers
         for b in reversed(find_blocks(path, text)):
-            if not runnable(b) or len(b.lines) == sum(len(sh) for sh, _ in b.commands()):
+            shows_nothing = len(b.lines) == sum(len(sh) for sh, _ in b.commands())
+            if not runnable(b) or (shows_nothing and not b.directive):
                 skipped += 1  # runs memtrain/memtop, or shows no output to check
                 continue
             checked += 1
