@@ -36,7 +36,7 @@ static int check_supported(const mp_model *m, const mp_settings *s, char *err)
         return -1;
     }
     if (s->zero > 1) {
-        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO stages 0 and 1, not %d", s->zero);
+        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO stages 0 and 1, not '%d'", s->zero);
         return -1;
     }
     return 0;

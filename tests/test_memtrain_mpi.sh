@@ -88,6 +88,20 @@ for e in json.load(open('$tmp/z1.json'))['ranks']:
     assert abs(e['measured_tags']['optimizer'] - a / 4) <= 8, (e['rank'], e['measured_tags']['optimizer'], a)
 "; then ok "ZeRO-1 on 4 ranks: each holds a quarter of the optimizer state"; else bad "ZeRO-1 optimizer shard"; fi
 
+# the plan memplan writes for N GPUs and a ZeRO stage runs as it is under mpirun
+expect 0 "memplan --gpus 2 --zero 1 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
+    --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 1 \
+    --emit memtrain -o "$tmp/z1.cfg"
+if grep -q '^zero = 1$' "$tmp/z1.cfg" && grep -q 'mpirun -np 2' "$tmp/z1.cfg"; then ok "the plan says zero = 1 and how to launch it"
+else bad "the emitted plan lacks zero or the launch line"; fi
+expect 0 "the emitted ZeRO-1 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z1.cfg" --steps 2 --quiet \
+    --report "$tmp/z1e.json"
+if python3 -c "
+import json
+for e in json.load(open('$tmp/z1e.json'))['ranks']:
+    assert abs(e['measured']['optimizer'] - e['predicted']['optimizer']) <= 0.01 * e['predicted']['optimizer']
+"; then ok "its optimizer shard is what memplan predicted, on each rank"; else bad "emitted plan's shard"; fi
+
 # bad input: one line from memtrain, exit 2
 expect 2 "zero = 2 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
