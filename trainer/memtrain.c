@@ -637,6 +637,83 @@ static int write_report(const char *path, const rank_stats *all, int ranks, cons
     json_decref(r);
     return rc;
 }
+/* Train until --steps (or a stop every rank agrees on); the steps' losses and
+ * speed in res, the exit status in res->rc. */
+static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_estimate *pred, FILE *mf,
+                       run_result *res)
+{
+    const mt_config *c = mt_trainer_config(t);
+    char err[MT_ERR_LEN], a[32], b[32];
+    bool tty = isatty(STDOUT_FILENO) && !o->quiet && c->rank == 0;
+    bar_open = tty;
+    double t0 = now_s(), tokens = 0;
+    res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0;
+    while (mt_trainer_steps(t) < steps && !any_rank(stop_requested, c->ranks)) {
+        mt_step_result r;
+        if (mt_trainer_step(t, &r, err)) {
+            res->rc = run_error(1, "%s", err);
+            break;
+        }
+        res->done++;
+        tokens += (double)r.tokens;
+        res->last_loss = r.loss;
+        json_array_append_new(res->losses, json_real(r.loss));
+        double el = now_s() - t0;
+        mt_mem_stats st;
+        mt_trainer_mem(t, &st);
+        if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
+        if (tty) progress(r.step, steps, r.loss, tokens / el, el);
+        if (o->save_dir && o->save_every && r.step % o->save_every == 0 && save_checkpoint(t, o->save_dir, err)) {
+            res->rc = run_error(1, "%s", err);
+            break;
+        }
+        if (any_rank(o->mem_limit > 0 && (double)st.total_peak > o->mem_limit, c->ranks)) {
+            res->rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
+                                mp_fmt_gib((double)st.total_peak, a, sizeof a),
+                                mp_fmt_gib(o->mem_limit, b, sizeof b), r.step);
+            break;
+        }
+    }
+    if (tty) fputc('\n', stdout);
+    bar_open = false;
+    if (res->rc == 1 && c->ranks > 1) mt_dist_abort(1); /* the others may wait in a collective */
+    double elapsed = now_s() - t0;
+    if (!res->rc && o->save_dir && save_checkpoint(t, o->save_dir, err))
+        res->rc = run_error(1, "%s", err);
+    res->steps = mt_trainer_steps(t);
+    res->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
+}
+
+/* Every rank's statistics to rank 0, which prints the table(s) and writes the
+ * report; the exit status. */
+static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *pred, const run_result *res,
+                    size_t baseline_rss)
+{
+    const mt_config *c = mt_trainer_config(t);
+    int rank = c->rank, ranks = c->ranks, rc = res->rc;
+    rank_stats mine = {.baseline_rss = baseline_rss, .peak_rss = mt_peak_rss_bytes()};
+    mt_trainer_mem(t, &mine.st);
+    rank_stats *all = rank == 0 ? calloc((size_t)ranks, sizeof *all) : NULL;
+    if (rank == 0 && !all) return run_error(1, "out of memory for %d ranks' statistics", ranks);
+    if (ranks > 1 && mt_dist_gather(&mine, all, sizeof mine)) rc = run_error(1, "%s", mt_last_error());
+    else if (ranks == 1) all[0] = mine;
+    if (rank == 0 && !o->quiet) {
+        printf("memtrain: %ld steps (%ld this run), %.0f tokens/s, final loss %.4f\n", res->steps, res->done,
+               res->tokens_per_s, res->last_loss);
+        if (ranks > 1) printf("  %d ranks, ZeRO-%d, global batch %d x %d x %d\n", ranks, c->zero, ranks, c->batch, c->accum);
+        for (int k = 0; k < ranks; k++) {
+            if (ranks > 1) printf("\n  rank %d", k);
+            print_table(&all[k], pred);
+        }
+    }
+    if (rank == 0 && o->report) {
+        int e = write_report(o->report, all, ranks, pred, res);
+        if (!rc) rc = e;
+    }
+    free(all);
+    return rc;
+}
+
 /* The run on this rank; the exit status. */
 static int run(int argc, char **argv, int rank, int ranks)
 {
@@ -694,66 +771,10 @@ static int run(int argc, char **argv, int rank, int ranks)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
-    bool tty = isatty(STDOUT_FILENO) && !o.quiet && rank == 0;
-    bar_open = tty;
-    json_t *losses = json_array();
-    double t0 = now_s(), tokens = 0, last_loss = NAN;
-    long first_step = mt_trainer_steps(t), done = 0;
-    int rc = 0;
-    while (mt_trainer_steps(t) < keys.steps && !any_rank(stop_requested, ranks)) {
-        mt_step_result r;
-        if (mt_trainer_step(t, &r, err)) {
-            rc = run_error(1, "%s", err);
-            break;
-        }
-        done++;
-        tokens += (double)r.tokens;
-        last_loss = r.loss;
-        json_array_append_new(losses, json_real(r.loss));
-        double el = now_s() - t0;
-        mt_mem_stats st;
-        mt_trainer_mem(t, &st);
-        if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c.opt.lr, &st, &pred);
-        if (tty) progress(r.step, keys.steps, r.loss, tokens / el, el);
-        if (o.save_dir && o.save_every && r.step % o.save_every == 0 && save_checkpoint(t, o.save_dir, err)) {
-            rc = run_error(1, "%s", err);
-            break;
-        }
-        if (any_rank(o.mem_limit > 0 && (double)st.total_peak > o.mem_limit, ranks)) {
-            rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
-                           mp_fmt_gib((double)st.total_peak, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b),
-                           r.step);
-            break;
-        }
-    }
-    if (tty) fputc('\n', stdout);
-    bar_open = false;
-    if (rc == 1 && ranks > 1) mt_dist_abort(1); /* the others may wait in a collective */
-    double elapsed = now_s() - t0;
-    if (!rc && o.save_dir && save_checkpoint(t, o.save_dir, err))
-        rc = run_error(1, "%s", err);
-    run_result res = {mt_trainer_steps(t), first_step, done, elapsed > 0 ? tokens / elapsed : 0, last_loss, losses, rc};
-    rank_stats mine = {.baseline_rss = baseline_rss, .peak_rss = mt_peak_rss_bytes()};
-    mt_trainer_mem(t, &mine.st);
-    rank_stats *all = rank == 0 ? calloc((size_t)ranks, sizeof *all) : NULL;
-    if (rank == 0 && !all) rc = run_error(1, "out of memory for %d ranks' statistics", ranks);
-    else if (ranks > 1 && mt_dist_gather(&mine, all, sizeof mine)) rc = run_error(1, "%s", mt_last_error());
-    else if (ranks == 1) all[0] = mine;
-    if (rank == 0 && !o.quiet && all) {
-        printf("memtrain: %ld steps (%ld this run), %.0f tokens/s, final loss %.4f\n", res.steps, done,
-               res.tokens_per_s, last_loss);
-        if (ranks > 1) printf("  %d ranks, ZeRO-%d, global batch %d x %d x %d\n", ranks, c.zero, ranks, c.batch, c.accum);
-        for (int k = 0; k < ranks; k++) {
-            if (ranks > 1) printf("\n  rank %d", k);
-            print_table(&all[k], &pred);
-        }
-    }
-    if (rank == 0 && all && o.report) {
-        int e = write_report(o.report, all, ranks, &pred, &res);
-        if (!rc) rc = e;
-    }
-    free(all);
-    json_decref(losses);
+    run_result res = {.losses = json_array()};
+    train_loop(t, &o, keys.steps, &pred, mf, &res);
+    int rc = conclude(t, &o, &pred, &res, baseline_rss);
+    json_decref(res.losses);
     if (mf) fclose(mf);
     mt_trainer_free(t);
     return rc;
