@@ -79,10 +79,14 @@ EOP
     then ok "$what: every rank within 1% per component, 0.5% total"; else bad "$what: $(tail -1 "$tmp/err")"; fi
     k=0 files=0
     while [ $k -lt "$1" ]; do
-        [ "$(grep -cv '^#' "$tmp/m.rank$k.csv" 2>/dev/null)" = 4 ] && files=$((files + 1))
+        [ "$(grep -cv '^#' "$tmp/m.rank$k.csv" 2>/dev/null)" = 4 ] &&
+            grep -q "^# settings: .* zero=$2 rank=$k ranks=$1\$" "$tmp/m.rank$k.csv" && files=$((files + 1))
         k=$((k + 1))
     done
-    if [ $files = "$1" ]; then ok "$what: one metrics file per rank"; else bad "$what: $files metrics files of $1"; fi
+    if [ $files = "$1" ]; then ok "$what: one metrics file per rank, saying which"; else bad "$what: $files metrics files of $1"; fi
+    last=$(($1 - 1))
+    if "$bin/memtop" --once "$tmp/m.rank$last.csv" 2>/dev/null | grep -q "\"rank\": \"$last\""; then
+        ok "$what: memtop reads rank $last's file"; else bad "$what: memtop on rank $last's file"; fi
     rm -f "$tmp"/m.rank*.csv
 done
 

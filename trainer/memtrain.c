@@ -432,10 +432,13 @@ static FILE *metrics_open(const char *path, const mt_config *c, long steps, doub
     if (!f) return NULL;
     fprintf(f, "# memtrain metrics v1\n# model: %s\n", model);
     fprintf(f, "# settings: family=%s precision=%s optimizer=%s checkpointing=%s attention=%s batch=%d "
-               "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s\n",
+               "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s",
             mt_family_name(c->family), mp_precision_name(c->precision), mp_optimizer_name(c->optimizer),
             mp_ckpt_name(c->checkpointing), mp_attention_name(c->attention), c->batch, c->accum, c->seq,
             mp_ce_name(c->ce), c->lora_rank, mp_quant_name(c->quant), mp_loader_name(c->loader));
+    /* data parallel: which rank's file this is */
+    if (c->ranks > 1) fprintf(f, " zero=%d rank=%d ranks=%d", c->zero, c->rank, c->ranks);
+    fputc('\n', f);
     fprintf(f, "# steps: %ld\n# budget_bytes: %.0f\n# device: cpu\n", steps, limit);
     for (int i = 0; i < MP_NMETRIC; i++) csv_put(f, mp_metric_name(i), i == 0);
     fputc('\n', f);
