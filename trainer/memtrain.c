@@ -789,7 +789,7 @@ int main(int argc, char **argv)
     if (launched > 1 && !mt_dist_built()) {
         const char *r = getenv("OMPI_COMM_WORLD_RANK");
         my_rank = r ? atoi(r) : 0;
-        return usage_error("launched as one of %d ranks, but this memtrain was built without MPI "
+        return usage_error("launched as one of '%d' ranks, but this memtrain was built without MPI "
                            "(install libopenmpi-dev and rebuild)", launched);
     }
     /* MPI only under a launcher: a plain run stays one process without it */
