@@ -1,9 +1,7 @@
 /*
- * dist.c — data parallel over MPI (see dist.h). fp32 gradients of full
- * fine-tuning are summed in place, a layer's tensors at a time, started as the
- * backward of the step's last micro-batch finishes each layer (overlapped);
- * 16-bit and LoRA gradients after the backward, 16-bit through one fp32 bucket
- * (MT_COMM).
+ * dist.c — data parallel over MPI (see dist.h). The gradients are summed after
+ * the backward of the step's last micro-batch (no overlap with the backward):
+ * fp32 in place, 16-bit converted through one fp32 bucket (MT_COMM).
  */
 #include "dist.h"
 
@@ -99,35 +97,6 @@ int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t b
     return 0;
 }
 
-/* The sums in flight: a fixed table (a full one is waited for, then reused). */
-#define MAX_INFLIGHT 4096
-static MPI_Request inflight[MAX_INFLIGHT];
-static int ninflight;
-
-int mt_dist_wait(void)
-{
-    int rc = ninflight ? MPI_Waitall(ninflight, inflight, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
-    ninflight = 0;
-    return rc == MPI_SUCCESS ? 0 : mpi_failed("all-reduce of the gradients", rc);
-}
-
-int mt_dist_iallreduce(float *p, size_t n)
-{
-    for (size_t off = 0; off < n; off += (size_t)INT_MAX) {
-        if (ninflight == MAX_INFLIGHT && mt_dist_wait() != 0) return -1;
-        int count = (int)(n - off < (size_t)INT_MAX ? n - off : (size_t)INT_MAX);
-        int rc = MPI_Iallreduce(MPI_IN_PLACE, p + off, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                &inflight[ninflight]);
-        if (rc != MPI_SUCCESS) return mpi_failed("all-reduce of the gradients", rc);
-        ninflight++;
-    }
-    /* without an asynchronous progress thread, OpenMPI moves the sums on inside MPI calls */
-    int done = 0;
-    MPI_Testall(ninflight, inflight, &done, MPI_STATUSES_IGNORE);
-    if (done) ninflight = 0;
-    return 0;
-}
-
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
 {
     size_t esize = mt_dtype_size(dt);
@@ -176,12 +145,6 @@ int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t b
     (void)grad, (void)dt, (void)n, (void)bucket, (void)bucket_n;
     return 0;
 }
-int mt_dist_iallreduce(float *p, size_t n)
-{
-    (void)p, (void)n;
-    return 0;
-}
-int mt_dist_wait(void) { return 0; }
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
 {
     (void)w, (void)dt, (void)n, (void)ranks;

@@ -34,12 +34,6 @@ void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count);
 /* Sum `grad` (n elements of dt) over the ranks, in place: fp32 directly in
  * buckets of `bucket_n`, 16-bit through the fp32 `bucket` (bucket_n elements). */
 int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n);
-/* Start summing n fp32 elements at p over the ranks, in place (MPI_Iallreduce),
- * and let the ones already started progress; p is not to be touched until
- * mt_dist_wait. */
-int mt_dist_iallreduce(float *p, size_t n);
-/* Wait for every sum started. */
-int mt_dist_wait(void);
 /* Every rank's shard of `w` (n elements of dt, split by mt_dist_shard) to all,
  * in place. */
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks);

@@ -445,13 +445,6 @@ fail:
     return -1;
 }
 
-/* A grads-ready call failed: what the backward still holds is released. */
-static int backward_failed(mt_model *m)
-{
-    mt_model_release(m);
-    return -1;
-}
-
 int mt_model_backward(mt_model *m)
 {
     if (!m->active)
@@ -498,8 +491,6 @@ int mt_model_backward(mt_model *m)
     norm_bwd(m, m->dres, fg.v[MT_P_LNFW], fg.v[MT_P_LNFB], dl, xL, fw.v[MT_P_LNFW], m->lnf_mean,
              m->lnf_rstd);
     grads_end(m, 0, final_vecs, NFINAL_VECS, &fg);
-    if (m->grads_ready && m->grads_ready(m->grads_ready_ctx, m, d->L) != 0)
-        return backward_failed(m);
     mt_free(m->lnf_mean);
     mt_free(m->lnf_rstd);
     mt_free(m->res[d->L]);
@@ -525,41 +516,12 @@ int mt_model_backward(mt_model *m)
         layer_bwd(m, l, &w, &g, &a, m->dres);
         grads_end(m, l, layer_vecs, NLAYER_VECS, &g);
         free_layer(m, l);
-        if (m->grads_ready && m->grads_ready(m->grads_ready_ctx, m, l) != 0)
-            return backward_failed(m);
     }
 
     /* embeddings */
     mt_encoder_bwd(pg(m, MT_P_WTE, 0), pg(m, MT_P_WPE, 0), m->dres, m->inputs, d->B, d->T, C);
     m->active = false;
-    if (m->grads_ready && m->grads_ready(m->grads_ready_ctx, m, d->L + 1) != 0)
-        return -1;
     return 0;
-}
-
-void mt_model_on_grads_ready(mt_model *m, mt_grads_ready_fn fn, void *ctx)
-{
-    m->grads_ready = fn;
-    m->grads_ready_ctx = ctx;
-}
-
-size_t mt_model_grad_part(const mt_model *m, size_t part, size_t *off, size_t *n, size_t max)
-{
-    size_t L = m->d.L, k = 0;
-    if (!m->base_trainable || part > L + 1)
-        return 0;
-    for (int t = 0; t < MT_NPARAM && k < max; t++) {
-        const mt_param_info *in = &m->info[t];
-        bool layer = in->copies == L && t != MT_P_WTE && t != MT_P_WPE && t != MT_P_HEAD && t != MT_P_LNFW &&
-                     t != MT_P_LNFB;
-        bool embedding = t == MT_P_WTE || t == MT_P_WPE;
-        bool mine = part < L ? layer : part == L ? !layer && !embedding : embedding;
-        if (!mine || !in->per_layer)
-            continue;
-        off[k] = part < L ? pcopy_off(m, t, part) : m->poff[t];
-        n[k++] = part < L ? in->per_layer : in->per_layer * in->copies;
-    }
-    return k;
 }
 
 void mt_model_zero_grad(mt_model *m)

@@ -101,16 +101,6 @@ int mt_model_backward(mt_model *m);
 void mt_model_release(mt_model *m);
 void mt_model_zero_grad(mt_model *m);
 
-/* Data parallel: the backward calls `fn` as parts of the flat gradients become
- * final for this micro-batch (full fine-tuning): part L (the final norm, and the
- * head when untied) first, then each layer l = L-1 .. 0, then part L+1 (the
- * embeddings). A non-zero return fails the backward. NULL: no calls. */
-typedef int (*mt_grads_ready_fn)(void *ctx, mt_model *m, size_t part);
-void mt_model_on_grads_ready(mt_model *m, mt_grads_ready_fn fn, void *ctx);
-/* The ranges (element offset and count in the flat gradients) part `part`
- * completes, at most `max`; how many. */
-size_t mt_model_grad_part(const mt_model *m, size_t part, size_t *off, size_t *n, size_t max);
-
 /* The trainable parameters as one flat group (base model, or the LoRA
  * adapters when lora_rank > 0). */
 typedef struct mt_group {

@@ -39,8 +39,6 @@ struct mt_model {
     void *grads;          /* MT_GRADIENTS (full fine-tuning) */
     mt_seg segs[MT_NPARAM];
     size_t nsegs;
-    mt_grads_ready_fn grads_ready; /* data parallel: parts of the gradients done */
-    void *grads_ready_ctx;
     /* QLoRA: layer l's linears [Wqkv | Wo | Wfc | Wproj] in one NF4 store */
     mt_nf4 *nf4;          /* [L], array itself MT_OTHER */
     size_t qn, qoff[4];

@@ -32,39 +32,7 @@ struct mt_trainer {
     size_t shard_nsegs;
     float *bucket;
     size_t bucket_n;
-    bool overlap;      /* fp32 full fine-tuning: sums started during the backward */
-    size_t started;    /* elements whose sum the backward started this step */
 };
-
-/* The backward finished a part of the gradients: start its sum over the ranks. */
-static int grads_ready(void *ctx, mt_model *m, size_t part)
-{
-    mt_trainer *t = ctx;
-    mt_group g;
-    mt_model_trainable(m, &g);
-    size_t off[MT_NPARAM], n[MT_NPARAM];
-    size_t k = mt_model_grad_part(m, part, off, n, MT_NPARAM);
-    for (size_t i = 0; i < k; i++) {
-        if (mt_dist_iallreduce((float *)g.grad + off[i], n[i]) != 0)
-            return -1;
-        t->started += n[i];
-    }
-    return 0;
-}
-
-/* The gradients summed over the ranks: waited for when the backward started
- * them (all of them, or it is an error), else summed now. */
-static int reduce_grads(mt_trainer *t, const mt_group *g)
-{
-    if (!t->overlap)
-        return mt_dist_allreduce(g->grad, g->dt, g->n, t->bucket, t->bucket_n);
-    mt_model_on_grads_ready(t->model, NULL, NULL);
-    if (mt_dist_wait() != 0)
-        return -1;
-    if (t->started != g->n)
-        return mt_error("data parallel: the backward's parts cover %zu of %zu gradients", t->started, g->n);
-    return 0;
-}
 
 /* The weight-decay segments clipped to [lo, lo+n), made relative to lo. */
 static int shard_segments(mt_trainer *t, const mt_group *g)
@@ -87,7 +55,6 @@ static int dist_setup(mt_trainer *t, const mt_group *g)
 {
     const mt_config *c = &t->cfg;
     t->shard_lo = 0, t->shard_n = g->n;
-    t->overlap = c->ranks > 1 && g->dt == MT_F32 && c->lora_rank == 0;
     if (c->zero < 1 || c->ranks < 2)
         return 0; /* the optimizer takes the model's segments */
     mt_dist_shard(g->n, c->rank, c->ranks, &t->shard_lo, &t->shard_n);
@@ -224,10 +191,6 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
         float loss;
         if (mt_data_next(t->data, t->inputs, t->targets) != 0)
             return fail(err, "data");
-        if (t->overlap && k == accum - 1) {
-            t->started = 0;
-            mt_model_on_grads_ready(t->model, grads_ready, t);
-        }
         /* each rank's gradient is 1/ranks of the mean: the all-reduce's sum is the mean */
         if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss) != 0)
             return fail(err, "forward");
@@ -238,7 +201,7 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     mt_group g;
     mt_model_trainable(t->model, &g);
     if (ranks > 1) {
-        if (reduce_grads(t, &g) != 0)
+        if (mt_dist_allreduce(g.grad, g.dt, g.n, t->bucket, t->bucket_n) != 0)
             return fail(err, "data parallel");
         sum = mt_dist_sum(sum) / ranks;
     }
