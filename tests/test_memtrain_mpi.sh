@@ -51,6 +51,16 @@ for np in 2 4; do
     done
 done
 
+# llama (untied head, no learned positions, grouped-query attention)
+for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2"; do
+    "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 --tied 0 $extra --zero 0 --batch 4 --steps 4 \
+        --quiet --report "$tmp/one.json" || bad "llama, one process"
+    expect 0 "2 ranks, llama $extra runs" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 \
+        --tied 0 $extra --steps 4 --quiet --report "$tmp/dp.json"
+    if losses_equal "$tmp/one.json" "$tmp/dp.json" 2>"$tmp/err"; then ok "2 ranks, llama $extra: losses equal one process"
+    else bad "2 ranks, llama $extra: losses differ: $(tail -1 "$tmp/err")"; fi
+done
+
 # every rank's memory against the prediction, and the report's ranks
 "$mp" estimate --family gpt2 --layers 2 --hidden 128 --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 \
     --framework memtrain --emit memtrain -o "$tmp/mid.cfg" >/dev/null
