@@ -8,6 +8,7 @@
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
+#   make MPI=no BUILD=build-nompi      memtrain without MPI (one process; found: mpicc or pkg-config ompi-c)
 
 PREFIX    ?= /usr/local
 MANPREFIX ?= $(PREFIX)/share/man
@@ -33,10 +34,22 @@ CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw
 # memplan needs no BLAS threads: GSL gets its small CBLAS there, OpenBLAS elsewhere.
 PLAN_LIBS  := -lgsl -lgslcblas -ljansson -lcsv -lm
 FULL_LIBS  := -lgsl $(BLAS_LIBS) $(CURSES_LIBS) -ljansson -lcsv -lm -lpthread
+# MPI (OpenMPI): memtrain trains data parallel under mpirun when found (MPI=no builds
+# without it). From mpicc's wrapper flags, else pkg-config's ompi-c.
+MPI       ?= yes
+ifeq ($(MPI),yes)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c 2>/dev/null)
+endif
+ifneq ($(strip $(MPI_LIBS)),)
+MPI_DEFS   := -DMT_HAVE_MPI $(MPI_CFLAGS)
+endif
+# what links the trainer (trainer/dist.c) links MPI
+TRAIN_LIBS := $(FULL_LIBS) $(MPI_LIBS)
 
 # Required flags come first; the user's CFLAGS are added, never replace them.
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wshadow \
-              -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) \
+              -Wno-unused-parameter $(OPT) $(SANFLAGS) -Iplanner -Itrainer -Itui $(PKG_CFLAGS) $(MPI_DEFS) \
               -DMEMPLAN_DATADIR=\"$(PREFIX)/share/memplan/profiles\" $(CFLAGS)
 # libcsv ships no .pc file.
 LINK       := $(SANFLAGS) $(LDFLAGS)
@@ -88,13 +101,13 @@ $(BIN)/memplan: $(call obj,$(CMD_SRC)) $(LIB)
 	$(CC) -o $@ $^ $(LINK) $(PLAN_LIBS)
 $(BIN)/memtrain: $(call obj,trainer/memtrain.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(TRAIN_LIBS)
 $(BIN)/memtop: $(call obj,tui/memtop.c) $(TUI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(TRAIN_LIB) $(TUI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(TRAIN_LIBS)
 
 # Unit tests are C programs; CLI tests are shell scripts run against the built binaries.
 test-unit: $(TESTS)
@@ -104,6 +117,8 @@ test-cli: $(PROGS)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
 	@tests/test_emit_engines.sh $(BIN)
+	@# data parallel on 2 and 4 ranks (mpirun --oversubscribe); skipped without MPI
+	@tests/test_memtrain_mpi.sh $(BIN)
 
 # rewrite the output shown under README's and the man pages' examples from real runs
 examples: $(PROGS)
@@ -146,7 +161,7 @@ bench: $(PROGS) $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c
 	@bench/run.sh $(BUILD)
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LINK) $(FULL_LIBS)
+	$(CC) -o $@ $^ $(LINK) $(TRAIN_LIBS)
 
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full

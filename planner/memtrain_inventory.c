@@ -71,10 +71,10 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_RES_TABLE] = ROW("res table", OTHER, PERSISTENT, PTR, MODEL, ALWAYS, 1, L1, 1, 1),
     [MEMTRAIN_SAVED_TABLE] = ROW("saved table", OTHER, PERSISTENT, PTR, MODEL, ALWAYS, 1, L, NSLOT, 1),
 
-    [MEMTRAIN_OPT_M] = ROW("opt.m", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(MOMENTUM), 1, NTRAIN, 1, 1),
-    [MEMTRAIN_OPT_V] = ROW("opt.v", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(ADAMW), 1, NTRAIN, 1, 1),
-    [MEMTRAIN_OPT_M8] = ROW("opt.m8", OPTIMIZER, PERSISTENT, U8, OPTIM, IF(ADAMW_8BIT), 1, NTRAIN, 1, 1),
-    [MEMTRAIN_OPT_V8] = ROW("opt.v8", OPTIMIZER, PERSISTENT, U8, OPTIM, IF(ADAMW_8BIT), 1, NTRAIN, 1, 1),
+    [MEMTRAIN_OPT_M] = ROW("opt.m", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(MOMENTUM), 1, SHARD, 1, 1),
+    [MEMTRAIN_OPT_V] = ROW("opt.v", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(ADAMW), 1, SHARD, 1, 1),
+    [MEMTRAIN_OPT_M8] = ROW("opt.m8", OPTIMIZER, PERSISTENT, U8, OPTIM, IF(ADAMW_8BIT), 1, SHARD, 1, 1),
+    [MEMTRAIN_OPT_V8] = ROW("opt.v8", OPTIMIZER, PERSISTENT, U8, OPTIM, IF(ADAMW_8BIT), 1, SHARD, 1, 1),
     [MEMTRAIN_OPT_M_AMAX] = ROW("opt.m_amax", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(ADAMW_8BIT), 1, ADAM8_BLOCKS, 1, 1),
     [MEMTRAIN_OPT_V_AMAX] = ROW("opt.v_amax", OPTIMIZER, PERSISTENT, F32, OPTIM, IF(ADAMW_8BIT), 1, ADAM8_BLOCKS, 1, 1),
     [MEMTRAIN_OPT_SCRATCH] = ROW("opt.scratch", WORKSPACE, PERSISTENT, F32, OPTIM, IF(ADAMW_8BIT), 1, 2, BLOCK, 1),
@@ -85,6 +85,8 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_SHUF] = ROW("data.shuf", DATA, PERSISTENT, U16, DATA, IF(LOAD_STREAM), 1, SHUFFLE, T1, 1),
     [MEMTRAIN_INPUTS] = ROW("inputs", DATA, PERSISTENT, I32, TRAINER, ALWAYS, 1, N, 1, 1),
     [MEMTRAIN_TARGETS] = ROW("targets", DATA, PERSISTENT, I32, TRAINER, ALWAYS, 1, N, 1, 1),
+
+    [MEMTRAIN_COMM_BUCKET] = ROW("comm.bucket", COMM, PERSISTENT, F32, DIST, IF(DP) | IF(MIXED), 1, BUCKET, 1, 1),
 
     [MEMTRAIN_RES] = ROW("res", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, L1, N, C, 1),
     [MEMTRAIN_LNF] = ROW("lnf", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, 1, N, C, 1),
@@ -99,17 +101,20 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
 const char *memtrain_tag_name(int tag)
 {
     static const char *const names[MEMTRAIN_NTAGS] = {
-        "weights", "master", "gradients", "optimizer", "activations", "workspace", "data", "other"};
+        "weights", "master", "gradients", "optimizer", "activations", "workspace", "data", "other",
+        "comm"};
     return tag >= 0 && tag < MEMTRAIN_NTAGS ? names[tag] : "?";
 }
 
 /* Master weights count as optimizer state (as the ZeRO paper counts them);
- * workspaces and small tables are overhead; the data loader is host memory. */
+ * workspaces, small tables and communication buffers are overhead; the data
+ * loader is host memory. */
 int memtrain_tag_component(int tag)
 {
     static const int comp[MEMTRAIN_NTAGS] = {MP_WEIGHTS,     MP_OPTIMIZER, MP_GRADIENTS,
                                              MP_OPTIMIZER,   MP_ACTIVATIONS, MP_OVERHEAD,
-                                             -1,             MP_OVERHEAD};
+                                             -1,             MP_OVERHEAD,
+                                             MP_OVERHEAD};
     return tag >= 0 && tag < MEMTRAIN_NTAGS ? comp[tag] : -1;
 }
 
@@ -141,6 +146,7 @@ static unsigned conditions(const memtrain_dims *d)
     h |= d->optimizer == MP_ADAMW_8BIT ? IF(ADAMW_8BIT) : 0;
     h |= d->loader == MP_LOAD_MEMORY ? IF(LOAD_MEMORY) : IF(LOAD_STREAM);
     h |= d->source_bytes ? 0 : IF(BUILTIN_CORPUS);
+    h |= d->ranks > 1 ? IF(DP) : 0;
     return h;
 }
 
@@ -177,7 +183,10 @@ static void parameter_quantities(memtrain_dims *d)
     q[MEMTRAIN_Q_MODULES] = lora_modules(d, &d->lora_io);
     q[MEMTRAIN_Q_NLORA] = L * d->lora_rank * d->lora_io;
     q[MEMTRAIN_Q_NTRAIN] = d->lora_rank ? q[MEMTRAIN_Q_NLORA] : q[MEMTRAIN_Q_NBASE];
-    q[MEMTRAIN_Q_ADAM8_BLOCKS] = d->adam8_block ? cdiv(q[MEMTRAIN_Q_NTRAIN], d->adam8_block) : 0;
+    size_t ranks = d->ranks > 1 ? d->ranks : 1;
+    q[MEMTRAIN_Q_SHARD] = d->zero >= 1 ? cdiv(q[MEMTRAIN_Q_NTRAIN], ranks) : q[MEMTRAIN_Q_NTRAIN];
+    q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < MEMTRAIN_BUCKET ? q[MEMTRAIN_Q_NTRAIN] : MEMTRAIN_BUCKET;
+    q[MEMTRAIN_Q_ADAM8_BLOCKS] = d->adam8_block ? cdiv(q[MEMTRAIN_Q_SHARD], d->adam8_block) : 0;
     q[MEMTRAIN_Q_VEC] = n_vec > n_fvec ? n_vec : n_fvec;
 }
 
@@ -291,12 +300,23 @@ static const char *quantity_name(int q)
         [MEMTRAIN_Q_TILE] = "max(2^20,C,AW,F)", [MEMTRAIN_Q_VEC] = "max(n_vec,n_fvec)",
         [MEMTRAIN_Q_ATTN] = "attention scratch", [MEMTRAIN_Q_CE_ROWS] = "min(ce_chunk,N)",
         [MEMTRAIN_Q_NSLOT] = "slots", [MEMTRAIN_Q_SOURCE] = "S", [MEMTRAIN_Q_READ] = "65536",
-        [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer",
+        [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer", [MEMTRAIN_Q_SHARD] = "n_train",
+        [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)",
     };
     return q >= 0 && q < MEMTRAIN_NQ && names[q] ? names[q] : "?";
 }
 
-void memtrain_row_formula(int id, char *buf, size_t len)
+/* A quantity's name in this configuration: ZeRO-1 over several ranks shards the
+ * optimizer's state, which is n_train otherwise. */
+static const char *quantity_name_in(const memtrain_dims *d, int q)
+{
+    bool sharded = d->zero >= 1 && d->ranks > 1;
+    if (sharded && q == MEMTRAIN_Q_SHARD) return "ceil(n_train/ranks)";
+    if (sharded && q == MEMTRAIN_Q_ADAM8_BLOCKS) return "ceil(ceil(n_train/ranks)/block)";
+    return quantity_name(q);
+}
+
+void memtrain_row_formula(const memtrain_dims *d, int id, char *buf, size_t len)
 {
     static const char *const dtype_names[] = {"P", "A", "4", "4", "2", "1", "1/2", "8", "56"};
     const memtrain_row *r = &memtrain_rows[id];
@@ -305,6 +325,6 @@ void memtrain_row_formula(int id, char *buf, size_t len)
     buf[0] = 0;
     for (int i = 0; i < 4 && used < len; i++)
         if (q[i] != MEMTRAIN_Q_1)
-            used += (size_t)snprintf(buf + used, len - used, "%s x ", quantity_name(q[i]));
+            used += (size_t)snprintf(buf + used, len - used, "%s x ", quantity_name_in(d, q[i]));
     if (used < len) snprintf(buf + used, len - used, "%s", dtype_names[r->dtype]);
 }

@@ -19,7 +19,11 @@
  * n_vec a layer's vectors (gpt2: 6C + QW + FW, llama: 2C) and n_fvec the final
  * norm's (2C or C); the attention scratch (flash: 2 tile^2 + T + 2 tile; eager:
  * T^2, twice unless checkpointing is none), block (8-bit AdamW), S the data
- * source's bytes, slots = MEMTRAIN_NSLOTS (a layer's slots with 7 LoRA u's).
+ * source's bytes, slots = MEMTRAIN_NSLOTS (a layer's slots with 7 LoRA u's),
+ * shard the trainable parameters one rank's optimizer updates (ZeRO-1: n_train
+ * split over the ranks, the first n_train mod ranks one more, so the heaviest
+ * rank's ceil(n_train/ranks); else n_train), bucket = min(n_train, 2^20) the
+ * fp32 elements one all-reduce of 16-bit gradients goes through.
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -35,9 +39,11 @@
 enum {
     MEMTRAIN_TAG_WEIGHTS, MEMTRAIN_TAG_MASTER, MEMTRAIN_TAG_GRADIENTS, MEMTRAIN_TAG_OPTIMIZER,
     MEMTRAIN_TAG_ACTIVATIONS, MEMTRAIN_TAG_WORKSPACE, MEMTRAIN_TAG_DATA, MEMTRAIN_TAG_OTHER,
+    MEMTRAIN_TAG_COMM, /* data parallel: communication buffers */
     MEMTRAIN_NTAGS
 };
-/* "weights", "master", "gradients", "optimizer", "activations", "workspace", "data", "other" */
+/* "weights", "master", "gradients", "optimizer", "activations", "workspace", "data", "other",
+ * "comm" */
 const char *memtrain_tag_name(int tag);
 /* The planner's component of a tag (MP_WEIGHTS..), or -1 for host memory (data). */
 int memtrain_tag_component(int tag);
@@ -65,6 +71,8 @@ enum {
     /* data (data.c) and the batch (train.c) */
     MEMTRAIN_TEXT, MEMTRAIN_TOK, MEMTRAIN_READ_CHUNK, MEMTRAIN_SHUF, MEMTRAIN_INPUTS,
     MEMTRAIN_TARGETS,
+    /* data parallel (dist.c): the fp32 bucket 16-bit gradients are all-reduced through */
+    MEMTRAIN_COMM_BUCKET,
     /* one micro-batch's forward (model.c), freed by its backward */
     MEMTRAIN_RES, MEMTRAIN_LNF, MEMTRAIN_LNF_MEAN, MEMTRAIN_LNF_RSTD, MEMTRAIN_LOGITS,
     MEMTRAIN_CE_LSE,
@@ -78,6 +86,8 @@ enum {
 /* the built-in corpus (no data file) and the stream loader's read size */
 #define MEMTRAIN_CORPUS_BYTES 327680
 #define MEMTRAIN_READ_BYTES 65536
+/* fp32 elements of the data-parallel all-reduce bucket (at most) */
+#define MEMTRAIN_BUCKET ((size_t)1 << 20)
 
 typedef enum {
     MEMTRAIN_PERSISTENT,  /* from creation to the end */
@@ -102,6 +112,7 @@ typedef enum {
     MEMTRAIN_BY_DATA,    /* mt_data_open */
     MEMTRAIN_BY_TRAINER, /* mt_trainer_create */
     MEMTRAIN_BY_FORWARD, /* mt_model_forward, from this table */
+    MEMTRAIN_BY_DIST,    /* mt_trainer_create, for data parallel (dist.c) */
 } memtrain_owner;
 
 /* Conditions a row needs (all of them). */
@@ -114,6 +125,7 @@ enum {
     MEMTRAIN_IF_MOMENTUM = 1u << 14, /* an fp32 first moment: adamw or sgd-momentum */
     MEMTRAIN_IF_LOAD_MEMORY = 1u << 15, MEMTRAIN_IF_LOAD_STREAM = 1u << 16,
     MEMTRAIN_IF_BUILTIN_CORPUS = 1u << 17,
+    MEMTRAIN_IF_DP = 1u << 18, /* more than one rank */
 };
 
 /* The quantities element counts are products of. */
@@ -125,6 +137,7 @@ enum {
     MEMTRAIN_Q_NLORA, MEMTRAIN_Q_MODULES, MEMTRAIN_Q_NTRAIN, MEMTRAIN_Q_ADAM8_BLOCKS,
     MEMTRAIN_Q_BLOCK, MEMTRAIN_Q_TILE, MEMTRAIN_Q_VEC, MEMTRAIN_Q_ATTN, MEMTRAIN_Q_CE_ROWS,
     MEMTRAIN_Q_NSLOT, MEMTRAIN_Q_SOURCE, MEMTRAIN_Q_READ, MEMTRAIN_Q_SHUFFLE,
+    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET,
     MEMTRAIN_NQ
 };
 
@@ -163,6 +176,8 @@ typedef struct memtrain_dims {
     mp_loader loader;
     size_t shuffle_buffer;
     size_t source_bytes;      /* the data file's size; 0: the built-in corpus */
+    size_t ranks;             /* data-parallel ranks (0 or 1: one process) */
+    int zero;                 /* 0: replicated; 1: optimizer state sharded over the ranks */
     /* filled by memtrain_dims_finish */
     unsigned holds;           /* the MEMTRAIN_IF_* conditions that hold */
     size_t q[MEMTRAIN_NQ];    /* every quantity */
@@ -190,7 +205,7 @@ bool memtrain_slot_buffer(const memtrain_dims *d, int id);
  * micro-batch's forward (a slot's saved copies, over all layers). */
 void memtrain_row_bytes(const memtrain_dims *d, int id, size_t *persistent,
                         size_t *micro_batch);
-/* The row's size as text, e.g. "(L+1) x N x C x A". */
-void memtrain_row_formula(int id, char *buf, size_t len);
+/* The row's size as text in this configuration, e.g. "(L+1) x N x C x A". */
+void memtrain_row_formula(const memtrain_dims *d, int id, char *buf, size_t len);
 
 #endif

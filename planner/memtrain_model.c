@@ -31,8 +31,12 @@ static int check_supported(const mp_model *m, const mp_settings *s, char *err)
 {
     if (!mp_precision_value(s->precision)->memtrain) return unsupported(mp_precision_value, s->precision, err);
     if (!mp_optimizer_value(s->optimizer)->memtrain) return unsupported(mp_optimizer_value, s->optimizer, err);
-    if (s->quant == MP_QUANT_INT8 || s->gpus > 1 || s->zero || s->tp > 1 || s->pp > 1 || m->experts) {
-        snprintf(err, MP_ERR_LEN, "memtrain runs dense models on one device without int8, ZeRO or model parallelism");
+    if (s->quant == MP_QUANT_INT8 || s->tp > 1 || s->pp > 1 || m->experts) {
+        snprintf(err, MP_ERR_LEN, "memtrain runs dense models, data parallel only, without int8");
+        return -1;
+    }
+    if (s->zero > 1) {
+        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO stages 0 and 1, not '%d'", s->zero);
         return -1;
     }
     return 0;
@@ -54,6 +58,7 @@ static void plan_dims(const mp_model *m, const mp_settings *s, memtrain_dims *d)
     d->lora_rank = (size_t)s->lora_rank, d->lora_targets = s->lora_targets;
     d->quant = s->quant, d->loader = s->loader, d->shuffle_buffer = (size_t)s->shuffle_buffer;
     d->source_bytes = s->dataset_bytes > 0 ? (size_t)s->dataset_bytes : 0;
+    d->ranks = s->gpus > 1 ? (size_t)s->gpus : 1, d->zero = s->zero; /* per rank: the heaviest */
     memtrain_dims_finish(d);
 }
 
@@ -108,7 +113,7 @@ static void explain_rows(const memtrain_dims *d, mp_estimate *e)
             size_t persistent, micro_batch;
             char formula[sizeof e->terms[0].formula];
             memtrain_row_bytes(d, id, &persistent, &micro_batch);
-            memtrain_row_formula(id, formula, sizeof formula);
+            memtrain_row_formula(d, id, formula, sizeof formula);
             add_term(e, order[k], memtrain_tag_name(r->tag), r->name,
                      (double)persistent + (double)micro_batch, formula);
         }

@@ -35,9 +35,18 @@ static void test_rows(void)
               memtrain_tag_component(MEMTRAIN_TAG_OTHER) == MP_OVERHEAD &&
               memtrain_tag_component(MEMTRAIN_TAG_DATA) == -1,
           "tags: names, and master weights as optimizer state, tables as overhead, data as host");
+    CHECK(!strcmp(memtrain_tag_name(MEMTRAIN_TAG_COMM), "comm") &&
+              memtrain_tag_component(MEMTRAIN_TAG_COMM) == MP_OVERHEAD,
+          "communication buffers: their own tag, counted as overhead");
     char f[112];
-    memtrain_row_formula(MEMTRAIN_RES, f, sizeof f);
+    memtrain_dims one = {0};
+    memtrain_row_formula(&one, MEMTRAIN_RES, f, sizeof f);
     CHECK(!strcmp(f, "(L+1) x N x C x A"), "a row's size as text: %s", f);
+    memtrain_row_formula(&one, MEMTRAIN_OPT_M, f, sizeof f);
+    CHECK(!strcmp(f, "n_train x 4"), "one process: the optimizer holds n_train: %s", f);
+    memtrain_dims zero1 = {.ranks = 4, .zero = 1};
+    memtrain_row_formula(&zero1, MEMTRAIN_OPT_M, f, sizeof f);
+    CHECK(!strcmp(f, "ceil(n_train/ranks) x 4"), "ZeRO-1: the optimizer holds a shard: %s", f);
 }
 
 static void test_linears(void)
@@ -112,11 +121,43 @@ static void test_slots(void)
           "copies; mixed keeps fp32 copies of the 16-bit slots, not of the fp32 statistics");
 }
 
+/* Data parallel: ZeRO-1 partitions the optimizer state over the ranks (the ZeRO
+ * paper's P_os, Rajbhandari et al. 2020, eq. for K*Psi/N_d), the heaviest rank
+ * holding ceil(n/ranks); 16-bit gradients go through one fp32 bucket of at most
+ * 2^20 elements; ZeRO-0 and one process keep everything. */
+static void test_data_parallel(void)
+{
+    memtrain_dims d = gpt2_124m();
+    double t[MEMTRAIN_NTAGS], mb;
+    d.ranks = 4, d.zero = 1;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 31109952 && t[MEMTRAIN_TAG_WEIGHTS] == 497759232 &&
+              t[MEMTRAIN_TAG_GRADIENTS] == 497759232 && t[MEMTRAIN_TAG_COMM] == 0,
+          "ZeRO-1 on 4 ranks, fp32: AdamW's m and v of 124439808/4 parameters each (%.0f), no bucket",
+          t[MEMTRAIN_TAG_OPTIMIZER]);
+    d.ranks = 3;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 41479936, "3 ranks: the heaviest holds ceil(n/3): %.0f",
+          t[MEMTRAIN_TAG_OPTIMIZER]);
+    d.precision = MP_MIXED_BF16, d.zero = 0;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_COMM] == 4.0 * 1048576 && t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 124439808,
+          "ZeRO-0, bf16: a 4 MiB fp32 bucket (%.0f), the whole optimizer state", t[MEMTRAIN_TAG_COMM]);
+    d.ranks = 1;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_COMM] == 0, "one process: no communication buffer");
+}
+
 int main(void)
 {
     test_rows();
     test_linears();
     test_worked_example();
     test_slots();
+    test_data_parallel();
     return check_summary();
 }

@@ -6,12 +6,20 @@
 # predicted total. Targets: each component within 1%, total within 2%, RSS within 5%
 # (RSS is checked where the prediction is at least 256 MiB, since OpenBLAS's thread
 # buffers and the C library's arenas are a fixed few tens of MiB).
+# Data-parallel configurations (memtrain under mpirun) give one row per rank against the
+# planner's per-rank prediction.
 # usage: tests/validate.sh BIN quick|full
 bin=${1:-build/bin}
 set_=${2:-full}
 export MEMPLAN_PROFILES="$(pwd)/profiles"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# data parallel (configs ending in MPI): run under mpirun with the plan's --gpus ranks, each
+# rank a row; skipped where mpirun or an MPI build of memtrain is missing
+mpi_run="mpirun --oversubscribe"
+[ "$(id -u)" = 0 ] && mpi_run="$mpi_run --allow-run-as-root"
+have_mpi=no
+command -v mpirun >/dev/null && ldd "$bin/memtrain" 2>/dev/null | grep -q libmpi && have_mpi=yes
 head -c 3000000 /dev/urandom | od -An -tx1 | tr -d ' \n' | fold -w 80 > "$tmp/data.txt"
 
 G="--family gpt2 --layers 6 --hidden 512 --heads 8 --vocab 8192 --max-pos 128 --seq 128 --batch 4"
@@ -25,6 +33,7 @@ gpt2-fp32|$g --precision fp32 --optimizer adamw
 gpt2-full-ckpt-bf16|$g --precision mixed-bf16 --checkpointing full --optimizer adamw
 llama-lora-flash|$l --precision fp32 --lora-rank 4 --lora-targets q,v --attention flash --optimizer adamw
 llama-qlora-8bit|$l --precision mixed-bf16 --lora-rank 4 --quant nf4-dq --optimizer adamw-8bit --ce chunked --ce-chunk 16
+gpt2-dp2-zero1-bf16|$g --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 1 MPI
 EOC
 else
 cat > "$tmp/configs" <<EOC
@@ -48,19 +57,29 @@ llama-qlora-nf4-dq|$Lm --precision mixed-bf16 --optimizer adamw --lora-rank 8 --
 llama-qlora-nf4|$Lm --precision mixed-bf16 --optimizer adamw --lora-rank 8 --quant nf4
 llama-bf16-8bit-selective-chunked|$Lm --precision mixed-bf16 --optimizer adamw-8bit --checkpointing selective --ce chunked --ce-chunk 256
 llama-flash-full-ckpt-fp16|$Lm --precision mixed-fp16 --optimizer adamw --attention flash --checkpointing full
+gpt2-dp2-zero0-fp32|$G --precision fp32 --optimizer adamw --gpus 2 --zero 0 MPI
+gpt2-dp4-zero1-fp32|$G --precision fp32 --optimizer adamw --gpus 4 --zero 1 MPI
+gpt2-dp2-zero1-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 1 MPI
+llama-dp4-zero1-8bit-fp16|$Lm --precision mixed-fp16 --optimizer adamw-8bit --gpus 4 --zero 1 MPI
+llama-dp2-zero1-lora|$Lm --precision fp32 --optimizer adamw --lora-rank 8 --lora-targets q,v --gpus 2 --zero 1 MPI
 EOC
 fi
 
 : > "$tmp/rows"
 while IFS='|' read -r name flags; do
-    data=""
+    data="" launch=""
     case "$flags" in *DATA) flags=${flags% DATA}; data="--data $tmp/data.txt" ;; esac
+    case "$flags" in *MPI)
+        flags=${flags% MPI}
+        [ $have_mpi = yes ] || { echo "$name|SKIP|no mpirun or no MPI build" >> "$tmp/rows"; continue; }
+        launch="$mpi_run -np $(echo "$flags" | sed 's/.*--gpus \([0-9]*\).*/\1/')" ;;
+    esac
     # shellcheck disable=SC2086
     if ! "$bin/memplan" estimate $flags --framework memtrain --emit memtrain -o "$tmp/$name.cfg" >/dev/null 2>"$tmp/err"; then
         echo "$name|PLANFAIL|$(cat "$tmp/err")" >> "$tmp/rows"; continue
     fi
     # shellcheck disable=SC2086
-    if ! "$bin/memtrain" --config "$tmp/$name.cfg" --steps 2 --quiet $data --report "$tmp/$name.json" 2>"$tmp/err"; then
+    if ! $launch "$bin/memtrain" --config "$tmp/$name.cfg" --steps 2 --quiet $data --report "$tmp/$name.json" 2>"$tmp/err" </dev/null; then
         echo "$name|RUNFAIL|$(cat "$tmp/err")" >> "$tmp/rows"; continue
     fi
     echo "$name|$tmp/$name.json" >> "$tmp/rows"
@@ -73,11 +92,21 @@ rows = [l.rstrip("\n").split("|", 2) for l in open(sys.argv[1]) if l.strip()]
 print("%-34s %8s %8s %8s %8s %8s %9s %9s %8s" % ("config", *[c[:8] for c in comps], "pred MiB", "total", "RSS"))
 passed = failed = 0
 worst = {"comp": 0, "total": 0, "rss": 0}
-for r in rows:
-    name = r[0]
-    if r[1] in ("PLANFAIL", "RUNFAIL"):
-        print("%-34s %s: %s" % (name, r[1], r[2] if len(r) > 2 else "")); failed += 1; continue
-    d = json.load(open(r[1]))
+def each_rank(rows):
+    """A multi-rank report gives one row per rank (its `ranks` entries)."""
+    for r in rows:
+        if r[1] in ("PLANFAIL", "RUNFAIL", "SKIP"):
+            yield r[0], r[1], r[2] if len(r) > 2 else ""
+            continue
+        d = json.load(open(r[1]))
+        for e in d.get("ranks", [d]):
+            yield (r[0] + (" r%d" % e["rank"] if "rank" in e else "")), "ok", e
+skipped = 0
+for name, status, d in each_rank(rows):
+    if status == "SKIP":
+        print("%-34s skipped: %s" % (name, d)); skipped += 1; continue
+    if status != "ok":
+        print("%-34s %s: %s" % (name, status, d)); failed += 1; continue
     m, p = d["measured"], d["predicted"]
     errs = [100.0 * (m[c] - p[c]) / p[c] if p[c] else (0.0 if m[c] == 0 else 100.0) for c in comps]
     tot = 100.0 * (d["measured_peak_bytes"] - d["predicted_peak_bytes"]) / d["predicted_peak_bytes"]
@@ -92,6 +121,6 @@ for r in rows:
         name, *errs, pred / 2**20, tot, ("%+7.2f%%" % rss) if check_rss else "    n/a ", "ok" if ok else "FAIL"))
     passed += ok; failed += not ok
 print("worst: component %.2f%%, total %.2f%%, RSS %.2f%% (targets 1%%, 2%%, 5%%)" % (worst["comp"], worst["total"], worst["rss"]))
-print("validate: %d passed, %d failed" % (passed, failed))
+print("validate: %d passed, %d failed%s" % (passed, failed, ", %d skipped" % skipped if skipped else ""))
 sys.exit(1 if failed else 0)
 PY

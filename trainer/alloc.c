@@ -43,7 +43,7 @@ _Static_assert((int)MT_WEIGHTS == (int)MEMTRAIN_TAG_WEIGHTS && (int)MT_MASTER ==
                    (int)MT_OPTIMIZER == (int)MEMTRAIN_TAG_OPTIMIZER &&
                    (int)MT_ACTIVATIONS == (int)MEMTRAIN_TAG_ACTIVATIONS &&
                    (int)MT_WORKSPACE == (int)MEMTRAIN_TAG_WORKSPACE &&
-                   (int)MT_DATA == (int)MEMTRAIN_TAG_DATA && (int)MT_OTHER == (int)MEMTRAIN_TAG_OTHER &&
+                   (int)MT_DATA == (int)MEMTRAIN_TAG_DATA && (int)MT_OTHER == (int)MEMTRAIN_TAG_OTHER && (int)MT_COMM == (int)MEMTRAIN_TAG_COMM &&
                    (int)MT_NTAGS == (int)MEMTRAIN_NTAGS,
                "the allocator's tags are the inventory's");
 

@@ -43,6 +43,7 @@ enum {
                        dequantised layer buffer, cross-entropy chunk buffers */
     MT_DATA,        /* token buffers, loader buffers */
     MT_OTHER,       /* small tables and structs */
+    MT_COMM,        /* data parallel: communication buffers */
     MT_NTAGS
 };
 
@@ -86,7 +87,7 @@ void mt_mem_trim(void);
 /* Turn the reuse cache on (default) or off (off also trims). */
 void mt_mem_set_cache(bool on);
 /* "weights", "master", "gradients", "optimizer", "activations", "workspace",
- * "data", "other". */
+ * "data", "other", "comm". */
 const char *mt_tag_name(int tag);
 
 /* Errors: mt_error() formats a message, stores it and returns -1. */

@@ -19,6 +19,7 @@ void mt_config_default(mt_config *c)
     c->batch = 4;
     c->seq = 64;
     c->accum = 1;
+    c->rank = 0, c->ranks = 1, c->zero = 0;
     c->precision = MP_FP32;
     c->attention = MP_ATTN_EAGER;
     c->attn_tile = 64;
@@ -79,6 +80,9 @@ int mt_config_finish(mt_config *c, char *err)
         return FAIL("vocab (%d) must be at most 65536 (tokens are stored as uint16)", c->vocab);
     if (c->batch < 1 || c->seq < 1 || c->accum < 1)
         return FAIL("batch, seq and accum must be positive");
+    if (c->ranks < 1 || c->rank < 0 || c->rank >= c->ranks || c->zero < 0 || c->zero > 1)
+        return FAIL("rank %d of %d ranks with zero = %d: memtrain implements ZeRO stages 0 and 1", c->rank,
+                    c->ranks, c->zero);
     if (!c->max_pos)
         c->max_pos = c->seq;
     if (c->family == MT_GPT2 && c->seq > c->max_pos)

@@ -63,6 +63,9 @@ typedef struct mt_config {
     mp_loader loader;
     int shuffle_buffer; /* sequences in the streaming shuffle buffer, default 256 */
     char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
+    /* data parallel: this process's rank of `ranks` (set by the launcher, not a key) */
+    int rank, ranks;
+    int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1) */
     /* misc */
     uint64_t seed;
     float init_std;    /* default 0.02 */

@@ -114,6 +114,7 @@ void mt_corpus_generate(char *buf, size_t len)
 struct mt_data {
     mp_loader kind;
     size_t B, T;
+    size_t rank, ranks; /* data parallel: this loader's rows of ranks x B */
     size_t src_bytes;
     /* memory */
     uint16_t *tok;
@@ -192,6 +193,7 @@ int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size
     d->kind = kind;
     d->B = B;
     d->T = T;
+    d->rank = 0, d->ranks = 1;
     d->fd = -1;
     mt_rng_seed(&d->rng, seed ^ 0x64617461ULL);
     bool builtin = !path || !path[0];
@@ -270,23 +272,37 @@ fail:
     return -1;
 }
 
+int mt_data_shard(mt_data *d, int rank, int ranks)
+{
+    if (ranks < 1 || rank < 0 || rank >= ranks)
+        return mt_error("data: rank %d of %d", rank, ranks);
+    size_t global = (size_t)ranks * d->B * d->T;
+    if (d->kind == MP_LOAD_MEMORY && d->ntok < global + 1)
+        return mt_error("data: %zu tokens is less than one global batch of %d ranks (ranks*B*T+1 = %zu)",
+                        d->ntok, ranks, global + 1);
+    d->rank = (size_t)rank, d->ranks = (size_t)ranks;
+    return 0;
+}
+
 int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets)
 {
-    size_t B = d->B, T = d->T;
+    size_t B = d->B, T = d->T, global = d->ranks * B;
     if (d->kind == MP_LOAD_MEMORY) {
-        if (d->pos + B * T + 1 > d->ntok)
+        if (d->pos + global * T + 1 > d->ntok)
             d->pos = 0;
-        const uint16_t *t = d->tok + d->pos;
+        const uint16_t *t = d->tok + d->pos + d->rank * B * T;
         for (size_t i = 0; i < B * T; i++) {
             inputs[i] = t[i];
             targets[i] = t[i + 1];
         }
-        d->pos += B * T;
+        d->pos += global * T;
         return 0;
     }
-    for (size_t b = 0; b < B; b++) {
+    /* every rank draws the whole global batch (same seed, same stream) and keeps its rows */
+    for (size_t g = 0; g < global; g++) {
         uint16_t *slot = d->shuf + (size_t)mt_rng_below(&d->rng, (uint32_t)d->S) * (T + 1);
-        for (size_t t = 0; t < T; t++) {
+        size_t b = g - d->rank * B;
+        for (size_t t = 0; g / B == d->rank && t < T; t++) {
             inputs[b * T + t] = slot[t];
             targets[b * T + t] = slot[t + 1];
         }

@@ -42,6 +42,11 @@ typedef struct mt_data mt_data;
 /* path NULL or "": the built-in corpus. Returns 0, or -1 with mt_last_error(). */
 int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size_t T,
                  size_t shuffle_buffer, uint64_t seed);
+/* Data parallel: this loader is rank `rank` of `ranks`, each reading B rows of
+ * one global batch of ranks x B rows, the rows one process reading batch
+ * ranks x B would get (memory: rank r's rows of the global window; stream: the
+ * global draws, of which rank r keeps its B). Before the first batch. */
+int mt_data_shard(mt_data *d, int rank, int ranks);
 /* Fill inputs and targets (B,T) with the next batch. */
 int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets);
 void mt_data_close(mt_data *d);

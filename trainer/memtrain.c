@@ -10,6 +10,7 @@
  * hit (refused before the start, or stopped after the step that crossed it);
  * 1 a runtime failure.
  */
+#include "dist.h"
 #include "memplan.h"
 #include "metrics_format.h"
 #include "options.h"
@@ -35,10 +36,14 @@
 /* True while the progress bar's line is open on the terminal: an error then starts a
  * line of its own. */
 static bool bar_open;
+/* Data parallel: this process's rank; the errors every rank meets alike (bad
+ * input) are said once, by rank 0. */
+static int my_rank;
 
 /* An error, one line on stderr; returns `code`. */
 __attribute__((format(printf, 2, 3))) static int run_error(int code, const char *fmt, ...)
 {
+    if (my_rank != 0 && code != 1) return code;
     va_list ap;
     va_start(ap, fmt);
     if (bar_open)
@@ -190,6 +195,7 @@ static const mp_opt *config_keys(void)
     keys[n++] = setting_key("quant", K(c.quant), 0, &quant_values);
     keys[n++] = setting_key("loader", K(c.loader), 0, &loader_values);
     keys[n++] = setting_key("shuffle-buffer", K(c.shuffle_buffer), 1 << 24, NULL);
+    keys[n++] = setting_key("zero", K(c.zero), 1, NULL);
     for (int i = 9; own_keys[i].name; i++) keys[n++] = own_keys[i];
     return keys;
 }
@@ -280,14 +286,16 @@ static int predict(const mt_config *c, bool tied, mp_estimate *e, char *name, si
     s.lora_rank = c->lora_rank, s.lora_targets = c->lora_targets;
     s.quant = c->quant, s.loader = c->loader;
     s.shuffle_buffer = c->shuffle_buffer;
+    s.gpus = c->ranks, s.zero = c->zero;
     return mp_estimate_run(&m, &s, NULL, e, err);
 }
 
 /* ---------- measured components, in the planner's names ---------- */
 
 /* Each planner component from the allocator's tags: master weights count as
- * optimizer state (as the ZeRO paper does); backward workspaces and small
- * tables are overhead; the data loader is host memory (reported apart). */
+ * optimizer state (as the ZeRO paper does); backward workspaces, small tables
+ * and communication buffers are overhead; the data loader is host memory
+ * (reported apart). */
 static void measured_components(const mt_mem_stats *st, double comp[MP_NCOMP], bool peak)
 {
     const size_t *v = peak ? st->peak : st->cur;
@@ -295,7 +303,7 @@ static void measured_components(const mt_mem_stats *st, double comp[MP_NCOMP], b
     comp[MP_GRADIENTS] = (double)v[MT_GRADIENTS];
     comp[MP_OPTIMIZER] = (double)(v[MT_MASTER] + v[MT_OPTIMIZER]);
     comp[MP_ACTIVATIONS] = (double)v[MT_ACTIVATIONS];
-    comp[MP_OVERHEAD] = (double)(v[MT_WORKSPACE] + v[MT_OTHER]);
+    comp[MP_OVERHEAD] = (double)(v[MT_WORKSPACE] + v[MT_OTHER] + v[MT_COMM]);
 }
 
 /* ---------- checkpoints ---------- */
@@ -424,10 +432,13 @@ static FILE *metrics_open(const char *path, const mt_config *c, long steps, doub
     if (!f) return NULL;
     fprintf(f, "# memtrain metrics v1\n# model: %s\n", model);
     fprintf(f, "# settings: family=%s precision=%s optimizer=%s checkpointing=%s attention=%s batch=%d "
-               "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s\n",
+               "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s",
             mt_family_name(c->family), mp_precision_name(c->precision), mp_optimizer_name(c->optimizer),
             mp_ckpt_name(c->checkpointing), mp_attention_name(c->attention), c->batch, c->accum, c->seq,
             mp_ce_name(c->ce), c->lora_rank, mp_quant_name(c->quant), mp_loader_name(c->loader));
+    /* data parallel: which rank's file this is */
+    if (c->ranks > 1) fprintf(f, " zero=%d rank=%d ranks=%d", c->zero, c->rank, c->ranks);
+    fputc('\n', f);
     fprintf(f, "# steps: %ld\n# budget_bytes: %.0f\n# device: cpu\n", steps, limit);
     for (int i = 0; i < MP_NMETRIC; i++) csv_put(f, mp_metric_name(i), i == 0);
     fputc('\n', f);
@@ -463,6 +474,10 @@ static void metrics_row(FILE *f, long step, double t, double loss, double tps, d
 /* ---------- the run ---------- */
 
 static volatile sig_atomic_t stop_requested;
+
+/* Whether any rank says so: with several ranks every rank decides alike (a
+ * signal, the memory limit), so none waits in a collective the others left. */
+static bool any_rank(bool mine, int ranks) { return ranks > 1 ? mt_dist_sum(mine ? 1 : 0) > 0 : mine; }
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
 
 static double now_s(void)
@@ -518,7 +533,192 @@ static int parse_args(int argc, char **argv, run_opts *o, run_keys *k)
     return -1;
 }
 
-int main(int argc, char **argv)
+/* The metrics file of this rank: FILE itself with one rank, else the rank
+ * before the extension (run.csv: run.rank0.csv, run.rank1.csv, ...). */
+static void rank_path(const char *path, int rank, int ranks, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (ranks <= 1) {
+        snprintf(out, len, "%s", path);
+    } else if (dot && (!slash || dot > slash + 1)) {
+        snprintf(out, len, "%.*s.rank%d%s", (int)(dot - path), path, rank, dot);
+    } else {
+        snprintf(out, len, "%s.rank%d", path, rank);
+    }
+}
+
+/* What each rank measured, gathered on rank 0 for the table and the report. */
+typedef struct rank_stats {
+    mt_mem_stats st;
+    size_t baseline_rss, peak_rss;
+} rank_stats;
+
+/* The run's outcome, the same on every rank (the losses are of the global batch). */
+typedef struct run_result {
+    long steps, first_step, done;
+    double tokens_per_s, last_loss;
+    json_t *losses;
+    int rc;
+} run_result;
+
+static double device_peak_of(const mt_mem_stats *st) { return (double)(st->total_peak - st->at_peak[MT_DATA]); }
+
+static void print_table(const rank_stats *rs, const mp_estimate *pred)
+{
+    char a[32], b[32], c[32];
+    double meas[MP_NCOMP], device_peak = device_peak_of(&rs->st);
+    measured_components(&rs->st, meas, true);
+    printf("\n  %-12s %14s %14s %8s\n", "component", "measured peak", "predicted", "error");
+    for (int k = 0; k < MP_NCOMP; k++) {
+        double err_pct = pred->peak[k] > 0 ? 100 * (meas[k] - pred->peak[k]) / pred->peak[k] : 0;
+        printf("  %-12s %14s %14s %+7.2f%%\n", mp_component_name(k), mp_fmt_gib(meas[k], a, sizeof a),
+               mp_fmt_gib(pred->peak[k], b, sizeof b), err_pct);
+    }
+    printf("  %-12s %14s %14s %+7.2f%%\n", "total peak", mp_fmt_gib(device_peak, a, sizeof a),
+           mp_fmt_gib(pred->total_bytes, b, sizeof b), 100 * (device_peak - pred->total_bytes) / pred->total_bytes);
+    printf("  %-12s %14s   (peak RSS %s minus the %s at start, from /proc/self/status)\n", "RSS growth",
+           mp_fmt_gib((double)(rs->peak_rss - rs->baseline_rss), a, sizeof a),
+           mp_fmt_gib((double)rs->peak_rss, b, sizeof b), mp_fmt_gib((double)rs->baseline_rss, c, sizeof c));
+    printf("  %-12s %14s   (host: data loader)\n", "data", mp_fmt_gib((double)rs->st.peak[MT_DATA], a, sizeof a));
+    if (rs->st.peak[MT_COMM])
+        printf("  %-12s %14s   (communication buffers, in overhead)\n", "comm",
+               mp_fmt_gib((double)rs->st.peak[MT_COMM], a, sizeof a));
+}
+
+/* One rank's report: the fields of the single-process report. */
+static json_t *report_json(const rank_stats *rs, const mp_estimate *pred, const run_result *res)
+{
+    const mt_mem_stats *st = &rs->st;
+    double meas[MP_NCOMP];
+    measured_components(st, meas, true);
+    json_t *r = json_object();
+    json_object_set_new(r, "measured", components_json(meas));
+    json_object_set_new(r, "predicted", components_json(pred->peak));
+    json_t *tags = json_object();
+    for (int k = 0; k < MT_NTAGS; k++) json_object_set_new(tags, mt_tag_name(k), json_integer((json_int_t)st->peak[k]));
+    json_object_set_new(r, "measured_tags", tags);
+    json_object_set_new(r, "measured_peak_bytes", json_integer((json_int_t)llround(device_peak_of(st))));
+    json_object_set_new(r, "measured_peak_with_data_bytes", json_integer((json_int_t)st->total_peak));
+    json_object_set_new(r, "predicted_peak_bytes", json_integer((json_int_t)llround(pred->total_bytes)));
+    json_object_set_new(r, "measured_reserved_bytes", json_integer((json_int_t)st->reserved_peak));
+    json_object_set_new(r, "measured_data_bytes", json_integer((json_int_t)st->peak[MT_DATA]));
+    json_object_set_new(r, "predicted_host_data_bytes", json_integer((json_int_t)llround(pred->host_data_bytes)));
+    json_object_set_new(r, "baseline_rss_bytes", json_integer((json_int_t)rs->baseline_rss));
+    json_object_set_new(r, "peak_rss_bytes", json_integer((json_int_t)rs->peak_rss));
+    json_object_set_new(r, "tokens_per_s", json_real(res->tokens_per_s));
+    json_object_set_new(r, "steps", json_integer(res->steps));
+    json_object_set_new(r, "first_step", json_integer(res->first_step));
+    json_object_set_new(r, "losses", json_deep_copy(res->losses));
+    json_object_set_new(r, "exit_status", json_integer(res->rc));
+    return r;
+}
+
+/* The report: rank 0's fields at the top (a single process's report), and with
+ * several ranks a `ranks` array of every rank's, rank first. */
+static int write_report(const char *path, const rank_stats *all, int ranks, const mp_estimate *pred,
+                        const run_result *res)
+{
+    json_t *r = report_json(&all[0], pred, res);
+    if (ranks > 1) {
+        json_t *arr = json_array();
+        for (int k = 0; k < ranks; k++) {
+            json_t *one = json_object();
+            json_object_set_new(one, "rank", json_integer(k));
+            json_t *fields = report_json(&all[k], pred, res);
+            json_object_update(one, fields);
+            json_decref(fields);
+            json_array_append_new(arr, one);
+        }
+        json_object_set_new(r, "ranks", arr);
+    }
+    char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    char merr[MP_ERR_LEN];
+    int rc = 0;
+    if (!text || mp_write_file_atomic(path, text, strlen(text), merr))
+        rc = run_error(1, "%s", text ? merr : "cannot format the report");
+    free(text);
+    json_decref(r);
+    return rc;
+}
+/* Train until --steps (or a stop every rank agrees on); the steps' losses and
+ * speed in res, the exit status in res->rc. */
+static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_estimate *pred, FILE *mf,
+                       run_result *res)
+{
+    const mt_config *c = mt_trainer_config(t);
+    char err[MT_ERR_LEN], a[32], b[32];
+    bool tty = isatty(STDOUT_FILENO) && !o->quiet && c->rank == 0;
+    bar_open = tty;
+    double t0 = now_s(), tokens = 0;
+    res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0;
+    while (mt_trainer_steps(t) < steps && !any_rank(stop_requested, c->ranks)) {
+        mt_step_result r;
+        if (mt_trainer_step(t, &r, err)) {
+            res->rc = run_error(1, "%s", err);
+            break;
+        }
+        res->done++;
+        tokens += (double)r.tokens;
+        res->last_loss = r.loss;
+        json_array_append_new(res->losses, json_real(r.loss));
+        double el = now_s() - t0;
+        mt_mem_stats st;
+        mt_trainer_mem(t, &st);
+        if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
+        if (tty) progress(r.step, steps, r.loss, tokens / el, el);
+        if (o->save_dir && o->save_every && r.step % o->save_every == 0 && save_checkpoint(t, o->save_dir, err)) {
+            res->rc = run_error(1, "%s", err);
+            break;
+        }
+        if (any_rank(o->mem_limit > 0 && (double)st.total_peak > o->mem_limit, c->ranks)) {
+            res->rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
+                                mp_fmt_gib((double)st.total_peak, a, sizeof a),
+                                mp_fmt_gib(o->mem_limit, b, sizeof b), r.step);
+            break;
+        }
+    }
+    if (tty) fputc('\n', stdout);
+    bar_open = false;
+    if (res->rc == 1 && c->ranks > 1) mt_dist_abort(1); /* the others may wait in a collective */
+    double elapsed = now_s() - t0;
+    if (!res->rc && o->save_dir && save_checkpoint(t, o->save_dir, err))
+        res->rc = run_error(1, "%s", err);
+    res->steps = mt_trainer_steps(t);
+    res->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
+}
+
+/* Every rank's statistics to rank 0, which prints the table(s) and writes the
+ * report; the exit status. */
+static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *pred, const run_result *res,
+                    size_t baseline_rss)
+{
+    const mt_config *c = mt_trainer_config(t);
+    int rank = c->rank, ranks = c->ranks, rc = res->rc;
+    rank_stats mine = {.baseline_rss = baseline_rss, .peak_rss = mt_peak_rss_bytes()};
+    mt_trainer_mem(t, &mine.st);
+    rank_stats *all = rank == 0 ? calloc((size_t)ranks, sizeof *all) : NULL;
+    if (rank == 0 && !all) return run_error(1, "out of memory for %d ranks' statistics", ranks);
+    if (ranks > 1 && mt_dist_gather(&mine, all, sizeof mine)) rc = run_error(1, "%s", mt_last_error());
+    else if (ranks == 1) all[0] = mine;
+    if (rank == 0 && !o->quiet) {
+        printf("memtrain: %ld steps (%ld this run), %.0f tokens/s, final loss %.4f\n", res->steps, res->done,
+               res->tokens_per_s, res->last_loss);
+        if (ranks > 1) printf("  %d ranks, ZeRO-%d, global batch %d x %d x %d\n", ranks, c->zero, ranks, c->batch, c->accum);
+        for (int k = 0; k < ranks; k++) {
+            if (ranks > 1) printf("\n  rank %d", k);
+            print_table(&all[k], pred);
+        }
+    }
+    if (rank == 0 && o->report) {
+        int e = write_report(o->report, all, ranks, pred, res);
+        if (!rc) rc = e;
+    }
+    free(all);
+    return rc;
+}
+
+/* The run on this rank; the exit status. */
+static int run(int argc, char **argv, int rank, int ranks)
 {
     run_opts o = {0};
     run_keys keys = {.steps = 20, .tied = -1};
@@ -527,8 +727,15 @@ int main(int argc, char **argv)
     int parsed = parse_args(argc, argv, &o, &keys);
     if (parsed >= 0) return parsed;
     mt_config c = keys.c;
+    c.rank = rank, c.ranks = ranks;
     char err[MT_ERR_LEN];
+    if (!mt_dist_built() && c.zero > 0)
+        return usage_error("zero = '%d' needs MPI, and this memtrain was built without it (install libopenmpi-dev, "
+                           "rebuild, launch with mpirun)", c.zero);
     if (mt_config_finish(&c, err)) return usage_error("%s", err);
+    if (ranks > 1 && (o.save_dir || o.resume_dir))
+        return usage_error("'%s' with %d ranks: checkpoints of a data-parallel run are not implemented yet",
+                           o.save_dir ? "--save" : "--resume", ranks);
     bool family_tied = c.family == MT_GPT2;
     if (keys.tied >= 0 && keys.tied != family_tied)
         return usage_error("tied = %d does not match memtrain's %s family (%s head)", keys.tied, mt_family_name(c.family),
@@ -557,107 +764,39 @@ int main(int argc, char **argv)
         return run_error(EXIT_USAGE, "%s", err);
     }
     FILE *mf = NULL;
-    if (o.metrics && !(mf = metrics_open(o.metrics, &c, keys.steps, o.mem_limit, model_name))) {
+    char metrics_path[1024];
+    if (o.metrics) rank_path(o.metrics, rank, ranks, metrics_path, sizeof metrics_path);
+    if (o.metrics && !(mf = metrics_open(metrics_path, &c, keys.steps, o.mem_limit, model_name))) {
         int e = errno;
         mt_trainer_free(t);
-        return run_error(EXIT_USAGE, "cannot open metrics '%s': %s", o.metrics, strerror(e));
+        return run_error(EXIT_USAGE, "cannot open metrics '%s': %s", metrics_path, strerror(e));
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
-    bool tty = isatty(STDOUT_FILENO) && !o.quiet;
-    bar_open = tty;
-    json_t *losses = json_array();
-    double t0 = now_s(), tokens = 0, last_loss = NAN;
-    long first_step = mt_trainer_steps(t), done = 0;
-    int rc = 0;
-    while (mt_trainer_steps(t) < keys.steps && !stop_requested) {
-        mt_step_result r;
-        if (mt_trainer_step(t, &r, err)) {
-            rc = run_error(1, "%s", err);
-            break;
-        }
-        done++;
-        tokens += (double)r.tokens;
-        last_loss = r.loss;
-        json_array_append_new(losses, json_real(r.loss));
-        double el = now_s() - t0;
-        mt_mem_stats st;
-        mt_trainer_mem(t, &st);
-        if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c.opt.lr, &st, &pred);
-        if (tty) progress(r.step, keys.steps, r.loss, tokens / el, el);
-        if (o.save_dir && o.save_every && r.step % o.save_every == 0 && save_checkpoint(t, o.save_dir, err)) {
-            rc = run_error(1, "%s", err);
-            break;
-        }
-        if (o.mem_limit > 0 && (double)st.total_peak > o.mem_limit) {
-            rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
-                           mp_fmt_gib((double)st.total_peak, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b),
-                           r.step);
-            break;
-        }
-    }
-    if (tty) fputc('\n', stdout);
-    bar_open = false;
-    double elapsed = now_s() - t0;
-    if (!rc && o.save_dir && save_checkpoint(t, o.save_dir, err))
-        rc = run_error(1, "%s", err);
-    mt_mem_stats st;
-    mt_trainer_mem(t, &st);
-    double meas[MP_NCOMP];
-    measured_components(&st, meas, true);
-    size_t peak_rss = mt_peak_rss_bytes();
-    /* On a GPU the loader's buffers are host memory: the device-side peak leaves them out. */
-    double device_peak = (double)(st.total_peak - st.at_peak[MT_DATA]);
-
-    if (!o.quiet) {
-        printf("memtrain: %ld steps (%ld this run), %.0f tokens/s, final loss %.4f\n", mt_trainer_steps(t), done,
-               elapsed > 0 ? tokens / elapsed : 0, last_loss);
-        printf("\n  %-12s %14s %14s %8s\n", "component", "measured peak", "predicted", "error");
-        for (int k = 0; k < MP_NCOMP; k++) {
-            double err_pct = pred.peak[k] > 0 ? 100 * (meas[k] - pred.peak[k]) / pred.peak[k] : 0;
-            printf("  %-12s %14s %14s %+7.2f%%\n", mp_component_name(k), mp_fmt_gib(meas[k], a, sizeof a),
-                   mp_fmt_gib(pred.peak[k], b, sizeof b), err_pct);
-        }
-        printf("  %-12s %14s %14s %+7.2f%%\n", "total peak", mp_fmt_gib(device_peak, a, sizeof a),
-               mp_fmt_gib(pred.total_bytes, b, sizeof b), 100 * (device_peak - pred.total_bytes) / pred.total_bytes);
-        printf("  %-12s %14s   (peak RSS %s minus the %s at start, from /proc/self/status)\n",
-               "RSS growth", mp_fmt_gib((double)(peak_rss - baseline_rss), a, sizeof a),
-               mp_fmt_gib((double)peak_rss, b, sizeof b), mp_fmt_gib((double)baseline_rss, perr, sizeof perr));
-        printf("  %-12s %14s   (host: data loader)\n", "data", mp_fmt_gib((double)st.peak[MT_DATA], a, sizeof a));
-    }
-    if (o.report) {
-        json_t *r = json_object();
-        json_object_set_new(r, "measured", components_json(meas));
-        json_object_set_new(r, "predicted", components_json(pred.peak));
-        json_t *tags = json_object();
-        for (int k = 0; k < MT_NTAGS; k++) json_object_set_new(tags, mt_tag_name(k), json_integer((json_int_t)st.peak[k]));
-        json_object_set_new(r, "measured_tags", tags);
-        json_object_set_new(r, "measured_peak_bytes", json_integer((json_int_t)llround(device_peak)));
-        json_object_set_new(r, "measured_peak_with_data_bytes", json_integer((json_int_t)st.total_peak));
-        json_object_set_new(r, "predicted_peak_bytes", json_integer((json_int_t)llround(pred.total_bytes)));
-        json_object_set_new(r, "measured_reserved_bytes", json_integer((json_int_t)st.reserved_peak));
-        json_object_set_new(r, "measured_data_bytes", json_integer((json_int_t)st.peak[MT_DATA]));
-        json_object_set_new(r, "predicted_host_data_bytes", json_integer((json_int_t)llround(pred.host_data_bytes)));
-        json_object_set_new(r, "baseline_rss_bytes", json_integer((json_int_t)baseline_rss));
-        json_object_set_new(r, "peak_rss_bytes", json_integer((json_int_t)peak_rss));
-        json_object_set_new(r, "tokens_per_s", json_real(elapsed > 0 ? tokens / elapsed : 0));
-        json_object_set_new(r, "steps", json_integer(mt_trainer_steps(t)));
-        json_object_set_new(r, "first_step", json_integer(first_step));
-        json_object_set_new(r, "losses", losses);
-        losses = NULL;
-        json_object_set_new(r, "exit_status", json_integer(rc));
-        char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-        char merr[MP_ERR_LEN];
-        if (!text || mp_write_file_atomic(o.report, text, strlen(text), merr)) {
-            int e = run_error(1, "%s", text ? merr : "cannot format the report");
-            if (!rc) rc = e;
-        }
-        free(text);
-        json_decref(r);
-    }
-    json_decref(losses);
+    run_result res = {.losses = json_array()};
+    train_loop(t, &o, keys.steps, &pred, mf, &res);
+    int rc = conclude(t, &o, &pred, &res, baseline_rss);
+    json_decref(res.losses);
     if (mf) fclose(mf);
     mt_trainer_free(t);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int rank = 0, ranks = 1, launched = mt_dist_launched_size();
+    if (launched > 1 && !mt_dist_built()) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        my_rank = r ? atoi(r) : 0;
+        return usage_error("launched as one of '%d' ranks, but this memtrain was built without MPI "
+                           "(install libopenmpi-dev and rebuild)", launched);
+    }
+    /* MPI only under a launcher: a plain run stays one process without it */
+    if (launched > 1 && mt_dist_start(&argc, &argv, &rank, &ranks)) return run_error(1, "%s", mt_last_error());
+    my_rank = rank;
+    int rc = run(argc, argv, rank, ranks);
+    if (rc == 1 && ranks > 1) mt_dist_abort(1); /* the other ranks may wait in a collective */
+    mt_dist_stop();
     return rc;
 }

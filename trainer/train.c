@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "data.h"
+#include "dist.h"
+#include "memtrain_inventory.h"
 #include "optim.h"
 #include "precision.h"
 #include "rng.h"
@@ -22,7 +24,55 @@ struct mt_trainer {
     mt_scaler scaler;
     mt_rng rng;
     long step;
+    /* data parallel: the shard of the trainable parameters this rank's optimizer
+     * updates (all of them unless ZeRO-1), its weight-decay segments, and the
+     * fp32 bucket 16-bit gradients are all-reduced through */
+    size_t shard_lo, shard_n;
+    mt_seg *shard_segs;
+    size_t shard_nsegs;
+    float *bucket;
+    size_t bucket_n;
 };
+
+/* The weight-decay segments clipped to [lo, lo+n), made relative to lo. */
+static int shard_segments(mt_trainer *t, const mt_group *g)
+{
+    t->shard_segs = mt_alloc_n(MT_OTHER, g->nsegs ? g->nsegs : 1, sizeof(mt_seg));
+    if (!t->shard_segs)
+        return -1;
+    size_t lo = t->shard_lo, hi = lo + t->shard_n;
+    for (size_t i = 0; i < g->nsegs; i++) {
+        size_t a = g->segs[i].off, b = a + g->segs[i].n;
+        a = a > lo ? a : lo, b = b < hi ? b : hi;
+        if (a < b)
+            t->shard_segs[t->shard_nsegs++] = (mt_seg){a - lo, b - a, g->segs[i].decay};
+    }
+    return 0;
+}
+
+/* The shard the optimizer updates, and its segments (ZeRO-1 over several ranks). */
+static int dist_setup(mt_trainer *t, const mt_group *g)
+{
+    const mt_config *c = &t->cfg;
+    t->shard_lo = 0, t->shard_n = g->n;
+    if (c->zero < 1 || c->ranks < 2)
+        return 0; /* the optimizer takes the model's segments */
+    mt_dist_shard(g->n, c->rank, c->ranks, &t->shard_lo, &t->shard_n);
+    return shard_segments(t, g);
+}
+
+/* The all-reduce bucket (the inventory's row comm.bucket): 16-bit gradients only. */
+static int dist_bucket(mt_trainer *t, const mt_group *g)
+{
+    if (t->cfg.ranks > 1 && g->dt != MT_F32 && g->n) {
+        t->bucket_n = g->n < MEMTRAIN_BUCKET ? g->n : MEMTRAIN_BUCKET;
+        if (!(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
+            return -1;
+    } else {
+        t->bucket_n = MEMTRAIN_BUCKET;
+    }
+    return 0;
+}
 
 static int say(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int say(char *err, const char *fmt, ...)
@@ -65,7 +115,12 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
     }
     mt_group g;
     mt_model_trainable(t->model, &g);
-    if (mt_optim_init(&t->opt, cfg->optimizer, &cfg->opt, g.n, g.segs, g.nsegs) != 0) {
+    if (dist_setup(t, &g) != 0) {
+        fail(err, "data parallel");
+        goto out;
+    }
+    if (mt_optim_init(&t->opt, cfg->optimizer, &cfg->opt, t->shard_n, t->shard_segs ? t->shard_segs : g.segs,
+                      t->shard_segs ? t->shard_nsegs : g.nsegs) != 0) {
         fail(err, "optimizer");
         goto out;
     }
@@ -75,10 +130,18 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
         fail(err, "data");
         goto out;
     }
+    if (cfg->ranks > 1 && mt_data_shard(t->data, cfg->rank, cfg->ranks) != 0) {
+        fail(err, "data");
+        goto out;
+    }
     t->inputs = mt_alloc_n(MT_DATA, N, sizeof(int32_t));
     t->targets = mt_alloc_n(MT_DATA, N, sizeof(int32_t));
     if (!t->inputs || !t->targets) {
         fail(err, "data");
+        goto out;
+    }
+    if (dist_bucket(t, &g) != 0) {
+        fail(err, "data parallel");
         goto out;
     }
     *out = t;
@@ -98,20 +161,38 @@ void mt_trainer_free(mt_trainer *t)
     mt_data_close(t->data);
     mt_free(t->inputs);
     mt_free(t->targets);
+    mt_free(t->bucket);
+    mt_free(t->shard_segs);
     mt_free(t);
+}
+
+/* The update: this rank's shard (all of it unless ZeRO-1), then every rank's
+ * updated shard to all. Gradients end zeroed. */
+static int update(mt_trainer *t, const mt_group *g, float scale)
+{
+    size_t lo = t->shard_lo, es = mt_dtype_size(g->dt);
+    float *w = g->master ? g->master : (float *)g->w;
+    char *w16 = g->master ? (char *)g->w + lo * es : NULL;
+    bool whole = t->shard_n == g->n;
+    mt_optim_step(&t->opt, w + lo, (char *)g->grad + lo * es, g->dt, 1.0f / scale, w16, g->dt, whole);
+    if (whole)
+        return 0;
+    mt_model_zero_grad(t->model);
+    return mt_dist_allgather(g->w, g->dt, g->n, t->cfg.ranks);
 }
 
 int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
 {
     memset(r, 0, sizeof *r);
-    int accum = t->cfg.accum;
+    int accum = t->cfg.accum, ranks = t->cfg.ranks;
     float scale = t->scaler.scale;
     double sum = 0.0;
     for (int k = 0; k < accum; k++) {
         float loss;
         if (mt_data_next(t->data, t->inputs, t->targets) != 0)
             return fail(err, "data");
-        if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum, &loss) != 0)
+        /* each rank's gradient is 1/ranks of the mean: the all-reduce's sum is the mean */
+        if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss) != 0)
             return fail(err, "forward");
         if (mt_model_backward(t->model) != 0)
             return fail(err, "backward");
@@ -119,21 +200,24 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     }
     mt_group g;
     mt_model_trainable(t->model, &g);
+    if (ranks > 1) {
+        if (mt_dist_allreduce(g.grad, g.dt, g.n, t->bucket, t->bucket_n) != 0)
+            return fail(err, "data parallel");
+        sum = mt_dist_sum(sum) / ranks;
+    }
     bool finite = !t->scaler.enabled || mt_all_finite(g.grad, g.dt, g.n);
     bool skip = mt_scaler_update(&t->scaler, finite);
-    if (skip) {
+    if (skip)
         mt_model_zero_grad(t->model);
-    } else {
-        float *w = g.master ? g.master : (float *)g.w;
-        mt_optim_step(&t->opt, w, g.grad, g.dt, 1.0f / scale, g.master ? g.w : NULL, g.dt, true);
-    }
+    else if (update(t, &g, scale) != 0)
+        return fail(err, "data parallel");
     t->step++;
     r->loss = (float)(sum / accum);
     r->skipped = skip;
     r->loss_scale = scale;
     r->step = t->step;
     r->skipped_total = t->scaler.skipped;
-    r->tokens = (size_t)t->cfg.batch * (size_t)t->cfg.seq * (size_t)accum;
+    r->tokens = (size_t)t->cfg.batch * (size_t)t->cfg.seq * (size_t)accum * (size_t)ranks;
     return 0;
 }
 

@@ -32,12 +32,12 @@
 typedef struct mt_trainer mt_trainer;
 
 typedef struct mt_step_result {
-    float loss;        /* mean cross-entropy over the step's accum micro-batches */
+    float loss;        /* mean cross-entropy over the step's accum micro-batches (of every rank) */
     bool skipped;      /* fp16: inf/nan gradients, no update, loss scale halved */
     float loss_scale;  /* the loss scale this step used (1 unless fp16) */
     long step;         /* optimizer steps attempted so far, this one included */
     long skipped_total;
-    size_t tokens;     /* tokens processed by this step: B*T*accum */
+    size_t tokens;     /* tokens processed by this step, over all ranks: B*T*accum*ranks */
 } mt_step_result;
 
 int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err);

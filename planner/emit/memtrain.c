@@ -28,4 +28,9 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
         mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
     sbuf_put(b, "loader = %s\nshuffle-buffer = %lld\n", mp_loader_name(s->loader),
         (long long)s->shuffle_buffer);
+    /* data parallel: batch is per rank; the rank count is the launcher's (memtrain
+     * implements ZeRO 0 and 1, and refuses a higher stage with its reason) */
+    if (s->gpus > 1)
+        sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\n", (long long)s->gpus,
+            s->zero);
 }

@@ -1,0 +1,142 @@
+#!/bin/sh
+# memtrain data parallel over MPI (OpenMPI), on 2 and 4 ranks: the same model as one
+# process with the same global batch (losses within 1e-5 relative, fp32), ZeRO-0 and
+# ZeRO-1, both loaders; every rank's measured memory against the planner's per-rank
+# prediction (components within 1%, total within 0.5%); the report's `ranks` array;
+# one metrics file per rank; bad input refused with exit 2.
+# usage: tests/test_memtrain_mpi.sh [BINDIR]  (skipped when mpirun or an MPI build is missing)
+bin=${1:-build/bin}
+. tests/lib.sh
+mt="$bin/memtrain" mp="$bin/memplan"
+if ! command -v mpirun >/dev/null || ! ldd "$mt" 2>/dev/null | grep -q libmpi; then
+    echo "skip memtrain over MPI: no mpirun, or memtrain built without MPI"
+    exit 0
+fi
+run="mpirun --oversubscribe"
+# The sanitizer build: OpenMPI keeps allocations until exit, in components it has already
+# unloaded (no symbols to suppress by), so leaks are looked for once, below, in memtrain's own
+# frames; ASan's and UBSan's other checks stay on everywhere.
+sanitized=no
+if ldd "$mt" | grep -q libasan; then
+    sanitized=yes
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
+[ "$(id -u)" = 0 ] && run="$run --allow-run-as-root"
+
+# losses_equal A.json B.json: the same number of losses, each within 1e-5 relative
+losses_equal() {
+    python3 - "$1" "$2" <<'EOP'
+import json, sys
+a = json.load(open(sys.argv[1]))["losses"]; b = json.load(open(sys.argv[2]))["losses"]
+assert len(a) == len(b) and len(a) > 0, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+assert worst <= 1e-5, worst
+EOP
+}
+
+"$mp" estimate --family gpt2 --layers 2 --hidden 64 --heads 4 --vocab 256 --max-pos 64 --seq 32 --batch 2 \
+    --framework memtrain --emit memtrain -o "$tmp/small.cfg" >/dev/null
+for np in 2 4; do
+    for loader in memory stream; do
+        "$mt" --config "$tmp/small.cfg" --batch $((2 * np)) --accum 2 --loader $loader --steps 6 --quiet \
+            --report "$tmp/one.json" || bad "one process, batch $((2 * np))"
+        for zero in 0 1; do
+            what="$np ranks, ZeRO-$zero, $loader loader"
+            expect 0 "$what runs" -- $run -np $np "$mt" --config "$tmp/small.cfg" --accum 2 --loader $loader \
+                --zero $zero --steps 6 --quiet --report "$tmp/dp.json"
+            if losses_equal "$tmp/one.json" "$tmp/dp.json" 2>"$tmp/err"; then
+                ok "$what: losses equal one process with the global batch (1e-5)"
+            else bad "$what: losses differ: $(tail -1 "$tmp/err")"; fi
+        done
+    done
+done
+
+# llama (untied head, no learned positions, grouped-query attention)
+for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2"; do
+    "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 --tied 0 $extra --zero 0 --batch 4 --steps 4 \
+        --quiet --report "$tmp/one.json" || bad "llama, one process"
+    expect 0 "2 ranks, llama $extra runs" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 \
+        --tied 0 $extra --steps 4 --quiet --report "$tmp/dp.json"
+    if losses_equal "$tmp/one.json" "$tmp/dp.json" 2>"$tmp/err"; then ok "2 ranks, llama $extra: losses equal one process"
+    else bad "2 ranks, llama $extra: losses differ: $(tail -1 "$tmp/err")"; fi
+done
+
+# every rank's memory against the prediction, and the report's ranks
+"$mp" estimate --family gpt2 --layers 2 --hidden 128 --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 \
+    --framework memtrain --emit memtrain -o "$tmp/mid.cfg" >/dev/null
+for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-fp16 adamw-8bit"; do
+    set -- $case
+    what="$1 ranks, ZeRO-$2, $3, $4"
+    expect 0 "$what runs" -- $run -np "$1" "$mt" --config "$tmp/mid.cfg" --zero "$2" --precision "$3" \
+        --optimizer "$4" --steps 3 --quiet --report "$tmp/r.json" --metrics "$tmp/m.csv"
+    if python3 - "$tmp/r.json" "$1" "$3" <<'EOP' 2>"$tmp/err"
+import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); mixed = sys.argv[3].startswith("mixed")
+ranks = r["ranks"]
+assert [e["rank"] for e in ranks] == list(range(n)), "ranks"
+for e in ranks:
+    missing = [k for k in r if k != "ranks" and k not in e]
+    assert not missing, missing
+    for k, want in e["predicted"].items():
+        got = e["measured"][k]
+        assert abs(got - want) <= 0.01 * want, (e["rank"], k, got, want)
+    assert abs(e["measured_peak_bytes"] - e["predicted_peak_bytes"]) <= 0.005 * e["predicted_peak_bytes"], e["rank"]
+    # 16-bit gradients go through an fp32 bucket of min(n, 2^20) elements: here the
+    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place
+    tags = e["measured_tags"]
+    assert tags["comm"] == (tags["master"] if mixed else 0), ("comm", tags["comm"], tags["master"])
+EOP
+    then ok "$what: every rank within 1% per component, 0.5% total"; else bad "$what: $(tail -1 "$tmp/err")"; fi
+    k=0 files=0
+    while [ $k -lt "$1" ]; do
+        [ "$(grep -cv '^#' "$tmp/m.rank$k.csv" 2>/dev/null)" = 4 ] &&
+            grep -q "^# settings: .* zero=$2 rank=$k ranks=$1\$" "$tmp/m.rank$k.csv" && files=$((files + 1))
+        k=$((k + 1))
+    done
+    if [ $files = "$1" ]; then ok "$what: one metrics file per rank, saying which"; else bad "$what: $files metrics files of $1"; fi
+    last=$(($1 - 1))
+    if "$bin/memtop" --once "$tmp/m.rank$last.csv" 2>/dev/null | grep -q "\"rank\": \"$last\""; then
+        ok "$what: memtop reads rank $last's file"; else bad "$what: memtop on rank $last's file"; fi
+    rm -f "$tmp"/m.rank*.csv
+done
+
+# ZeRO-1 shards the optimizer state: each of 4 ranks holds a quarter of one process's
+"$mt" --config "$tmp/mid.cfg" --steps 1 --quiet --report "$tmp/one.json"
+$run -np 4 "$mt" --config "$tmp/mid.cfg" --zero 1 --steps 1 --quiet --report "$tmp/z1.json"
+if python3 -c "
+import json
+a = json.load(open('$tmp/one.json'))['measured_tags']['optimizer']
+for e in json.load(open('$tmp/z1.json'))['ranks']:
+    assert abs(e['measured_tags']['optimizer'] - a / 4) <= 8, (e['rank'], e['measured_tags']['optimizer'], a)
+"; then ok "ZeRO-1 on 4 ranks: each holds a quarter of the optimizer state"; else bad "ZeRO-1 optimizer shard"; fi
+
+# the plan memplan writes for N GPUs and a ZeRO stage runs as it is under mpirun
+expect 0 "memplan --gpus 2 --zero 1 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
+    --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 1 \
+    --emit memtrain -o "$tmp/z1.cfg"
+if grep -q '^zero = 1$' "$tmp/z1.cfg" && grep -q 'mpirun -np 2' "$tmp/z1.cfg"; then ok "the plan says zero = 1 and how to launch it"
+else bad "the emitted plan lacks zero or the launch line"; fi
+expect 0 "the emitted ZeRO-1 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z1.cfg" --steps 2 --quiet \
+    --report "$tmp/z1e.json"
+if python3 -c "
+import json
+for e in json.load(open('$tmp/z1e.json'))['ranks']:
+    assert abs(e['measured']['optimizer'] - e['predicted']['optimizer']) <= 0.01 * e['predicted']['optimizer']
+"; then ok "its optimizer shard is what memplan predicted, on each rank"; else bad "emitted plan's shard"; fi
+
+if [ $sanitized = yes ]; then
+    ASAN_OPTIONS=detect_leaks=1 $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 1 --steps 2 --quiet \
+        --precision mixed-bf16 >/dev/null 2>"$tmp/err"
+    if grep -qE "(trainer|planner)/[a-z_]+\.c" "$tmp/err"; then bad "a leak from memtrain's code"; grep -E "(trainer|planner)/" "$tmp/err" | head -5
+    else ok "no leak with a frame in memtrain's code (2 ranks, ZeRO-1, bf16)"; fi
+fi
+
+# bad input: one line from memtrain, exit 2
+expect 2 "zero = 2 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --steps 1
+if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
+has err "'2' for --zero"
+expect 2 "--save with 2 ranks is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --save "$tmp/ck" --steps 1
+has err "'--save' with 2 ranks"
+
+echo "memtrain over MPI: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,160 @@
+/*
+ * dist.c — data parallel over MPI (see dist.h). The gradients are summed after
+ * the backward of the step's last micro-batch (no overlap with the backward):
+ * fp32 in place, 16-bit converted through one fp32 bucket (MT_COMM).
+ */
+#include "dist.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+#ifdef MT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+bool mt_dist_built(void)
+{
+#ifdef MT_HAVE_MPI
+    return true;
+#else
+    return false;
+#endif
+}
+
+int mt_dist_launched_size(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    return 1;
+}
+
+void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count)
+{
+    size_t r = (size_t)rank, k = ranks > 0 ? (size_t)ranks : 1, base = n / k, extra = n % k;
+    *count = base + (r < extra);
+    *lo = r * base + (r < extra ? r : extra);
+}
+
+#ifdef MT_HAVE_MPI
+
+static int mpi_failed(const char *what, int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return mt_error("MPI %s failed: %s", what, msg);
+}
+
+int mt_dist_start(int *argc, char ***argv, int *rank, int *ranks)
+{
+    int rc = MPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS) return mpi_failed("init", rc);
+    /* errors come back as codes, so every rank can report them and stop the job */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, ranks);
+    return 0;
+}
+
+void mt_dist_stop(void)
+{
+    int started = 0, finished = 0;
+    MPI_Initialized(&started);
+    MPI_Finalized(&finished);
+    if (started && !finished) MPI_Finalize();
+}
+
+_Noreturn void mt_dist_abort(int code)
+{
+    int started = 0;
+    MPI_Initialized(&started);
+    if (started) MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n)
+{
+    size_t step = bucket_n < (size_t)INT_MAX ? bucket_n : (size_t)INT_MAX;
+    for (size_t off = 0; off < n; off += step) {
+        int count = (int)(n - off < step ? n - off : step);
+        int rc;
+        if (dt == MT_F32) {
+            rc = MPI_Allreduce(MPI_IN_PLACE, (float *)grad + off, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        } else {
+            char *g = (char *)grad + off * mt_dtype_size(dt);
+            mt_to_f32(bucket, g, dt, (size_t)count);
+            rc = MPI_Allreduce(MPI_IN_PLACE, bucket, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            mt_from_f32(g, dt, bucket, (size_t)count);
+        }
+        if (rc != MPI_SUCCESS) return mpi_failed("all-reduce of the gradients", rc);
+    }
+    return 0;
+}
+
+int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
+{
+    size_t esize = mt_dtype_size(dt);
+    int *counts = mt_alloc_n(MT_OTHER, (size_t)ranks * 2, sizeof(int));
+    if (!counts) return -1;
+    int *displs = counts + ranks;
+    for (int r = 0; r < ranks; r++) {
+        size_t lo, cnt;
+        mt_dist_shard(n, r, ranks, &lo, &cnt);
+        if ((lo + cnt) * esize > (size_t)INT_MAX) {
+            mt_free(counts);
+            return mt_error("ZeRO-1: %zu parameters are too many for one MPI all-gather", n);
+        }
+        counts[r] = (int)(cnt * esize), displs[r] = (int)(lo * esize);
+    }
+    int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+    mt_free(counts);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed("all-gather of the parameters", rc);
+}
+
+double mt_dist_sum(double v)
+{
+    double sum = v;
+    MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum;
+}
+
+int mt_dist_gather(const void *mine, void *all, size_t len)
+{
+    int rc = MPI_Gather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed("gather", rc);
+}
+
+#else /* one process: every collective is the identity */
+
+int mt_dist_start(int *argc, char ***argv, int *rank, int *ranks)
+{
+    (void)argc, (void)argv;
+    *rank = 0, *ranks = 1;
+    return 0;
+}
+void mt_dist_stop(void) {}
+_Noreturn void mt_dist_abort(int code) { exit(code); }
+int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n)
+{
+    (void)grad, (void)dt, (void)n, (void)bucket, (void)bucket_n;
+    return 0;
+}
+int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
+{
+    (void)w, (void)dt, (void)n, (void)ranks;
+    return 0;
+}
+double mt_dist_sum(double v) { return v; }
+int mt_dist_gather(const void *mine, void *all, size_t len)
+{
+    memcpy(all, mine, len);
+    return 0;
+}
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * dist.h — data parallel over MPI (OpenMPI): the process group, the gradient
+ * all-reduce and the ZeRO-1 parameter all-gather. Built with MPI when the
+ * Makefile finds it (MT_HAVE_MPI); without it there is one rank, and a launch
+ * under mpirun is detected and refused by the caller.
+ *
+ * Every collective is over MPI_COMM_WORLD and must be called by every rank in
+ * the same order. Functions return 0, or -1 with a message (mt_error).
+ */
+#ifndef MT_DIST_H
+#define MT_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "precision.h"
+
+/* Whether this build has MPI. */
+bool mt_dist_built(void);
+/* The world size the launcher announces in the environment (OpenMPI's
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE), 1 when not launched by one. */
+int mt_dist_launched_size(void);
+/* Start MPI (with MPI; else rank 0 of 1). */
+int mt_dist_start(int *argc, char ***argv, int *rank, int *ranks);
+/* Finish MPI (after every rank's last collective). */
+void mt_dist_stop(void);
+/* Stop every rank after a failure on this one (MPI_Abort; exit without MPI). */
+_Noreturn void mt_dist_abort(int code);
+
+/* The part of n elements rank `rank` of `ranks` owns: the first n mod ranks
+ * ranks one more element. */
+void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count);
+
+/* Sum `grad` (n elements of dt) over the ranks, in place: fp32 directly in
+ * buckets of `bucket_n`, 16-bit through the fp32 `bucket` (bucket_n elements). */
+int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n);
+/* Every rank's shard of `w` (n elements of dt, split by mt_dist_shard) to all,
+ * in place. */
+int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks);
+/* Sum of one value over the ranks. */
+double mt_dist_sum(double v);
+/* Gather `len` bytes from every rank into `all` (ranks x len) on rank 0. */
+int mt_dist_gather(const void *mine, void *all, size_t len);
+
+#endif
