@@ -17,15 +17,6 @@ static bool deepspeed_native(const char *type)
     return type && (!strcmp(type, "adamw") || !strcmp(type, "lion"));
 }
 
-/* DeepSpeed's default ZeRO bucket (reduce_bucket_size, allgather_bucket_size:
- * pp_int(5e8) in deepspeed/runtime/zero/config.py), unless the framework
- * profile the estimate read says otherwise. */
-long long emit_zero_bucket(const mp_settings *s)
-{
-    double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
-    return fw > 0 ? (long long)fw : 500000000LL;
-}
-
 static void put_summary(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
 {
     char lines[EMIT_NLINES][EMIT_LINE];

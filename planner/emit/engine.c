@@ -88,3 +88,12 @@ const char *emit_engine_name(emit_engine_kind k)
     };
     return names[k];
 }
+
+/* DeepSpeed's default ZeRO bucket (reduce_bucket_size, allgather_bucket_size:
+ * pp_int(5e8) in deepspeed/runtime/zero/config.py), unless the framework
+ * profile the estimate read says otherwise. */
+long long emit_zero_bucket(const mp_settings *s)
+{
+    double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
+    return fw > 0 ? (long long)fw : 500000000LL;
+}
