@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static json_t *first_key(json_t *root, const char *const *names)
 {
@@ -133,10 +134,79 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
     if (!strcmp(type, "gpt_neox") && !tie) m->tied = false;
 }
 
-int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
+/* What transformers fills in when a nested text_config leaves a key out: the
+ * defaults of its config class (LlamaConfig: huggingface/transformers
+ * src/transformers/models/llama/configuration_llama.py @4bdeeced; MistralConfig:
+ * .../mistral/configuration_mistral.py @0b07a74c). A top-level config.json
+ * carries its keys; multimodal checkpoints often nest a partial one. */
+static const struct text_defaults {
+    const char *type;
+    int64_t vocab, hidden, ffn, layers, heads, kv, max_pos;
+    bool tied;
+} text_defaults[] = {
+    {"llama", 32000, 4096, 11008, 32, 32, 0, 2048, false},
+    {"mistral", 32000, 4096, 14336, 32, 32, 8, 4096 * 32, false},
+};
+
+static const struct text_defaults *defaults_of(const char *type)
 {
-    json_t *root = load_config(path, err);
-    if (!root) return -1;
+    for (size_t i = 0; i < sizeof text_defaults / sizeof *text_defaults; i++)
+        if (!strcmp(type, text_defaults[i].type)) return &text_defaults[i];
+    return NULL;
+}
+
+static void apply_defaults(const struct text_defaults *d, mp_model *m)
+{
+    m->vocab = d->vocab, m->hidden = d->hidden, m->ffn = d->ffn, m->layers = d->layers;
+    m->heads = d->heads, m->kv_heads = d->kv, m->max_pos = d->max_pos;
+}
+
+/* A model folder (as saved by save_pretrained or downloaded from the Hub) holds its config.json. */
+static const char *config_path(const char *path, char *buf, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) return path;
+    size_t n = strlen(path);
+    snprintf(buf, len, "%s%sconfig.json", path, n && path[n - 1] == '/' ? "" : "/");
+    return buf;
+}
+
+/* A multimodal checkpoint (LLaVA, Gemma 3, Mistral 3...) nests its language
+ * model's config under text_config: that is the model trained here. */
+static json_t *text_model(json_t *root, const char *path, bool *nested, char *err)
+{
+    json_t *tc = json_object_get(root, "text_config");
+    *nested = tc != NULL && !json_is_null(tc);
+    if (!*nested) return root;
+    if (!json_is_object(tc)) {
+        snprintf(err, MP_ERR_LEN, "config '%.150s': 'text_config' is not an object", path);
+        return NULL;
+    }
+    return tc;
+}
+
+/* A name for a model known only by its file: the folder's name, or the file's. */
+static void file_label(const char *given, bool folder, char *out, size_t len)
+{
+    size_t n = strlen(given);
+    while (folder && n > 1 && given[n - 1] == '/') n--;
+    size_t start = n;
+    while (start > 0 && given[start - 1] != '/') start--;
+    snprintf(out, len, "%.*s", (int)(n - start > 63 ? 63 : n - start), given + start);
+}
+
+int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
+{
+    char folder_config[4096];
+    const char *path = config_path(given, folder_config, sizeof folder_config);
+    json_t *file = load_config(path, err);
+    if (!file) return -1;
+    bool nested;
+    json_t *root = text_model(file, path, &nested, err);
+    if (!root) {
+        json_decref(file);
+        return -1;
+    }
     memset(m, 0, sizeof *m);
     const char *type = json_string_value(json_object_get(root, "model_type"));
     if (!type) type = "";
@@ -147,18 +217,23 @@ int mp_model_from_hf_config(const char *path, mp_model *m, char *err)
     if (!*type) gpt = !json_object_get(root, "rms_norm_eps");
     mp_model_preset(m, gpt ? "gpt2" : "llama", err);
     snprintf(m->family, sizeof m->family, "%s", *type ? type : (gpt ? "gpt2" : "llama"));
+    const struct text_defaults *dflt = nested ? defaults_of(type) : NULL;
+    if (dflt) apply_defaults(dflt, m); /* the keys given override them below */
     if (read_shape(root, m, path, err)) {
-        json_decref(root);
+        json_decref(file);
         return -1;
     }
     implied_widths(root, m);
     architecture_details(root, type, gpt, m);
-    const char *name = json_string_value(json_object_get(root, "_name_or_path"));
-    const char *slash = strrchr(path, '/');
-    snprintf(m->name, sizeof m->name, "%s", name && *name ? name : (slash ? slash + 1 : path));
+    if (dflt && !json_object_get(root, "tie_word_embeddings")) m->tied = dflt->tied;
+    /* the checkpoint's own name, not its text model's */
+    const char *name = json_string_value(json_object_get(file, "_name_or_path"));
+    if (name && *name) snprintf(m->name, sizeof m->name, "%.63s", name);
+    else file_label(given, path != given, m->name, sizeof m->name);
     /* the repo id the checkpoint was saved from, when the config records one */
     if (name && *name) snprintf(m->hf_id, sizeof m->hf_id, "%s", name);
-    snprintf(m->source, sizeof m->source, "Hugging Face config.json '%.200s'", path);
-    json_decref(root);
+    snprintf(m->source, sizeof m->source, "Hugging Face config.json '%.180s'%s", path,
+             nested ? " (its text_config: the language model only)" : "");
+    json_decref(file);
     return mp_model_finish(m, err);
 }

@@ -178,6 +178,19 @@ has err "unknown model 'llama-2-7x'"
 has err "llama-2-7b"
 expect 2 "unknown gpu" -- "$mp" --params 7e9 --gpu rtx4900
 has err "rtx4090"
+# a model folder, and a multimodal checkpoint's nested, partial text_config (MistralConfig's
+# defaults fill it): Mistral-7B's published 7,241,732,096 plus 64 added vocabulary rows x 4096
+# in the embedding and the untied head = 7,242,256,384
+mkdir -p "$tmp/mistral-folder" && cp tests/data/mistral-7b-config.json "$tmp/mistral-folder/config.json"
+expect 0 "hf config: a model folder" -- "$mp" estimate --hf-config "$tmp/mistral-folder/" --seq 1024
+has out "7,241,732,096 params"
+expect 0 "hf config: a nested text_config" -- "$mp" estimate --hf-config tests/data/llava-next-mistral-7b-config.json --seq 1024
+has out "7,242,256,384 params"
+expect 2 "hf config: a folder without config.json" -- "$mp" estimate --hf-config "$tmp"
+has err "config.json"
+printf '{"model_type": "llava", "text_config": 7}' > "$tmp/bad-text.json"
+expect 2 "hf config: text_config not an object" -- "$mp" estimate --hf-config "$tmp/bad-text.json"
+has err "'text_config' is not an object"
 expect 2 "broken config" -- "$mp" estimate --hf-config tests/data/broken-config.json
 has err "not valid JSON"
 expect 2 "partial config" -- "$mp" estimate --hf-config tests/data/partial-config.json
