@@ -119,6 +119,7 @@ test-cli: $(PROGS)
 	@tests/test_emit_engines.sh $(BIN)
 	@# data parallel on 2 and 4 ranks (mpirun --oversubscribe); skipped without MPI
 	@tests/test_memtrain_mpi.sh $(BIN)
+	@$(PYTHON_TORCH) tests/test_callback.py | tail -1
 
 # rewrite the output shown under README's and the man pages' examples from real runs
 examples: $(PROGS)

@@ -127,18 +127,58 @@ def record_measurement(path, name=None, framework="pytorch", **config):
 
 
 def _torch_cuda_memory():
-    """(allocated, max_allocated, reserved) of the current CUDA device, or None."""
+    """(allocated, max_allocated, reserved) of the current CUDA device, or None.
+    The peak is reset after it is read, so each row's peak is its own step's."""
     try:
         import torch  # noqa: PLC0415 (optional dependency)
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    return (
+    mem = (
         torch.cuda.memory_allocated(),
         torch.cuda.max_memory_allocated(),
         torch.cuda.memory_reserved(),
     )
+    torch.cuda.reset_peak_memory_stats()
+    return mem
+
+
+def rank_and_ranks():
+    """(rank, world size) of a distributed run, from the launcher's environment
+    (torchrun, accelerate and deepspeed set RANK and WORLD_SIZE); (0, 1) alone."""
+    try:
+        return int(os.environ.get("RANK", "0")), max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 0, 1
+
+
+def rank_path(path, rank, ranks):
+    """One metrics file per rank, as memtrain names them: run.csv -> run.rank0.csv, run.rank1.csv..."""
+    if ranks <= 1:
+        return path
+    base, ext = os.path.splitext(path)
+    return "%s.rank%d%s" % (base, rank, ext)
+
+
+def precision_label(args, model=None):
+    """memplan's name for what the run does (memplan(1), --precision): the Trainer's
+    bf16/fp16 flags say autocast, and the trainable weights' own dtype says whether
+    they are stored in 16 bits (with fp32 masters under DeepSpeed, none otherwise)."""
+    half = "bf16" if getattr(args, "bf16", False) else "fp16" if getattr(args, "fp16", False) else None
+    stored = None
+    if model is not None and hasattr(model, "parameters"):
+        for p in model.parameters():
+            if getattr(p, "requires_grad", False):
+                stored = str(getattr(p, "dtype", ""))
+                break
+    stored16 = stored in ("torch.bfloat16", "torch.float16")
+    if stored16:
+        kind = "bf16" if stored == "torch.bfloat16" else "fp16"
+        if getattr(args, "deepspeed", None):
+            return "mixed-" + kind
+        return "pure-bf16" if kind == "bf16" else "mixed-fp16"
+    return "amp-" + half if half else "fp32"
 
 
 def _torch_device():
@@ -294,7 +334,9 @@ except Exception:  # ImportError, or a broken install
 
 
 class MemtopCallback(_TrainerCallback):
-    """A transformers.TrainerCallback writing a memtop metrics file at every optimizer step.
+    """A transformers.TrainerCallback writing a memtop metrics file at every optimizer step:
+    one file per rank in a distributed run (run.csv -> run.rank0.csv, ..., as memtrain),
+    the precision labelled from the run (precision_label), each row's peak its own step's.
 
     tokens_per_step   tokens per optimizer step (B x T x accumulation), for tokens/s
     measurements      a measurements CSV for `memplan calibrate`: the run's peaks are
@@ -316,19 +358,22 @@ class MemtopCallback(_TrainerCallback):
         self.writer = None
 
     def on_train_begin(self, args, state, control, **kwargs):
+        rank, ranks = rank_and_ranks()
         settings = {
             "batch": getattr(args, "per_device_train_batch_size", None),
             "accum": getattr(args, "gradient_accumulation_steps", None),
-            "precision": "bf16" if getattr(args, "bf16", False) else "fp16" if getattr(args, "fp16", False) else "fp32",
+            "precision": precision_label(args, kwargs.get("model")),
             "checkpointing": "full" if getattr(args, "gradient_checkpointing", False) else "none",
             "optimizer": getattr(args, "optim", None),
         }
+        if ranks > 1:
+            settings.update(rank=rank, ranks=ranks)
         settings = {k: v for k, v in settings.items() if v is not None}
         model = self.model
         if model is None and kwargs.get("model") is not None:
             config = getattr(kwargs["model"], "config", None)
             model = getattr(config, "_name_or_path", None) or type(kwargs["model"]).__name__
-        self.writer = MetricsWriter(self.path, predicted=self.predicted, steps=getattr(state, "max_steps", None),
+        self.writer = MetricsWriter(rank_path(self.path, rank, ranks), predicted=self.predicted, steps=getattr(state, "max_steps", None),
                                     budget_bytes=self.budget_bytes, model=model, settings=settings)
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -351,8 +396,7 @@ class MemtopCallback(_TrainerCallback):
             cfg = {"batch": getattr(args, "per_device_train_batch_size", None),
                    "accum": getattr(args, "gradient_accumulation_steps", None),
                    "checkpointing": "full" if getattr(args, "gradient_checkpointing", False) else "none",
-                   "precision": "amp-bf16" if getattr(args, "bf16", False)
-                   else "amp-fp16" if getattr(args, "fp16", False) else "fp32"}
+                   "precision": precision_label(args, kwargs.get("model"))}
             cfg.update(self.measurement_config)
             record_measurement(self.measurements, **{k: v for k, v in cfg.items() if v is not None})
 
