@@ -139,28 +139,29 @@ static bool spelled(const mp_value *v, const char *s)
     return false;
 }
 
-/* `stride` walks rows whose first member is an mp_value. */
-static int parse_rows(const void *rows, size_t stride, int n, const char *s)
-{
-    for (int i = 0; s && i < n; i++)
-        if (spelled((const mp_value *)((const char *)rows + (size_t)i * stride), s)) return i;
-    return -1;
-}
+/* A setting's name and its parsing, both read from its rows through mp_X_value. */
+#define NAME_AND_PARSE(type, fn)                                                               \
+    const char *mp_##fn##_name(type v)                                                        \
+    {                                                                                          \
+        const mp_value *r = mp_##fn##_value((int)v);                                           \
+        return r ? r->name : "?";                                                              \
+    }                                                                                          \
+    int mp_##fn##_parse(const char *s, type *out)                                              \
+    {                                                                                          \
+        int i = mp_value_index(mp_##fn##_value, s);                                            \
+        if (i < 0) return -1;                                                                  \
+        *out = (type)i;                                                                        \
+        return 0;                                                                              \
+    }
 
-#define VOCABULARY(type, fn, rows)                                                              \
-    const mp_##fn##_desc *mp_##fn##_desc_of(type v)                                           \
-    {                                                                                           \
-        return (int)v >= 0 && (int)v < N(rows) ? &rows[v] : NULL;                               \
-    }                                                                                           \
-    const char *mp_##fn##_name(type v) { return (int)v >= 0 && (int)v < N(rows) ? rows[v].v.name : "?"; } \
-    int mp_##fn##_parse(const char *s, type *out)                                               \
-    {                                                                                           \
-        int i = parse_rows(rows, sizeof *rows, N(rows), s);                                     \
-        if (i < 0) return -1;                                                                   \
-        *out = (type)i;                                                                         \
-        return 0;                                                                               \
-    }                                                                                           \
-    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i].v : NULL; }
+/* Settings whose rows carry engine spellings: a descriptor row, its mp_value first. */
+#define VOCABULARY(type, fn, rows)                                                             \
+    const mp_##fn##_desc *mp_##fn##_desc_of(type v)                                            \
+    {                                                                                          \
+        return (int)v >= 0 && (int)v < N(rows) ? &rows[v] : NULL;                              \
+    }                                                                                          \
+    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i].v : NULL; } \
+    NAME_AND_PARSE(type, fn)
 
 VOCABULARY(mp_precision, precision, precisions)
 VOCABULARY(mp_optimizer, optimizer, optimizers)
@@ -172,15 +173,8 @@ VOCABULARY(mp_loader, loader, loaders)
 
 /* Settings whose rows carry no engine spelling are plain mp_value rows. */
 #define PLAIN_VOCABULARY(type, fn, rows)                                                       \
-    const char *mp_##fn##_name(type v) { return (int)v >= 0 && (int)v < N(rows) ? rows[v].name : "?"; } \
-    int mp_##fn##_parse(const char *s, type *out)                                               \
-    {                                                                                           \
-        int i = parse_rows(rows, sizeof *rows, N(rows), s);                                     \
-        if (i < 0) return -1;                                                                   \
-        *out = (type)i;                                                                         \
-        return 0;                                                                               \
-    }                                                                                           \
-    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i] : NULL; }
+    const mp_value *mp_##fn##_value(int i) { return i >= 0 && i < N(rows) ? &rows[i] : NULL; } \
+    NAME_AND_PARSE(type, fn)
 
 PLAIN_VOCABULARY(mp_ce, ce, ces)
 PLAIN_VOCABULARY(mp_task, task, tasks)
