@@ -43,18 +43,11 @@ static void put_deepspeed(sbuf *b, const emit_engine *e)
     if (e->stage == 3) sbuf_put(b, "  zero3_init_flag: true\n");
 }
 
-int check_accelerate(const mp_model *m, const mp_settings *s, char *err)
-{
-    (void)m;
-    emit_engine e;
-    return emit_engine_of(s, &e, err);
-}
-
 void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return; /* check_accelerate ran first */
+    if (emit_engine_of(s, &e, err)) return; /* emit_check_engine ran first */
     emit_summary_comment(b, m, s, &e);
     sbuf_put(b, "# use: accelerate launch --config_file accelerate.yaml train.py DATA\n");
     sbuf_put(b, "compute_environment: LOCAL_MACHINE\n");

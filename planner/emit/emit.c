@@ -6,10 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int check_deepspeed(const mp_model *m, const mp_settings *s, char *err);
-int check_accelerate(const mp_model *m, const mp_settings *s, char *err);
-int check_launch(const mp_model *m, const mp_settings *s, char *err);
-
 static const struct {
     const char *name;
     void (*write)(sbuf *, const mp_model *, const mp_settings *);
@@ -20,8 +16,8 @@ static const struct {
     {"memtrain", emit_memtrain, NULL, "memtrain.conf"},
     {"hf", emit_hf, NULL, "train.py"},
     {"deepspeed", emit_deepspeed, check_deepspeed, "ds_config.json"},
-    {"accelerate", emit_accelerate, check_accelerate, "accelerate.yaml"},
-    {"launch", emit_launch, check_launch, "launch.sh"},
+    {"accelerate", emit_accelerate, emit_check_engine, "accelerate.yaml"},
+    {"launch", emit_launch, emit_check_engine, "launch.sh"},
 };
 enum { NTARGETS = sizeof targets / sizeof *targets };
 

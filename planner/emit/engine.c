@@ -97,3 +97,10 @@ long long emit_zero_bucket(const mp_settings *s)
     double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
     return fw > 0 ? (long long)fw : 500000000LL;
 }
+
+int emit_check_engine(const mp_model *m, const mp_settings *s, char *err)
+{
+    (void)m;
+    emit_engine e;
+    return emit_engine_of(s, &e, err);
+}

@@ -5,18 +5,11 @@
 
 #include <stdio.h>
 
-int check_launch(const mp_model *m, const mp_settings *s, char *err)
-{
-    (void)m;
-    emit_engine e;
-    return emit_engine_of(s, &e, err);
-}
-
 void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return; /* check_launch ran first */
+    if (emit_engine_of(s, &e, err)) return; /* emit_check_engine ran first */
     sbuf_put(b, "#!/usr/bin/env bash\n");
     emit_summary_comment(b, m, s, &e);
     sbuf_put(b, "# usage: bash launch.sh DATA_FILE\n");
