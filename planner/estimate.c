@@ -101,18 +101,23 @@ static double largest_trainable(const est_ctx *c)
     return widest * (double)c->s->lora_rank;
 }
 
-/* PyTorch's ZeRO-1 (ZeroRedundancyOptimizer) deals whole tensors to ranks: the
- * heaviest rank, whose optimizer state and step this GPU is, holds more than 1/dp. */
+/* What this GPU's optimizer holds. PyTorch's ZeRO-1 (ZeroRedundancyOptimizer)
+ * deals whole tensors to ranks: the heaviest rank, whose state and step this GPU
+ * is, holds more than 1/dp. The largest tensor held is needed only by a
+ * for-loop step, so the tensor list is not walked otherwise (the search's hot path). */
 static void zero1_split(est_ctx *c)
 {
-    c->largest_held = largest_trainable(c);
-    if (c->s->zero != 1 || !c->fw->zero1_whole_tensors || c->lora || c->split != 1 || c->dp < 2) return;
-    tensor_split ts;
-    whole_tensor_split(c->m, (int64_t)c->dp, &ts);
-    if (ts.heaviest <= 0) return;
-    c->zero_o = c->trainable / ts.heaviest;
-    c->largest_held = ts.largest_held;
-    c->zero1_share = ts.heaviest / c->trainable;
+    if (c->s->zero == 1 && c->fw->zero1_whole_tensors && !c->lora && c->split == 1 && c->dp >= 2) {
+        tensor_split ts;
+        whole_tensor_split(c->m, (int64_t)c->dp, &ts);
+        if (ts.heaviest > 0) {
+            c->zero_o = c->trainable / ts.heaviest;
+            c->largest_held = ts.largest_held;
+            c->zero1_share = ts.heaviest / c->trainable;
+            return;
+        }
+    }
+    if (c->s->step_impl == MP_STEP_FOR_LOOP) c->largest_held = largest_trainable(c);
 }
 
 /* The effective divisor of the parameter count on one GPU: tensor and pipeline
