@@ -121,8 +121,16 @@ static int count_choices(mp_vocab *v)
     return v->n;
 }
 
-static const char *const family_names[] = {"gpt2", "llama"};
-static const mp_vocab families = {2, family_names, NULL, NULL};
+/* the families config.c names (mt_family_name, mt_family_parse) */
+static const char *family_choice(int v) { return mt_family_name((mt_family)v); }
+static int family_of(const char *s, int *v)
+{
+    mt_family f;
+    if (mt_family_parse(s, &f)) return -1;
+    *v = (int)f;
+    return 0;
+}
+static const mp_vocab families = {MT_NFAMILY, NULL, family_choice, family_of};
 
 static int read_data_path(const mp_opt *o, const char *value, void *base, char *err)
 {
