@@ -312,15 +312,10 @@ void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimat
     fputc('\n', f);
 }
 
-/* Plans that differ only in fp16 vs bf16 or paged vs not are one kind of plan. */
-static int precision_class(mp_precision p)
-{
-    return p == MP_AMP_FP16 ? MP_AMP_BF16 : p == MP_MIXED_FP16 ? MP_MIXED_BF16 : (int)p;
-}
-static int optimizer_class(mp_optimizer o)
-{
-    return o == MP_PAGED_ADAMW ? MP_ADAMW : o == MP_PAGED_ADAMW_8BIT ? MP_ADAMW_8BIT : (int)o;
-}
+/* Plans that differ only in fp16 vs bf16 or paged vs not are one kind of plan:
+ * the vocabulary's rows name each value's twin of the same memory. */
+static int precision_class(mp_precision p) { return (int)mp_precision_desc_of(p)->same_memory_as; }
+static int optimizer_class(mp_optimizer o) { return (int)mp_optimizer_desc_of(o)->same_memory_as; }
 bool same_kind(const mp_settings *s, const mp_settings *t)
 {
     return precision_class(s->precision) == precision_class(t->precision) &&

@@ -30,10 +30,7 @@ typedef struct task_result {
     mp_candidate best;
 } task_result;
 
-static bool adamw_class(mp_optimizer o)
-{
-    return o == MP_ADAMW || o == MP_ADAMW_8BIT || o == MP_PAGED_ADAMW || o == MP_PAGED_ADAMW_8BIT;
-}
+static bool adamw_class(mp_optimizer o) { return mp_optimizer_desc_of(o)->adamw_class; }
 
 /* One search of task t; `tier0` restricts it to the AdamW-class tier (tier 0 in
  * mp_candidate: AdamW-class optimizers, any precision but pure bf16). */
@@ -182,16 +179,6 @@ int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp
     return 0;
 }
 
-static const char *precision_short(mp_precision p)
-{
-    switch (p) {
-    case MP_FP32: return "fp32";
-    case MP_AMP_BF16: case MP_MIXED_BF16: return "bf16";
-    case MP_AMP_FP16: case MP_MIXED_FP16: return "fp16";
-    default: return "pure bf16";
-    }
-}
-
 const char *recommendation_label(const recommendation *r, char *buf, size_t len)
 {
     const char *task = r->task == MP_TASK_LORA ? "LoRA" : r->task == MP_TASK_QLORA ? "QLoRA" : NULL;
@@ -199,8 +186,8 @@ const char *recommendation_label(const recommendation *r, char *buf, size_t len)
     else if (r->multi) snprintf(buf, len, "%lldx ZeRO-3%s%s", (long long)r->gpus, task ? " " : "", task ? task : "");
     else if (task) snprintf(buf, len, "%s", task);
     else {
-        bool bit8 = r->s.optimizer == MP_ADAMW_8BIT || r->s.optimizer == MP_PAGED_ADAMW_8BIT;
-        snprintf(buf, len, "full %s%s%s", precision_short(r->s.precision), bit8 ? " 8-bit" : "",
+        bool bit8 = mp_optimizer_desc_of(r->s.optimizer)->eight_bit;
+        snprintf(buf, len, "full %s%s%s", mp_precision_desc_of(r->s.precision)->short_name, bit8 ? " 8-bit" : "",
                  r->s.offload != MP_OFFLOAD_NONE ? " +offload" : "");
     }
     return buf;
