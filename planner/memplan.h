@@ -154,6 +154,7 @@ typedef struct mp_framework {
     bool fp32_main_grad;      /* 16-bit training accumulates gradients in fp32 buffers (Megatron main_grad) */
     bool zero1_whole_tensors; /* ZeRO-1 deals whole tensors to ranks (PyTorch's ZeroRedundancyOptimizer) */
     bool amp;                 /* the stack runs torch.autocast mixed precision (amp-bf16, amp-fp16) */
+    bool pure16;              /* the stack trains 16-bit weights with no fp32 master copy (pure-bf16) */
     bool adapter_fp32;        /* LoRA adapters kept in fp32 over a 16-bit base (PEFT autocast_adapter_dtype) */
     bool sdpa_full_kv;        /* the model repeats grouped K/V heads before SDPA (LitGPT, torchtune) */
     bool kbit_fp32_rest;      /* QLoRA's non-quantised weights cast to fp32 (PEFT prepare_model_for_kbit_training) */
@@ -431,7 +432,7 @@ bool mp_fits(const mp_estimate *e, double budget_bytes, double headroom);
 typedef struct mp_candidate {
     mp_settings s;
     mp_task task;             /* full, lora or qlora */
-    int tier;                 /* 0: AdamW-class, 1: other optimizers or pure bf16, 2: SGD */
+    int tier;                 /* the optimizer family: 0 AdamW-class, 1 other adaptive, 2 SGD */
     bool fits;
     double device_bytes, total_bytes, host_bytes, trainable;
     double at_peak[MP_NCOMP];

@@ -2,21 +2,26 @@
  *
  * Ranking (the rules, in order; mp_rank_reason names the one that decided):
  *  1. plans that fit first;
- *  2. the kind of training: full fine-tuning, then LoRA, then QLoRA (not with
+ *  2. the optimizer family: AdamW-class, then other adaptive ones, then SGD
+ *     (with --prefer speed too: speed never changes the family unless asked,
+ *     and the guides move to LoRA or offload, not to another optimizer, to
+ *     save memory);
+ *  3. no offload before offload: offload only when nothing else fits, of any
+ *     kind (the guides reach for LoRA and QLoRA before CPU offload);
+ *  4. the kind of training: full fine-tuning, then LoRA, then QLoRA (not with
  *     --prefer speed);
- *  3. the optimizer family: AdamW-class, then other adaptive ones, then SGD
- *     (with --prefer speed too: speed never changes the family unless asked);
- *  4. no offload before offload: offload only when nothing else of its group fits;
- *     likewise (not with --prefer speed) full-precision optimizer state before
- *     8-bit: an 8-bit optimizer changes the update's numerics, and the guides
- *     reach for it to save memory, so it is chosen when nothing with full
- *     states fits, not for the few percent its fused step may save;
- *  5. faster first, but plans within MP_SPEED_TIE of the fastest of their
+ *  5. (not with --prefer speed) full numerics before reduced ones: 8-bit
+ *     optimizer state and 16-bit weights without an fp32 master copy each
+ *     change the update's numerics, and the guides reach for them to save
+ *     memory, so they are chosen when nothing with full numerics fits, not
+ *     for the few percent a fused step may save;
+ *  6. faster first, but plans within MP_SPEED_TIE of the fastest of their
  *     group are equally fast, and among those:
- *  6. the simpler plan: no ZeRO before ZeRO, plain AdamW before 8-bit and
- *     paged, no checkpointing before checkpointing, full CE before chunked, no
- *     loss scaling before loss scaling;
- *  7. the smaller footprint.
+ *  7. the simpler plan: no ZeRO before ZeRO, plain AdamW before 8-bit and
+ *     paged, an fp32 master copy before none, no checkpointing before
+ *     checkpointing, full CE before chunked, no loss scaling before loss
+ *     scaling;
+ *  8. the smaller footprint.
  * Offload of a state smaller than the bucket that moves it is not a plan.
  * A larger micro-batch never uses less memory, so once a batch misses the
  * budget the larger ones are pruned. */
@@ -35,30 +40,31 @@
  * offloading a smaller state costs more device memory than it frees. */
 #define OFFLOAD_MIN_STATE_BYTES (5e8 * 2)
 
-/* 0: AdamW-class, 1: other adaptive optimizers or no fp32 master copy (pure
- * bf16: updates can round away), 2: SGD. */
-static int optimizer_tier(const mp_settings *s)
+/* Rule 5: how many of the update's numerics are reduced (8-bit optimizer
+ * state, 16-bit weights with no fp32 master copy). */
+static int reduced_numerics(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    int t = mp_optimizer_desc_of(s->optimizer)->tier;
-    if (pd->stored_bytes == 2 && !pd->master_copy && t < 1) t = 1;
-    return t;
+    return mp_optimizer_desc_of(s->optimizer)->eight_bit + (pd->stored_bytes == 2 && !pd->master_copy);
 }
 
-/* Rule 6's moving parts, most weighty first: on a speed tie the plan with
+/* Rule 7's moving parts, most weighty first: on a speed tie the plan with
  * the first one absent wins. */
-enum { NPARTS = 6 };
+enum { NPARTS = 7 };
 static const char *const part_names[NPARTS] = {"ZeRO", "an 8-bit optimizer", "a paged optimizer",
+                                               "16-bit weights without an fp32 master copy",
                                                "checkpointing", "chunked cross-entropy", "loss scaling"};
 static void moving_parts(const mp_settings *s, int parts[NPARTS])
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     parts[0] = s->zero > 0;
     parts[1] = od->eight_bit;
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     parts[2] = od->paged;
-    parts[3] = s->checkpointing != MP_CKPT_NONE;
-    parts[4] = s->ce == MP_CE_CHUNKED;
-    parts[5] = mp_precision_desc_of(s->precision)->loss_scaling;
+    parts[3] = pd->stored_bytes == 2 && !pd->master_copy;
+    parts[4] = s->checkpointing != MP_CKPT_NONE;
+    parts[5] = s->ce == MP_CE_CHUNKED;
+    parts[6] = pd->loss_scaling;
 }
 
 /* The first moving part in which a and b differ, or -1. */
@@ -86,13 +92,15 @@ static int push(mp_search_result *r, const mp_candidate *c)
 
 static bool g_prefer_speed;
 
-/* Rules 2 and 3 group the plans; rule 4 splits a group (offload, then 8-bit states). */
+/* Rules 2 to 5 group the plans. */
 static int group_of(const mp_candidate *k, bool prefer_speed)
 {
-    int eight_bit = !prefer_speed && mp_optimizer_desc_of(k->s.optimizer)->eight_bit;
-    return (((prefer_speed ? 0 : (int)k->task) * 3 + k->tier) * 2 + (k->s.offload != MP_OFFLOAD_NONE)) * 2 + eight_bit;
+    int offload = k->s.offload != MP_OFFLOAD_NONE;
+    int task = prefer_speed ? 0 : (int)k->task;
+    int reduced = prefer_speed ? 0 : reduced_numerics(&k->s);
+    return ((k->tier * 2 + offload) * MP_NTASK + task) * 3 + reduced;
 }
-enum { NGROUPS = MP_NTASK * 3 * 2 * 2 };
+enum { NGROUPS = 2 * MP_NTASK * 3 * 3 };
 
 static bool speed_tied(const mp_candidate *k)
 {
@@ -119,7 +127,7 @@ static int cmp_cand(const void *pa, const void *pb)
     return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
 }
 
-/* Each group's fastest fitting plan: the band the tie of rule 5 is measured from. */
+/* Each group's fastest fitting plan: the band the tie of rule 6 is measured from. */
 static void set_bands(mp_search_result *r, bool prefer_speed)
 {
     double best[NGROUPS] = {0};
@@ -141,16 +149,17 @@ const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bo
     int part = first_part_apart(&best->s, &alt->s);
     if (!alt->fits)
         snprintf(buf, len, "does not fit");
-    else if (!prefer_speed && alt->task != best->task)
-        snprintf(buf, len, "kind of training: %s ranks after %s", task_names[alt->task], task_names[best->task]);
     else if (alt->tier != best->tier)
         snprintf(buf, len, "optimizer family: %s ranks after %s (--optimizer picks one)", tier_names[alt->tier],
                  tier_names[best->tier]);
     else if ((alt->s.offload != MP_OFFLOAD_NONE) != (best->s.offload != MP_OFFLOAD_NONE))
         snprintf(buf, len, "offload: only when nothing without it fits (%.0f%% slower)", pct);
-    else if (!prefer_speed && mp_optimizer_desc_of(alt->s.optimizer)->eight_bit !=
-                                  mp_optimizer_desc_of(best->s.optimizer)->eight_bit)
-        snprintf(buf, len, "8-bit optimizer state: only when full states do not fit (%+.0f%% speed)", -pct);
+    else if (!prefer_speed && alt->task != best->task)
+        snprintf(buf, len, "kind of training: %s ranks after %s", task_names[alt->task], task_names[best->task]);
+    else if (!prefer_speed && reduced_numerics(&alt->s) != reduced_numerics(&best->s))
+        snprintf(buf, len,
+                 "8-bit optimizer state or 16-bit weights without an fp32 master: only when full numerics "
+                 "do not fit (%+.0f%% speed)", -pct);
     else if (!speed_tied(alt))
         snprintf(buf, len, "slower: %.0f%% below the fastest, beyond the speed model's %.0f%% error", pct,
                  100 * MP_SPEED_TIE);
@@ -268,7 +277,7 @@ typedef struct search_run {
 } search_run;
 
 /* Combinations not worth estimating: bf16 without hardware support unless
- * the user insists, and dominated twins: fp16 needs the memory of bf16 plus
+ * the user insists, regimes the framework does not run, and dominated twins: fp16 needs the memory of bf16 plus
  * loss scaling, and a paged optimizer the memory of its unpaged self. */
 static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opts *o)
 {
@@ -277,6 +286,9 @@ static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opt
     if (pd->needs_bf16 && gpu && !gpu->bf16 && !(pin & MP_PIN_PRECISION)) return true;
     /* autocast only where the stack runs it (DeepSpeed keeps 16-bit weights and masters) */
     if (pd->autocast && !settings_framework(s)->amp && !(pin & MP_PIN_PRECISION)) return true;
+    /* 16-bit weights without a master copy only where the stack trains them so */
+    if (pd->stored_bytes == 2 && !pd->master_copy && !settings_framework(s)->pure16 && !(pin & MP_PIN_PRECISION))
+        return true;
     if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) && pd->same_memory_as != s->precision)
         return true;
     if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s->optimizer)->same_memory_as != s->optimizer)
@@ -307,7 +319,7 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         if (s->offload != MP_OFFLOAD_NONE && !(o->pinned & MP_PIN_OFFLOAD) &&
             e.host_offload_bytes < OFFLOAD_MIN_STATE_BYTES)
             break; /* a state too small to be worth moving, at every batch */
-        mp_candidate c = {.s = *s, .task = task, .tier = optimizer_tier(s),
+        mp_candidate c = {.s = *s, .task = task, .tier = mp_optimizer_desc_of(s->optimizer)->tier,
                           .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
                           .host_bytes = e.host_bytes, .trainable = e.trainable_params,
                           .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes,

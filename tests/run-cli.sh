@@ -81,7 +81,14 @@ has out "memtop"
 expect 0 "7B on 12GB: plain AdamW" -- "$mp" --params 7e9 --gpu 12GB --explain
 has out "best plan: QLoRA (nf4-dq base) r=16 on q,k,v,o,gate,up,down, mixed-bf16, adamw,"
 expect 0 "--top 1000: every alternative (more than 64), each with its reason" -- "$mp" --params 7e9 --gpu 12GB --explain --top 1000
-has out "lost on 8-bit optimizer state: only when full states do not fit"
+has out "lost on 8-bit optimizer state or 16-bit weights without an fp32 master: only when full numerics do not fit"
+expect 0 "DeepSpeed keeps fp32 masters: no pure-bf16 plan under it (frameworks.csv pure16)" -- "$mp" --model llama-3.1-8b --gpu a100-80g --task full --framework deepspeed
+has out "best plan: full fine-tuning, mixed-bf16"
+expect 0 "without DeepSpeed the same run takes torchtune's pure bf16" -- "$mp" --model llama-3.1-8b --gpu a100-80g --task full
+has out "best plan: full fine-tuning, pure-bf16"
+expect 0 "7B on 40GB: LoRA before offload, and --explain says so" -- "$mp" --model llama-2-7b --gpu 40GB --explain --top 1000
+has out "best plan: LoRA r=16"
+has out "lost on offload: only when nothing without it fits"
 expect 0 "--prefer speed keeps the optimizer family" -- "$mp" --model llama-3.1-8b --gpu 24GB --prefer speed --format json
 if python3 -c "
 import json

@@ -307,10 +307,11 @@ static void print_plan_why(const cli *c, const plan_result *p)
             if (p->miss[t] && !p->task_fits[t]) explain_miss(stdout, c, p->miss[t]);
     }
     if (p->best && !c->opts.prefer_speed)
-        printf("\nwhy this plan: %s is the most complete kind of training that fits (full fine-tuning,\n"
-               "then LoRA, then QLoRA); among its plans AdamW-class optimizers come first, offload only\n"
-               "when nothing else fits, then the fastest; plans within %.0f%% of the fastest (the speed\n"
-               "model's error) are equally fast, and the simplest of them wins (--explain: each rule)\n",
+        printf("\nwhy this plan: %s is the most complete kind of training that fits with an optimizer\n"
+               "of its family and no offload unless nothing else fits (full fine-tuning, then LoRA, then\n"
+               "QLoRA; AdamW-class optimizers first); 8-bit states or weights without an fp32 master only\n"
+               "when full numerics do not fit; then the fastest: plans within %.0f%% of the fastest (the\n"
+               "speed model's error) are equally fast, and the simplest of them wins (--explain: each rule)\n",
                p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA",
                100 * MP_SPEED_TIE);
     if (p->nalt) {

@@ -1,8 +1,8 @@
 /* table.c — memplan table: the recommended plan of each model on each GPU.
  *
  * One model: a row per GPU with the plan mp_search picks (the same ranking as
- * `memplan plan`: full fine-tuning, then LoRA, then QLoRA; AdamW-class
- * optimizers first; then tokens/s), its memory and speed, or why nothing fits.
+ * `memplan plan`: AdamW-class optimizers first, no offload before offload,
+ * full fine-tuning, then LoRA, then QLoRA; then tokens/s), its memory and speed, or why nothing fits.
  * Several models: a models x GPUs matrix naming the kind of training that fits.
  * When nothing fits on one GPU (and the flags leave the GPU count and ZeRO
  * open), the row gives the smallest power-of-two GPU count on which a plan fits
@@ -30,10 +30,9 @@ typedef struct task_result {
     mp_candidate best;
 } task_result;
 
-static bool adamw_class(mp_optimizer o) { return mp_optimizer_desc_of(o)->adamw_class; }
 
 /* One search of task t; `tier0` restricts it to the AdamW-class tier (tier 0 in
- * mp_candidate: AdamW-class optimizers, any precision but pure bf16). */
+ * mp_candidate). */
 static int search_one(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
                       unsigned extra_pins, mp_task t, bool tier0, table_cache_entry *ce, task_result *res,
                       char *err)
@@ -45,8 +44,9 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     o.exhaustive = false;
     o.task = t;
     if (tier0) {
-        o.only_optimizers = 1u << MP_ADAMW | 1u << MP_ADAMW_8BIT | 1u << MP_PAGED_ADAMW | 1u << MP_PAGED_ADAMW_8BIT;
-        o.only_precisions = ((1u << MP_NPRECISION) - 1) & ~(1u << MP_PURE_BF16);
+        o.only_optimizers = 0;
+        for (int i = 0; i < MP_NOPTIMIZER; i++)
+            if (mp_optimizer_desc_of((mp_optimizer)i)->tier == 0) o.only_optimizers |= 1u << i;
     }
     mp_search_result r;
     if (mp_search(m, base, g, &o, &r, err)) {
@@ -70,58 +70,80 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     return 0;
 }
 
-/* Search task by task, most complete first, and stop at the first that fits.
- * The ranking puts every fitting plan of a more complete task first, and within
- * a task every fitting AdamW-class plan first, so searching that tier before the
- * rest finds the plan a search of everything would pick, at a fraction of the
- * cost. Memory does not depend on the GPU (speed does): the cache remembers each
- * space's least-memory plan, and a GPU too small for it skips that search. */
+/* The winner among the tasks' best plans, as mp_search ranks them: the
+ * optimizer family, then no offload before offload (of any task), then the
+ * most complete task; -1 when none fits. */
+static int task_winner(const task_result res[MP_NTASK])
+{
+    int win = -1, win_key = 0;
+    for (int t = 0; t < MP_NTASK; t++) {
+        if (!res[t].ran || !res[t].fits) continue;
+        int key = res[t].best.tier * 2 + (res[t].best.s.offload != MP_OFFLOAD_NONE);
+        if (win < 0 || key < win_key) win = t, win_key = key;
+    }
+    return win;
+}
+
+/* One pass over the tasks, most complete first, in the AdamW-class tier or in
+ * all; it stops at the first task whose best plan fits without offload, which
+ * no later task can beat. Each task's result lands in res. */
+static int search_pass(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
+                       unsigned extra_pins, table_cache *cache, int level, bool tier0, task_result res[MP_NTASK],
+                       char *err)
+{
+    const double usable = g->mem_bytes * (1 - c->headroom); /* as mp_fits */
+    const int b = g->bf16 ? 1 : 0;
+    bool any = false;
+    for (int t = MP_TASK_FULL; t <= MP_TASK_QLORA; t++) {
+        if (c->opts.task != MP_TASK_ANY && c->opts.task != (mp_task)t) continue;
+        table_cache_entry *ce = cache ? &cache->e[b][level][t][tier0] : NULL;
+        char e2[MP_ERR_LEN];
+        if (ce && ce->state == TC_ERROR) {
+            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", cache->err);
+            continue;
+        }
+        if (ce && ce->state == TC_KNOWN && !(ce->least.device_bytes <= usable)) {
+            any = true; /* known already: nothing of this task fits here */
+            res[t].ran = true, res[t].fits = false;
+            res[t].best = ce->least;
+            continue;
+        }
+        if (search_one(c, m, base, g, extra_pins, (mp_task)t, tier0, ce, &res[t], e2)) {
+            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", e2);
+            if (cache && !tier0) snprintf(cache->err, sizeof cache->err, "%s", e2);
+            continue;
+        }
+        any = true;
+        if (res[t].fits && res[t].best.s.offload == MP_OFFLOAD_NONE) break;
+    }
+    return any ? 0 : -1;
+}
+
+/* Search task by task, the AdamW-class tier first and the rest only when
+ * nothing of that tier fits: mp_search ranks the optimizer family first, then
+ * no offload before offload, then the kind of training, so these split
+ * searches find the plan a search of everything would pick, at a fraction of
+ * the cost. Memory does not depend on the GPU (speed does): the cache
+ * remembers each space's least-memory plan, and a GPU too small for it skips
+ * that search. */
 static int search_tasks(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
                         unsigned extra_pins, table_cache *cache, int level, task_result res[MP_NTASK],
                         int *winner, char *err)
 {
     const unsigned pin = c->pinned | extra_pins;
-    const double usable = g->mem_bytes * (1 - c->headroom); /* as mp_fits */
     /* the tier can be searched apart unless the pins make it all or nothing */
-    bool tiered = !((pin & MP_PIN_OPTIMIZER) && (pin & MP_PIN_PRECISION)) &&
-                  !((pin & MP_PIN_OPTIMIZER) && !adamw_class(base->optimizer)) &&
-                  !((pin & MP_PIN_PRECISION) && base->precision == MP_PURE_BF16);
-    *winner = -1;
-    bool any = false;
-    err[0] = 0;
+    bool tiered = !(pin & MP_PIN_OPTIMIZER);
     memset(res, 0, sizeof(task_result) * MP_NTASK);
-    int b = g->bf16 ? 1 : 0;
-    for (int t = MP_TASK_FULL; t <= MP_TASK_QLORA && *winner < 0; t++) {
-        if (c->opts.task != MP_TASK_ANY && c->opts.task != (mp_task)t) continue;
-        table_cache_entry *all = cache ? &cache->e[b][level][t][0] : NULL;
-        table_cache_entry *top = cache ? &cache->e[b][level][t][1] : NULL;
-        char e2[MP_ERR_LEN];
-        if (all && all->state == TC_ERROR) {
-            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", cache->err);
-            continue;
-        }
-        if (all && all->state == TC_KNOWN && !(all->least.device_bytes <= usable)) {
-            any = true; /* known already: nothing of this task fits here */
-            res[t].ran = true;
-            res[t].best = all->least;
-            continue;
-        }
-        if (tiered && !(top && top->state == TC_ERROR) &&
-            !(top && top->state == TC_KNOWN && !(top->least.device_bytes <= usable)) &&
-            search_one(c, m, base, g, extra_pins, (mp_task)t, true, top, &res[t], e2) == 0 && res[t].fits) {
-            any = true;
-            *winner = t;
-            break;
-        }
-        if (search_one(c, m, base, g, extra_pins, (mp_task)t, false, all, &res[t], e2)) {
-            if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", e2);
-            if (cache) snprintf(cache->err, sizeof cache->err, "%s", e2);
-            continue;
-        }
-        any = true;
-        if (res[t].fits) *winner = t;
+    err[0] = 0;
+    *winner = -1;
+    char e2[MP_ERR_LEN] = "";
+    if (tiered && search_pass(c, m, base, g, extra_pins, cache, level, true, res, e2) == 0)
+        *winner = task_winner(res);
+    if (*winner < 0) {
+        memset(res, 0, sizeof(task_result) * MP_NTASK);
+        if (search_pass(c, m, base, g, extra_pins, cache, level, false, res, err)) return -1;
+        *winner = task_winner(res);
     }
-    if (!any) return -1;
     err[0] = 0;
     return 0;
 }
@@ -404,8 +426,9 @@ void write_speed_note(FILE *f, const mp_gpu *gpus, int n)
 /* The legend under the matrix, and the first cell that could not be planned. */
 static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool na)
 {
-    fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); 8-bit: 8-bit AdamW;\n"
-               "            +offload: optimizer state in host RAM (ZeRO-Offload)\n"
+    fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); pure bf16: 16-bit\n"
+               "            weights, no fp32 master copy; 8-bit: 8-bit AdamW; +offload: optimizer state in host\n"
+               "            RAM (ZeRO-Offload)\n"
                "LoRA        adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
                "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
                "\xe2\x80\x94           nothing fits%s\n"
