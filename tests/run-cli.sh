@@ -22,7 +22,7 @@ expect 0 "estimate json" -- "$mp" estimate --model gpt2 --batch 8 --seq 1024 --g
 if python3 -c "
 import json,sys
 d=json.load(open('$tmp/out'))
-for k in ['fits','budget_bytes','total_bytes','reserved_bytes','components','host_bytes','params','trainable_params','settings']:
+for k in ['fits','budget_bytes','allocated_bytes','reserved_bytes','components','host_bytes','params','trainable_params','settings']:
     assert k in d, k
 assert set(d['components']) == {'weights','gradients','optimizer','activations','overhead'}
 assert d['params'] == 124439808
@@ -274,7 +274,7 @@ n = 0
 for r in csv.DictReader(l for l in open(syn) if not l.startswith("#")):
     e = estimate(mp, prof, r)
     want = fitted[r["name"]]
-    assert e["total_bytes"] == want["fitted_bytes"], (r["name"], e["total_bytes"], want["fitted_bytes"])
+    assert e["allocated_bytes"] == want["fitted_bytes"], (r["name"], e["allocated_bytes"], want["fitted_bytes"])
     assert e["reserved_bytes"] == want["fitted_reserved_bytes"] and e["device_bytes"] == want["fitted_device_bytes"], r["name"]
     n += 1
 assert n == 8, n
@@ -421,6 +421,27 @@ printf '%s\n' "$speed_out" | sed '$d'
 sp=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 sf=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_speed.sh did not finish"; fi
+# one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
+# in every CSV and JSON (estimate, sweep, ladder, table)
+"$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null
+"$mp" estimate --model gpt2 --gpu 24GB --format json > "$tmp/e.json" 2>/dev/null
+"$mp" sweep --model gpt2 --gpu 24GB --format csv > "$tmp/s.csv" 2>/dev/null
+"$mp" ladder --model gpt2 --gpu 24GB --format csv > "$tmp/l.csv" 2>/dev/null
+"$mp" table --model gpt2 --gpus t4 --format csv > "$tmp/t.csv" 2>/dev/null
+if python3 -c "
+import csv, json
+e = json.load(open('$tmp/e.json'))
+row = next(csv.DictReader(open('$tmp/e.csv')))
+for k in ('weights', 'gradients', 'optimizer', 'activations', 'overhead'):
+    assert float(row[k + '_bytes']) == e['components'][k], k
+for k in ('allocated_bytes', 'reserved_bytes', 'device_bytes', 'host_bytes'):
+    assert float(row[k]) == e[k], k
+assert 'total_bytes' not in e and 'total_bytes' not in row
+for f in ('e', 's', 'l', 't'):
+    head = next(csv.reader(l for l in open('$tmp/%s.csv' % f) if not l.startswith('#')))
+    assert not [h for h in head if h.startswith('lora_') or h in ('weights', 'total_bytes')], (f, head)
+"; then ok "CSV and JSON share the screen's names (allocated_bytes, optimizer_bytes, lora-rank)"; else bad "field names differ between CSV, JSON and the screen"; fi
+
 # ---------------------------------------------------------------------------
 
 echo "cli: $pass passed, $fail failed"

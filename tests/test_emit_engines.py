@@ -244,7 +244,7 @@ def one_plan(binary, args, tmp, i):
         return "error"
     plan = json.loads(r.stdout)
     p = plan["settings"]
-    p["peak_gib"] = "%.2f GiB allocated" % (plan["total_bytes"] / 2**30)
+    p["peak_gib"] = "%.2f GiB allocated" % (plan["allocated_bytes"] / 2**30)
     eng = engine_of(p)
     d = os.path.join(tmp, "b%d" % i) + "/"
     r = run([binary] + args + ["--emit", "hf", "-o", d])

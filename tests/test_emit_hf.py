@@ -129,7 +129,7 @@ def check_plan(tag, family, repo, text, plan, vocab):
           f"{tag}: the amp-twin note iff full fine-tuning under {s['precision']} without DeepSpeed")
     check_load(tag, family, c, s, vocab)
     check_lora(tag, family, c, s, vocab)
-    peak = f"{plan['total_bytes'] / 2**30:.2f} GiB allocated, {plan['device_bytes'] / 2**30:.2f} GiB on the device"
+    peak = f"{plan['allocated_bytes'] / 2**30:.2f} GiB allocated, {plan['device_bytes'] / 2**30:.2f} GiB on the device"
     check(peak in text, f"{tag}: summary states the predicted peak ({peak})")
 
 

@@ -122,8 +122,8 @@ static int row_settings(const sheet *t, int r, const mp_model *m, mp_settings *s
     bad |= mp_attention_parse(val(t, r, "attention"), &s->attention);
     bad |= mp_ce_parse(val(t, r, "ce"), &s->ce);
     bad |= mp_offload_parse(val(t, r, "offload"), &s->offload);
-    s->lora_rank = atoll(val(t, r, "lora_rank"));
-    if (s->lora_rank > 0) bad |= mp_lora_targets_parse(val(t, r, "lora_targets"), &s->lora_targets);
+    s->lora_rank = atoll(val(t, r, "lora-rank"));
+    if (s->lora_rank > 0) bad |= mp_lora_targets_parse(val(t, r, "lora-targets"), &s->lora_targets);
     s->batch = atoll(val(t, r, "batch"));
     s->accum = atoll(val(t, r, "accum"));
     s->seq = atoll(val(t, r, "seq"));
@@ -134,7 +134,7 @@ static int row_settings(const sheet *t, int r, const mp_model *m, mp_settings *s
 
 static const char *const table_names[] = {
     "model", "gpu", "capacity_bytes", "fits", "gpus", "task", "precision", "optimizer", "quant",
-    "lora_rank", "lora_targets", "checkpointing", "attention", "ce", "batch", "accum", "seq", "zero",
+    "lora-rank", "lora-targets", "checkpointing", "attention", "ce", "batch", "accum", "seq", "zero",
     "offload", "device_bytes", "used_pct", "tokens_per_s", "step_seconds", "note"};
 
 static void test_table_rows(void)

@@ -40,12 +40,12 @@ for path in files:
     for r in json.load(open(path)):
         args = [mp, 'estimate', '--model', r['model'], '--gpu', r['gpu'], '--format', 'json',
                 '--precision', r['precision'], '--optimizer', r['optimizer'], '--quant', r['quant'],
-                '--lora-rank', str(r['lora_rank']), '--checkpointing', r['checkpointing'],
+                '--lora-rank', str(r['lora-rank']), '--checkpointing', r['checkpointing'],
                 '--attention', r['attention'], '--ce', r['ce'], '--batch', str(r['batch']),
                 '--accum', str(r['accum']), '--seq', str(r['seq']), '--zero', str(r['zero']),
                 '--offload', r['offload'], '--gpus', str(r['gpus'])]
-        if r['lora_rank']:
-            args += ['--lora-targets', r['lora_targets']]
+        if r['lora-rank']:
+            args += ['--lora-targets', r['lora-targets']]
         p = subprocess.run(args, capture_output=True, text=True)
         assert p.returncode in (0, 1), (args, p.stderr)
         e = json.loads(p.stdout)
@@ -150,12 +150,12 @@ mp, rows = sys.argv[1], json.load(open(sys.argv[2]))
 assert [r['step'] for r in rows] == list(range(7)), [r['step'] for r in rows]
 assert rows[0]['precision'] == 'fp32' and rows[0]['optimizer'] == 'adamw' and rows[0]['from'] is None
 assert [r['from'] for r in rows[1:]] == [0, 1, 2, 3, 4, 3]
-assert rows[5]['quant'] == 'nf4-dq' and rows[4]['lora_rank'] == 16 and rows[6]['offload'] == 'optimizer'
+assert rows[5]['quant'] == 'nf4-dq' and rows[4]['lora-rank'] == 16 and rows[6]['offload'] == 'optimizer'
 comp = ['weights', 'gradients', 'optimizer', 'activations', 'overhead']
 for r in rows:
     args = [mp, 'estimate', '--model', 'llama-2-7b', '--batch', '8', '--seq', '2048', '--gpu', 'rtx4090',
             '--format', 'json', '--precision', r['precision'], '--optimizer', r['optimizer'],
-            '--checkpointing', r['checkpointing'], '--lora-rank', str(r['lora_rank']),
+            '--checkpointing', r['checkpointing'], '--lora-rank', str(r['lora-rank']),
             '--quant', r['quant'], '--zero', str(r['zero']), '--offload', r['offload']]
     p = subprocess.run(args, capture_output=True, text=True)
     e = json.loads(p.stdout)

@@ -214,8 +214,9 @@ def _load_prediction(predicted):
         for c in COMPONENTS:
             if comps.get(c) is not None:
                 pred["pred_" + c] = comps[c]
-        if predicted.get("total_bytes") is not None:
-            pred["pred_total"] = predicted["total_bytes"]
+        total = predicted.get("allocated_bytes", predicted.get("total_bytes"))  # total_bytes: before 2026-11
+        if total is not None:
+            pred["pred_total"] = total
         model = predicted.get("model")
         if isinstance(model, dict) and model.get("name"):
             meta["model"] = model["name"]

@@ -132,7 +132,7 @@ enum { L_STEP, L_FROM, L_CHANGE, L_PRECISION, L_OPTIMIZER, L_CKPT, L_LORA_RANK, 
 
 static const grid_col ladder_cols[L_NCOL] = {
     {"step", COL_INT}, {"from", COL_INT}, {"change", COL_STR}, {"precision", COL_STR},
-    {"optimizer", COL_STR}, {"checkpointing", COL_STR}, {"lora_rank", COL_INT}, {"quant", COL_STR},
+    {"optimizer", COL_STR}, {"checkpointing", COL_STR}, {"lora-rank", COL_INT}, {"quant", COL_STR},
     {"zero", COL_INT}, {"offload", COL_STR}, {"weights_bytes", COL_BYTES}, {"gradients_bytes", COL_BYTES},
     {"optimizer_bytes", COL_BYTES}, {"activations_bytes", COL_BYTES}, {"overhead_bytes", COL_BYTES},
     {"device_bytes", COL_BYTES}, {"host_bytes", COL_BYTES}, {"saving_prev_bytes", COL_BYTES},

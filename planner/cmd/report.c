@@ -183,7 +183,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "fits", c->have_gpu ? json_boolean(fits) : json_null());
     json_object_set_new(o, "budget_bytes", c->have_gpu ? bytes_json(c->gpu.mem_bytes) : json_null());
     json_object_set_new(o, "usable_bytes", c->have_gpu ? bytes_json(c->gpu.mem_bytes * (1 - c->headroom)) : json_null());
-    json_object_set_new(o, "total_bytes", bytes_json(e->total_bytes));
+    json_object_set_new(o, "allocated_bytes", bytes_json(e->total_bytes));
     json_object_set_new(o, "reserved_bytes", bytes_json(e->reserved_bytes));
     json_object_set_new(o, "device_bytes", bytes_json(e->device_bytes));
     json_object_set_new(o, "host_bytes", bytes_json(e->host_bytes));
@@ -208,7 +208,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     for (int i = 0; i < e->nphases; i++) {
         json_t *p = json_object();
         json_object_set_new(p, "name", json_string(e->phases[i].name));
-        json_object_set_new(p, "total_bytes", bytes_json(e->phases[i].total));
+        json_object_set_new(p, "allocated_bytes", bytes_json(e->phases[i].total));
         json_array_append_new(ph, p);
     }
     json_object_set_new(o, "phases", ph);
@@ -260,8 +260,9 @@ void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_e
 
 static const char *csv_cols[] = {
     "model", "task", "precision", "optimizer", "checkpointing", "attention", "batch", "accum",
-    "seq", "ce", "lora-rank", "lora-targets", "quant", "gpus", "zero", "offload", "weights", "gradients",
-    "optimizer_bytes", "activations", "overhead", "total_bytes", "reserved_bytes", "device_bytes",
+    "seq", "ce", "lora-rank", "lora-targets", "quant", "gpus", "zero", "offload", "weights_bytes",
+    "gradients_bytes", "optimizer_bytes", "activations_bytes", "overhead_bytes", "allocated_bytes",
+    "reserved_bytes", "device_bytes",
     "host_bytes", "host_node_bytes", "budget_bytes", "fits", "tokens_per_s", "params", "trainable_params"};
 
 static void csv_field(FILE *f, const char *v, int first)

@@ -12,7 +12,7 @@ enum { S_RANK, S_TASK, S_PRECISION, S_OPTIMIZER, S_QUANT, S_LORA_RANK, S_CKPT, S
 
 static const grid_col sweep_cols[S_NCOL] = {
     {"rank", COL_INT}, {"task", COL_STR}, {"precision", COL_STR}, {"optimizer", COL_STR},
-    {"quant", COL_STR}, {"lora_rank", COL_INT}, {"checkpointing", COL_STR}, {"attention", COL_STR},
+    {"quant", COL_STR}, {"lora-rank", COL_INT}, {"checkpointing", COL_STR}, {"attention", COL_STR},
     {"ce", COL_STR}, {"batch", COL_INT}, {"accum", COL_INT}, {"seq", COL_INT}, {"zero", COL_INT},
     {"offload", COL_STR}, {"gpus", COL_INT}, {"weights_bytes", COL_BYTES}, {"gradients_bytes", COL_BYTES},
     {"optimizer_bytes", COL_BYTES}, {"activations_bytes", COL_BYTES}, {"overhead_bytes", COL_BYTES},

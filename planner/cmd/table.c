@@ -224,7 +224,7 @@ enum { T_MODEL, T_GPU, T_CAPACITY, T_FITS, T_GPUS, T_TASK, T_PRECISION, T_OPTIMI
 static const grid_col row_cols[T_NCOL] = {
     {"model", COL_STR}, {"gpu", COL_STR}, {"capacity_bytes", COL_BYTES}, {"fits", COL_BOOL},
     {"gpus", COL_INT}, {"task", COL_STR}, {"precision", COL_STR}, {"optimizer", COL_STR},
-    {"quant", COL_STR}, {"lora_rank", COL_INT}, {"lora_targets", COL_STR}, {"checkpointing", COL_STR},
+    {"quant", COL_STR}, {"lora-rank", COL_INT}, {"lora-targets", COL_STR}, {"checkpointing", COL_STR},
     {"attention", COL_STR}, {"ce", COL_STR}, {"batch", COL_INT}, {"accum", COL_INT}, {"seq", COL_INT},
     {"zero", COL_INT}, {"offload", COL_STR}, {"device_bytes", COL_BYTES}, {"used_pct", COL_PCT},
     {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"note", COL_STR},

@@ -73,7 +73,7 @@ def main():
         e = estimate(memplan, "tests/data/calibrate_known.csv", r)
         row = {k: r.get(k, "") for k in COLUMNS}
         row.update(framework="pytorch-known", device="synthetic", params=e["params"],
-                   allocated_peak_bytes=e["total_bytes"], peak_phase=e["peak_phase"])
+                   allocated_peak_bytes=e["allocated_bytes"], peak_phase=e["peak_phase"])
         if not r.get("no_allocator"):
             row.update(reserved_peak_bytes=e["reserved_bytes"], device_peak_bytes=e["device_bytes"])
         w.writerow(row)

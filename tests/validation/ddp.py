@@ -239,7 +239,7 @@ def mib(x):
 
 def print_comparison(cfg, ranks, e, seconds):
     top = max(ranks, key=lambda m: m["allocated_peak_bytes"])
-    meas, pred = top["allocated_peak_bytes"], e["total_bytes"]
+    meas, pred = top["allocated_peak_bytes"], e["allocated_bytes"]
     err = (pred - meas) / meas * 100
     peaks = " ".join(mib(m["allocated_peak_bytes"]) for m in ranks)
     impl = "foreach" if cfg["foreach"] else "per-tensor"

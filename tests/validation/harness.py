@@ -231,7 +231,7 @@ def run(argv):
         if e["params"] != m["params"]:
             sys.exit(f"harness: error: '{cfg['name']}': memplan counts {e['params']} parameters, "
                      f"the PyTorch model has {m['params']}")
-        pred, meas = e["total_bytes"], m["allocated_peak_bytes"]
+        pred, meas = e["allocated_bytes"], m["allocated_peak_bytes"]
         err = (pred - meas) / meas * 100
         errors.append(abs(err))
         rise_meas = meas - m["step_base_bytes"]

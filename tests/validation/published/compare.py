@@ -11,7 +11,7 @@ groups' lines (make test).
 Reads measurements.csv beside this file (every row cites its source), asks
 `memplan estimate --format json` for the same configuration, and compares the
 figure the source reports with memplan's figure of the same kind:
-allocated -> total_bytes, reserved -> reserved_bytes, device -> device_bytes.
+allocated -> allocated_bytes, reserved -> reserved_bytes, device -> device_bytes.
 
 A row whose run used something memplan cannot express (a LoRA adapter on the
 output head, LoRA dropout, activation offloading, the optimizer step fused
@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-METRIC_FIELD = {"allocated": "total_bytes", "reserved": "reserved_bytes", "device": "device_bytes"}
+METRIC_FIELD = {"allocated": "allocated_bytes", "reserved": "reserved_bytes", "device": "device_bytes"}
 
 
 def settings(row):
