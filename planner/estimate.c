@@ -184,10 +184,10 @@ static void weights_lora(est_ctx *c)
 {
     const mp_settings *s = c->s;
     const bool half = c->half;
-    double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(s->quant)
-                    : (half || s->quant != MP_QUANT_NONE) ? 2 : 4;
+    double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(c->m, s->quant) : half ? 2 : 4;
     double rest_elt = s->quant != MP_QUANT_NONE ? quantised_rest_bytes(c) : (half ? 2 : 4);
-    double base_lin = c->frozen_lin * base_elt / c->split, base_rest = c->frozen_rest * rest_elt / c->split;
+    double base_lin = (c->frozen_lin * base_elt + mp_quant_index_bytes(c->m, s->quant)) / c->split;
+    double base_rest = c->frozen_rest * rest_elt / c->split;
     double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
     term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,

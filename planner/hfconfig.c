@@ -2,6 +2,7 @@
  * Keys differ between architectures (n_embd vs hidden_size...), so each field
  * is read from the first of its known names; model_type picks the preset. */
 #include "memplan.h"
+#include "quantization_config.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -225,6 +226,10 @@ int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
     }
     implied_widths(root, m);
     architecture_details(root, type, gpt, m);
+    if (hf_quantization_config(file, path, m, err)) { /* the checkpoint's, not its text model's */
+        json_decref(file);
+        return -1;
+    }
     if (dflt && !json_object_get(root, "tie_word_embeddings")) m->tied = dflt->tied;
     /* the checkpoint's own name, not its text model's */
     const char *name = json_string_value(json_object_get(file, "_name_or_path"));

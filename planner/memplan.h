@@ -49,6 +49,11 @@ typedef enum { MP_NORM_LAYER, MP_NORM_RMS } mp_norm;
 typedef enum { MP_MLP_GELU, MP_MLP_GATED } mp_mlp;    /* GATED: SwiGLU/GeGLU */
 typedef enum { MP_POS_LEARNED, MP_POS_ROPE, MP_POS_ALIBI } mp_pos;
 
+/* How a frozen base's linear weights are stored: bitsandbytes int8/NF4 (quantised
+ * at load), or GPTQ/AWQ (only as a pre-quantised checkpoint stores them). */
+typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_QUANT_GPTQ, MP_QUANT_AWQ,
+               MP_NQUANT } mp_quant;
+
 typedef struct mp_model {
     char name[MP_NAME_LEN];
     char family[16];          /* transformers model_type: "gpt2", "llama", ... (module names, emit) */
@@ -77,6 +82,11 @@ typedef struct mp_model {
     int64_t shared_ffn;       /* inner width of all shared experts together */
     int64_t dense_layers;     /* the first layers keep a dense MLP of width F (DeepSeek-MoE) */
     double published_params;  /* from the model card, 0 if unknown */
+    /* A pre-quantised checkpoint (config.json's quantization_config): its linear
+     * layers as stored, MP_QUANT_NONE for a 16/32-bit checkpoint. */
+    mp_quant stored_quant;
+    int quant_bits;           /* GPTQ/AWQ bits per weight */
+    int64_t quant_group;      /* GPTQ/AWQ group size; 0 (-1 in the config): one group per input row */
     char source[MP_SOURCE_LEN];
 } mp_model;
 
@@ -187,7 +197,6 @@ typedef enum { MP_ADAMW, MP_ADAMW_8BIT, MP_PAGED_ADAMW, MP_PAGED_ADAMW_8BIT, MP_
                MP_SGD_MOMENTUM, MP_ADAFACTOR, MP_LION, MP_NOPTIMIZER } mp_optimizer;
 typedef enum { MP_CKPT_NONE, MP_CKPT_SELECTIVE, MP_CKPT_FULL, MP_NCKPT } mp_ckpt;
 typedef enum { MP_ATTN_EAGER, MP_ATTN_FLASH, MP_NATTN } mp_attention;
-typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_NQUANT } mp_quant;
 typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
 typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
 typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
@@ -287,8 +296,10 @@ typedef struct mp_attention_desc {
 
 typedef struct mp_quant_desc {
     mp_value v;
-    int bits;                 /* 0: not quantised */
+    int bits;                 /* 0: not quantised; GPTQ/AWQ: the checkpoint's own (mp_model.quant_bits) */
     bool double_quant;        /* bnb_4bit_use_double_quant */
+    bool stored_only;         /* only as a pre-quantised checkpoint stores it: never searched */
+    const char *quant_method; /* transformers' quantization_config quant_method */
 } mp_quant_desc;
 
 typedef struct mp_offload_desc {
@@ -421,8 +432,11 @@ int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
                     mp_estimate *e, char *err);
 /* LoRA's trainable parameters from the real module shapes (GQA, fused qkv). */
 double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets);
-/* Bytes per stored base weight for int8 / NF4 / NF4 with double quantisation. */
-double mp_quant_bytes_per_param(mp_quant q);
+/* Bytes per stored base weight (int8, NF4, NF4 with double quantisation, and
+ * GPTQ/AWQ at the checkpoint's bits and group size), and the bytes a format
+ * stores per linear layer beside its weights (GPTQ's g_idx). */
+double mp_quant_bytes_per_param(const mp_model *m, mp_quant q);
+double mp_quant_index_bytes(const mp_model *m, mp_quant q);
 /* Bytes the budget is compared with: device_bytes. */
 bool mp_fits(const mp_estimate *e, double budget_bytes, double headroom);
 

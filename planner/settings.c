@@ -57,6 +57,12 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
         BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
             mp_quant_name(s->quant));
+    if (mp_quant_desc_of(s->quant)->stored_only && s->quant != m->stored_quant)
+        BAD("--quant %s is how a pre-quantised checkpoint stores its weights: give that checkpoint's config "
+            "(--hf-config with its quantization_config)", mp_quant_name(s->quant));
+    if (m->stored_quant != MP_QUANT_NONE && s->quant != m->stored_quant)
+        BAD("the checkpoint is stored as %s (its quantization_config): --quant %s would need its 16-bit weights",
+            mp_quant_name(m->stored_quant), mp_quant_name(s->quant));
     if (s->lora_rank < 0) BAD("invalid --lora-rank '%lld'", (long long)s->lora_rank);
     if (s->lora_rank > 0 && !s->lora_targets) BAD("--lora-targets is empty");
     if (s->lora_dropout < 0 || s->lora_dropout >= 1) BAD("invalid --lora-dropout '%g' (0 to 0.999)", s->lora_dropout);

@@ -421,6 +421,58 @@ printf '%s\n' "$speed_out" | sed '$d'
 sp=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 sf=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_speed.sh did not finish"; fi
+# pre-quantised checkpoints (issue 11): quantization_config's storage counted as stored.
+# Expected: the file sizes TheBloke published for Llama-2-13B GPTQ 4-bit (README "Provided files",
+# as copied in https://huggingface.co/tridungduong16/Llama-2-13B-GPTQ-Orca @fd5b5b96: group 128
+# 7.26 GB, 64 7.51 GB, 32 8.00 GB; decimal GB). The checkpoint is the weights as stored.
+gq="$tmp/gptq"; mkdir -p "$gq"
+for g in 128 64 32; do
+    sed "s/\"group_size\": 128/\"group_size\": $g/" tests/data/llama-2-13b-gptq-config.json > "$gq/g$g.json"
+    "$mp" estimate --hf-config "$gq/g$g.json" --framework pytorch --explain --format json > "$gq/g$g.out" 2>&1
+done
+sed 's/"quant_method": "gptq"/"quant_method": "awq"/' tests/data/llama-2-13b-gptq-config.json > "$gq/awq.json"
+"$mp" estimate --hf-config "$gq/awq.json" --framework pytorch --explain --format json > "$gq/awq.out" 2>&1
+if python3 -c "
+import json
+def stored(f):
+    d = json.load(open('$gq/%s.out' % f))
+    assert d['settings']['quant'] in ('gptq', 'awq') and d['settings']['task'] == 'qlora', d['settings']
+    return sum(t['bytes'] for t in d['terms'] if t['name'].startswith('frozen base'))
+for g, gb in ((128, 7.26), (64, 7.51), (32, 8.00)):
+    got = stored('g%d' % g) / 1e9
+    assert abs(got / gb - 1) < 0.005, (g, got, gb)
+awq, gptq = stored('awq'), stored('g128')
+assert 0 < gptq - awq < 0.01e9, (awq, gptq)  # AWQ keeps no g_idx
+"; then ok "GPTQ 13B stored weights within 0.5% of the published 7.26/7.51/8.00 GB; AWQ as GPTQ less g_idx"; else bad "pre-quantised checkpoint sizes"; cat "$gq/g128.out" | head -5; fi
+expect 0 "a GPTQ checkpoint: QLoRA on its stored base" -- "$mp" --hf-config tests/data/llama-2-13b-gptq-config.json --gpu 24GB
+has out "best plan: QLoRA (gptq base) r=16"
+expect 2 "a GPTQ checkpoint cannot be fully fine-tuned" -- "$mp" --hf-config tests/data/llama-2-13b-gptq-config.json --gpu 24GB --task full
+has err "--task full: the checkpoint is stored quantised (gptq)"
+one_line_err
+expect 2 "a GPTQ checkpoint is not re-quantised to NF4" -- "$mp" estimate --hf-config tests/data/llama-2-13b-gptq-config.json --quant nf4
+has err "--quant nf4 conflicts with the checkpoint, stored as gptq"
+expect 2 "--quant gptq needs a GPTQ checkpoint" -- "$mp" estimate --model llama-2-7b --quant gptq --lora-rank 8
+has err "--quant gptq is how a pre-quantised checkpoint stores its weights"
+python3 -c "
+import json; d = json.load(open('tests/data/llama-2-13b-gptq-config.json'))
+d['quantization_config'] = {'quant_method': 'bitsandbytes', 'load_in_4bit': True, 'bnb_4bit_quant_type': 'nf4', 'bnb_4bit_use_double_quant': True}
+json.dump(d, open('$gq/bnb.json', 'w'))
+d['quantization_config'] = {'quant_method': 'hqq', 'nbits': 4}
+json.dump(d, open('$gq/hqq.json', 'w'))
+d['quantization_config'] = {'quant_method': 'gptq', 'bits': 5, 'group_size': 128}
+json.dump(d, open('$gq/bits5.json', 'w'))"
+expect 0 "a bitsandbytes 4-bit checkpoint: its NF4 with double quantisation" -- "$mp" estimate --hf-config "$gq/bnb.json"
+has out "quant nf4-dq"
+expect 2 "an unmodelled quant_method is refused, quoted" -- "$mp" estimate --hf-config "$gq/hqq.json"
+has err "quant_method 'hqq' is not one memplan models"
+one_line_err
+expect 2 "GPTQ bits outside 2/3/4/8 refused, quoted" -- "$mp" estimate --hf-config "$gq/bits5.json"
+has err "'bits' '5' is not 2, 3, 4 or 8"
+expect 0 "emit hf for a GPTQ checkpoint: no BitsAndBytesConfig, optimum named" -- "$mp" --hf-config tests/data/llama-2-13b-gptq-config.json --gpu 24GB --emit hf
+has out "from_pretrained reads its quantization_config"
+has out "optimum"
+if grep -q "BitsAndBytesConfig" "$tmp/out"; then bad "GPTQ script builds a BitsAndBytesConfig"; else ok "GPTQ script builds no BitsAndBytesConfig"; fi
+
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null

@@ -82,8 +82,8 @@ static void test_quant_bits(void)
     /* QLoRA paper (Dettmers et al. 2023), Sec. 3 "Double Quantization": NF4 with blocks of
      * 64 costs 32/64 = 0.5 extra bits per parameter; double quantisation brings it to
      * 8/64 + 32/(64*256) = 0.127 bits. */
-    CHECK_NEAR(mp_quant_bytes_per_param(MP_QUANT_NF4) * 8, 4.5, 1e-9, "NF4 bits per parameter");
-    CHECK_NEAR(mp_quant_bytes_per_param(MP_QUANT_NF4_DQ) * 8, 4.127, 0.0002, "NF4+DQ bits per parameter");
+    CHECK_NEAR(mp_quant_bytes_per_param(NULL, MP_QUANT_NF4) * 8, 4.5, 1e-9, "NF4 bits per parameter");
+    CHECK_NEAR(mp_quant_bytes_per_param(NULL, MP_QUANT_NF4_DQ) * 8, 4.127, 0.0002, "NF4+DQ bits per parameter");
 }
 
 static void test_zero_figure1(void)

@@ -92,6 +92,16 @@ static int ngpus(void)
     return n;
 }
 
+/* The next storage the model's base can take: a pre-quantised checkpoint's
+ * own only, else every format but those only a checkpoint stores (GPTQ, AWQ). */
+static mp_quant next_quant(const mp_model *m, mp_quant q)
+{
+    if (m->stored_quant != MP_QUANT_NONE) return m->stored_quant;
+    do q = (mp_quant)((q + 1) % MP_NQUANT);
+    while (mp_quant_desc_of(q)->stored_only);
+    return q;
+}
+
 bool mtop_whatif_apply(mtop_whatif *w, mtop_action a)
 {
     mp_settings *s = &w->s;
@@ -105,7 +115,7 @@ bool mtop_whatif_apply(mtop_whatif *w, mtop_action a)
     case MTOP_ACT_PRECISION: s->precision = (mp_precision)((s->precision + 1) % MP_NPRECISION); break;
     case MTOP_ACT_OPTIMIZER: s->optimizer = (mp_optimizer)((s->optimizer + 1) % MP_NOPTIMIZER); break;
     case MTOP_ACT_CKPT: s->checkpointing = (mp_ckpt)((s->checkpointing + 1) % MP_NCKPT); break;
-    case MTOP_ACT_QUANT: s->quant = (mp_quant)((s->quant + 1) % MP_NQUANT); break;
+    case MTOP_ACT_QUANT: s->quant = next_quant(&w->model, s->quant); break;
     case MTOP_ACT_ATTENTION: s->attention = (mp_attention)((s->attention + 1) % MP_NATTN); break;
     case MTOP_ACT_CE: s->ce = (mp_ce)((s->ce + 1) % MP_NCE); break;
     case MTOP_ACT_LORA: {

@@ -356,6 +356,28 @@ static int apply_task(cli *c)
     return 0;
 }
 
+/* A pre-quantised checkpoint stores its linear layers quantised: the base is
+ * what it stores (--quant follows it), and only adapters train on it
+ * (transformers refuses to train a purely quantised model). */
+static int apply_stored_quant(cli *c)
+{
+    const mp_quant q = c->model.stored_quant;
+    const char *name = mp_quant_name(q);
+    if (q == MP_QUANT_NONE) return 0;
+    if ((c->pinned & MP_PIN_QUANT) && c->s.quant != q)
+        return cli_error("--quant %s conflicts with the checkpoint, stored as %s (its quantization_config): "
+                         "its 16-bit weights are not in it", mp_quant_name(c->s.quant), name);
+    if (c->opts.task == MP_TASK_FULL || c->opts.task == MP_TASK_LORA)
+        return cli_error("--task %s: the checkpoint is stored quantised (%s), so only adapters train on it "
+                         "(--task qlora)", mp_task_name(c->opts.task), name);
+    if ((c->pinned & MP_PIN_LORA) && c->s.lora_rank == 0)
+        return cli_error("--lora-rank 0: the checkpoint is stored quantised (%s), so only adapters train on it", name);
+    c->s.quant = q;
+    c->pinned |= MP_PIN_QUANT;
+    c->opts.task = MP_TASK_QLORA;
+    return 0;
+}
+
 /* The budget, the defaults that depend on the model, and the search's options. */
 static int settle(cli *c)
 {
@@ -367,7 +389,7 @@ static int settle(cli *c)
     }
     if (!c->seq_given) c->s.seq = c->model.max_pos > 0 && c->model.max_pos < 2048 ? c->model.max_pos : 2048;
     c->pinned |= MP_PIN_SEQ;
-    if (apply_task(c)) return EXIT_USAGE;
+    if (apply_stored_quant(c) || apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
     c->opts.host_budget_bytes = c->host_ram;

@@ -16,6 +16,24 @@ typedef struct hf_precision {
     bool pure;                 /* 16-bit trainable weights, no fp32 masters */
 } hf_precision;
 
+/* Quantised at load by bitsandbytes, as opposed to a checkpoint stored
+ * quantised, whose own quantization_config from_pretrained reads. */
+static bool quantised_at_load(const mp_model *m, const mp_settings *s)
+{
+    return s->quant != MP_QUANT_NONE && m->stored_quant == MP_QUANT_NONE;
+}
+
+/* What train.py needs installed for a quantised base: transformers loads
+ * GPTQ through optimum and a GPTQ kernel package, AWQ through autoawq. */
+static const char *quant_packages(const mp_settings *s)
+{
+    const char *method = mp_quant_desc_of(s->quant)->quant_method;
+    if (!method) return "";
+    if (!strcmp(method, "gptq")) return ", optimum, gptqmodel or auto-gptq";
+    if (!strcmp(method, "awq")) return ", autoawq";
+    return ", bitsandbytes";
+}
+
 static hf_precision hf_precision_of(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
@@ -93,7 +111,7 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", m->family);
     sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s).\n\n",
-             s->lora_rank ? ", peft" : "", s->quant != MP_QUANT_NONE ? ", bitsandbytes" : "");
+             s->lora_rank ? ", peft" : "", quant_packages(s));
 }
 
 static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
@@ -115,18 +133,22 @@ static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
 {
     const hf_precision p = hf_precision_of(s);
     const mp_quant_desc *qd = mp_quant_desc_of(s->quant);
-    if (qd->bits == 4) {
+    const bool at_load = quantised_at_load(m, s);
+    if (!at_load && s->quant != MP_QUANT_NONE)
+        sbuf_put(b, "# the checkpoint is stored quantised (%s): from_pretrained reads its quantization_config\n",
+                 mp_quant_name(s->quant));
+    if (at_load && qd->bits == 4) {
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\",\n"
                     "                           bnb_4bit_use_double_quant=%s, bnb_4bit_compute_dtype=%s",
                  qd->double_quant ? "True" : "False", p.compute);
         /* sharded 4-bit weights must share one storage dtype with the rest (FSDP/ZeRO-3) */
         if (s->gpus > 1 && s->zero >= 3) sbuf_put(b, ",\n                           bnb_4bit_quant_storage=%s", p.compute);
         sbuf_put(b, ")\n");
-    } else if (qd->bits == 8) {
+    } else if (at_load && qd->bits == 8) {
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_8bit=True)\n");
     }
     sbuf_put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s, attn_implementation=\"%s\"%s%s)\n",
-             p.load_dtype, hf_attention(s, f), qd->bits ? ", quantization_config=quant" : "",
+             p.load_dtype, hf_attention(s, f), at_load ? ", quantization_config=quant" : "",
              f && f->remote_code ? ", trust_remote_code=True" : "");
 }
 
@@ -228,7 +250,7 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
              s->ce == MP_CE_CHUNKED ? "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n" : "");
     sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
                 "                          DataCollatorForLanguageModeling%s)\n",
-             s->quant != MP_QUANT_NONE ? ", BitsAndBytesConfig" : "");
+             quantised_at_load(m, s) ? ", BitsAndBytesConfig" : "");
     if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model\n");
     sbuf_put(b, "\n");
     hf_model_id(b, m, s);

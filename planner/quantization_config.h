@@ -1,0 +1,14 @@
+/* quantization_config.h — a pre-quantised checkpoint's storage, from its
+ * config.json (internal to the planner library). */
+#ifndef MP_QUANTIZATION_CONFIG_H
+#define MP_QUANTIZATION_CONFIG_H
+
+#include "memplan.h"
+
+#include <jansson.h>
+
+/* Read config.json's quantization_config into m->stored_quant, quant_bits and
+ * quant_group; absent or null: a 16/32-bit checkpoint. 0, or -1 with err. */
+int hf_quantization_config(json_t *config, const char *path, mp_model *m, char *err);
+
+#endif
