@@ -266,22 +266,37 @@ static void est_gradients(est_ctx *c)
     if (c->half && !c->lora && fw->fp32_main_grad) c->g_elt = 4;
     if (c->lora) c->g_elt = adapter_bytes(c); /* a gradient has its parameter's dtype */
     c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
-    term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
-         c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
-    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False). */
-    /* PyTorch's ZeRO-1 runs on top of DDP, so its buckets stay; they are allocated
-     * when the model is wrapped and live through the whole run. */
-    if (c->dp > 1 && s->zero <= 1 && fw->ddp_grad_copy) {
+    if (s->offload != MP_OFFLOAD_NONE) {
+        /* ZeRO-Offload reduces each gradient through the bucket into its fp32
+         * partition on the host, and frees it (deepspeedai/DeepSpeed
+         * deepspeed/runtime/zero/stage_1_and_2.py, cpu_offload: gradients copied
+         * to single_partition_of_fp32_groups on the CPU): none stay on the GPU. */
+        c->grads = 0;
+        term(c, MP_GRADIENTS, "gradients", 0, "%.0f trainable: streamed to the host (ZeRO-Offload)",
+             c->trainable / c->split);
+    } else {
+        term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
+             c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
+    }
+    /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False).
+     * PyTorch's ZeRO-1 runs on top of DDP, so its buckets stay; they are allocated
+     * when the model is wrapped and live through the whole run. DeepSpeed wraps
+     * no DDP. */
+    const bool ds = mp_runs_deepspeed(s);
+    if (c->dp > 1 && s->zero <= 1 && fw->ddp_grad_copy && !ds) {
         c->ddp_buckets = c->trainable * c->g_elt / c->split;
         c->buckets_from_wrap = true;
         term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
              "a second copy of the gradients for all-reduce");
     }
-    /* ZeRO-2 reduces through a bucket instead of holding all gradients. */
-    if (s->zero >= 2 && fw->zero_reduce_bucket > 0) {
-        c->ddp_buckets = fmin(c->trainable / c->split, fw->zero_reduce_bucket) * c->g_elt;
-        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets,
-             "min(params, 5e8) x %.0f B (DeepSpeed reduce_bucket_size)", c->g_elt);
+    /* ZeRO reduces through a bucket of reduce_bucket_size elements: the profile's
+     * figure, else DeepSpeed's default wherever the plan runs under DeepSpeed
+     * (ZeRO-Offload's gradient partitions go to the host, the bucket stays). */
+    double bucket = fw->zero_reduce_bucket > 0 ? fw->zero_reduce_bucket : ds ? MP_DEEPSPEED_BUCKET : 0;
+    if (bucket > 0 && (s->zero >= 2 || (ds && s->zero == 1))) {
+        c->ddp_buckets = fmin(c->trainable / c->split, bucket) * c->g_elt;
+        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets, "min(params, %.3g) x %.0f B (DeepSpeed reduce_bucket_size)",
+             bucket, c->g_elt);
     }
 }
 

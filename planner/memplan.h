@@ -427,6 +427,13 @@ const char *mp_speed_error_note(void);
 
 /* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
+/* Whether the plan runs under DeepSpeed: ZeRO-Offload is DeepSpeed's, and the
+ * deepspeed profile shards with it; the estimate then counts DeepSpeed's
+ * buckets whatever the framework profile. */
+bool mp_runs_deepspeed(const mp_settings *s);
+/* DeepSpeed's reduce_bucket_size and allgather_bucket_size default, in elements
+ * (deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py, pp_int(5e8)). */
+#define MP_DEEPSPEED_BUCKET 500000000.0
 /* Estimate one configuration. The GPU may be NULL (no speed estimate). */
 int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
                     mp_estimate *e, char *err);

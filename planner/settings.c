@@ -23,6 +23,12 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->framework = mp_framework_find("pytorch", err);
 }
 
+bool mp_runs_deepspeed(const mp_settings *s)
+{
+    bool ds_profile = s->framework && !strcmp(s->framework->name, "deepspeed");
+    return s->offload != MP_OFFLOAD_NONE || (ds_profile && (s->gpus > 1 || s->zero > 0));
+}
+
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
 {
 #define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)

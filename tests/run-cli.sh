@@ -473,6 +473,16 @@ has out "from_pretrained reads its quantization_config"
 has out "optimum"
 if grep -q "BitsAndBytesConfig" "$tmp/out"; then bad "GPTQ script builds a BitsAndBytesConfig"; else ok "GPTQ script builds no BitsAndBytesConfig"; fi
 
+# ZeRO-Offload is DeepSpeed's whatever the profile (issue 11): its reduce bucket is counted,
+# the gradients stream to the host (deepspeed/runtime/zero/stage_1_and_2.py cpu_offload)
+expect 0 "ZeRO-Offload on the pytorch profile counts DeepSpeed's bucket" -- "$mp" estimate --params 7e9 --task full --precision mixed-bf16 --zero 2 --offload optimizer --explain --format json
+if python3 -c "
+import json
+d = json.load(open('$tmp/out'))
+t = {x['name']: x['bytes'] for x in d['terms']}
+assert t['reduce bucket'] == 5e8 * 2, t.get('reduce bucket')
+assert d['components']['gradients'] == 5e8 * 2, d['components']['gradients']
+"; then ok "offload: a 5e8-element 16-bit bucket on the GPU, gradients on the host"; else bad "offload bucket and gradients"; fi
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null

@@ -52,11 +52,12 @@ static int deepspeed_offload_ok(const mp_settings *s, char *err)
     return 0;
 }
 
+/* Offload and the deepspeed profile's sharding run under DeepSpeed (as the
+ * estimate counts them), and so does ZeRO-1 on several GPUs: the Trainer has
+ * no other ZeRO-1. */
 static bool wants_deepspeed(const mp_settings *s)
 {
-    bool ds_framework = s->framework && !strcmp(s->framework->name, "deepspeed");
-    return s->offload != MP_OFFLOAD_NONE || (s->gpus > 1 && s->zero == 1)
-        || (ds_framework && (s->gpus > 1 || s->zero > 0));
+    return mp_runs_deepspeed(s) || (s->gpus > 1 && s->zero == 1);
 }
 
 int emit_engine_of(const mp_settings *s, emit_engine *e, char *err)
@@ -95,7 +96,7 @@ const char *emit_engine_name(emit_engine_kind k)
 long long emit_zero_bucket(const mp_settings *s)
 {
     double fw = s->framework ? s->framework->zero_reduce_bucket : 0;
-    return fw > 0 ? (long long)fw : 500000000LL;
+    return (long long)(fw > 0 ? fw : MP_DEEPSPEED_BUCKET);
 }
 
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err)

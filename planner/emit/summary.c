@@ -18,14 +18,14 @@ static const char *task_of(const mp_settings *s, char *buf, size_t len)
 
 static const char *sharding_of(const mp_settings *s, const emit_engine *e, char *buf, size_t len)
 {
-    /* the estimate counts DeepSpeed's reduce bucket for ZeRO-2/3 from a framework
-     * profile that has one (estimate.c); say when it did not */
-    bool fw_bucket = s->framework && s->framework->zero_reduce_bucket > 0;
+    /* the estimate counts DeepSpeed's reduce bucket wherever the plan runs under
+     * DeepSpeed (estimate.c); ZeRO-1 on several GPUs under another profile is
+     * estimated as PyTorch's ZeRO-1 on DDP, which the Trainer cannot run */
     if (e->kind == EMIT_DEEPSPEED)
         snprintf(buf, len, "DeepSpeed ZeRO stage %d, buckets of %lld elements (%s)", e->stage, emit_zero_bucket(s),
-                 fw_bucket && s->zero >= 2 ? "counted in the estimate"
-                 : fw_bucket ? "not counted in the estimate"
-                             : "not counted by this framework profile; --framework deepspeed counts them");
+                 mp_runs_deepspeed(s) ? "counted in the estimate"
+                                      : "not counted: the estimate is PyTorch's ZeRO-1 on DDP; --framework deepspeed "
+                                        "estimates DeepSpeed's");
     else if (e->kind == EMIT_FSDP) snprintf(buf, len, "FSDP %s", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
     else snprintf(buf, len, "none");
     return buf;
