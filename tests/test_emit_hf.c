@@ -63,6 +63,7 @@ static void check_profiles_have_rows(void)
 static void check_rows_against_sources(void)
 {
     const char *modules = "tests/data/engines/hf_modules.csv", *attn = "tests/data/engines/hf_attention_support.csv";
+    const char *layers = "tests/data/engines/hf_layer_classes.csv";
     for (int i = 0; hf_family_at(i); i++) {
         const hf_family *f = hf_family_at(i);
         const char *mods[HF_NROLES];
@@ -75,6 +76,8 @@ static void check_rows_against_sources(void)
         }
         CHECK(csv_has(attn, f->model_type, 1, f->sdpa ? "_supports_sdpa=True" : "absent", -1),
               "%s: sdpa %s as its PreTrainedModel declares", f->model_type, f->sdpa ? "used" : "not used");
+        CHECK(csv_has(layers, f->model_type, 1, f->layer_class ? f->layer_class : "", -1),
+              "%s: FSDP wraps %s, its _no_split_modules", f->model_type, f->layer_class ? f->layer_class : "(not read)");
     }
 }
 

@@ -5,6 +5,7 @@
  * gradient_checkpointing), so fsdp_activation_checkpointing stays false: it is
  * done once. Gradient accumulation is the script's too (accelerate has no
  * top-level key for it). */
+#include "emit/hf_family.h"
 #include "emitters.h"
 
 #include <stdio.h>
@@ -22,11 +23,16 @@ static const char *distributed_type(emit_engine_kind k)
  * adapters apart from the frozen base (peft fsdp_auto_wrap_policy), so the
  * frozen weights need no gradients; full fine-tuning keeps accelerate's
  * default (true). */
-static void put_fsdp(sbuf *b, const mp_settings *s, const emit_engine *e)
+static void put_fsdp(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
 {
+    const hf_family *f = hf_family_of(m->family);
     sbuf_put(b, "fsdp_config:\n");
     sbuf_put(b, "  fsdp_sharding_strategy: %s\n", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
     sbuf_put(b, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");
+    /* the layer FSDP shards one at a time, as its modeling file declares it in
+     * _no_split_modules (accelerate's own fallback when the key is absent; one
+     * comma-separated string: accelerate utils/dataclasses.py splits on ",") */
+    if (f && f->layer_class) sbuf_put(b, "  fsdp_transformer_layer_cls_to_wrap: %s\n", f->layer_class);
     sbuf_put(b, "  fsdp_backward_prefetch: BACKWARD_PRE\n");
     sbuf_put(b, "  fsdp_state_dict_type: SHARDED_STATE_DICT\n");
     sbuf_put(b, "  fsdp_offload_params: false\n");
@@ -52,7 +58,7 @@ void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "# use: accelerate launch --config_file accelerate.yaml train.py DATA\n");
     sbuf_put(b, "compute_environment: LOCAL_MACHINE\n");
     sbuf_put(b, "distributed_type: %s\n", distributed_type(e.kind));
-    if (e.kind == EMIT_FSDP) put_fsdp(b, s, &e);
+    if (e.kind == EMIT_FSDP) put_fsdp(b, m, s, &e);
     if (e.kind == EMIT_DEEPSPEED) put_deepspeed(b, &e);
     /* with a DeepSpeed config file the precision is that file's (its bf16/fp16 blocks) */
     if (e.kind != EMIT_DEEPSPEED)

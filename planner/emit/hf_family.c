@@ -1,9 +1,10 @@
 /* hf_family.c — the transformers architectures memplan's profiles name: module
  * names for LoRA's targets and the attention implementations each declares.
  * Module names are the nn.Linear / Conv1D attributes of each modeling file and
- * sdpa its PreTrainedModel's _supports_sdpa, as tabulated with commits in
- * tests/data/engines/hf_modules.csv and hf_attention_support.csv (their README
- * names the files); tests/test_emit_hf.c checks this table against both. */
+ * sdpa its PreTrainedModel's _supports_sdpa and the layer class its
+ * _no_split_modules, as tabulated with commits in tests/data/engines/
+ * hf_modules.csv, hf_attention_support.csv and hf_layer_classes.csv (their
+ * README names the files); tests/test_emit_hf.c checks this table against them. */
 #include "emit/hf_family.h"
 
 #include <stddef.h>
@@ -18,24 +19,24 @@
 static const hf_family families[] = {
     /* GPT-2's c_proj is both the attention output and the MLP's down projection:
      * the parent's name keeps them apart (PEFT matches a dotted suffix). */
-    {"gpt2", {"c_attn", "c_attn", "c_attn", "attn.c_proj", NULL, "c_fc", "mlp.c_proj"}, true, false},
-    {"llama", LLAMA_NAMES, true, false},
-    {"mistral", LLAMA_NAMES, true, false},
+    {"gpt2", {"c_attn", "c_attn", "c_attn", "attn.c_proj", NULL, "c_fc", "mlp.c_proj"}, true, false, "GPT2Block"},
+    {"llama", LLAMA_NAMES, true, false, "LlamaDecoderLayer"},
+    {"mistral", LLAMA_NAMES, true, false, "MistralDecoderLayer"},
     /* experts are per-expert Linear w1 (gate), w3 (up), w2 (down); `gate` is the router */
-    {"mixtral", {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"}, true, false},
-    {"qwen2", LLAMA_NAMES, true, false},
+    {"mixtral", {"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"}, true, false, "MixtralDecoderLayer"},
+    {"qwen2", LLAMA_NAMES, true, false, "Qwen2DecoderLayer"},
     /* gate_proj/up_proj/down_proj reach the routed experts, the shared expert and dense layers */
-    {"qwen2_moe", LLAMA_NAMES, true, false},
-    {"phi", {"q_proj", "k_proj", "v_proj", "dense", NULL, "fc1", "fc2"}, true, false},
-    {"phi3", {"qkv_proj", "qkv_proj", "qkv_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"}, true, false},
-    {"gemma", LLAMA_NAMES, true, false},
-    {"gemma2", LLAMA_NAMES, true, false},
-    {"opt", {"q_proj", "k_proj", "v_proj", "out_proj", NULL, "fc1", "fc2"}, false, false},
-    {"bloom", FUSED_NEOX_NAMES, false, false},
-    {"falcon", FUSED_NEOX_NAMES, true, false},
-    {"gpt_neox", FUSED_NEOX_NAMES, false, false},
+    {"qwen2_moe", LLAMA_NAMES, true, false, "Qwen2MoeDecoderLayer"},
+    {"phi", {"q_proj", "k_proj", "v_proj", "dense", NULL, "fc1", "fc2"}, true, false, "PhiDecoderLayer"},
+    {"phi3", {"qkv_proj", "qkv_proj", "qkv_proj", "o_proj", "gate_up_proj", "gate_up_proj", "down_proj"}, true, false, "Phi3DecoderLayer"},
+    {"gemma", LLAMA_NAMES, true, false, "GemmaDecoderLayer"},
+    {"gemma2", LLAMA_NAMES, true, false, "Gemma2DecoderLayer"},
+    {"opt", {"q_proj", "k_proj", "v_proj", "out_proj", NULL, "fc1", "fc2"}, false, false, "OPTDecoderLayer"},
+    {"bloom", FUSED_NEOX_NAMES, false, false, "BloomBlock"},
+    {"falcon", FUSED_NEOX_NAMES, true, false, "FalconDecoderLayer"},
+    {"gpt_neox", FUSED_NEOX_NAMES, false, false, "GPTNeoXLayer"},
     /* DeepSeek-MoE is not merged in transformers: the hub's modeling file runs as remote code */
-    {"deepseek", LLAMA_NAMES, true, true},
+    {"deepseek", LLAMA_NAMES, true, true, NULL},
 };
 enum { NFAMILIES = sizeof families / sizeof *families };
 

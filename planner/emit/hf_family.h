@@ -16,6 +16,8 @@ typedef struct hf_family {
     const char *module[HF_NROLES];
     bool sdpa;                     /* the PreTrainedModel class declares _supports_sdpa */
     bool remote_code;              /* the hub model needs trust_remote_code=True */
+    const char *layer_class;       /* its _no_split_modules: what FSDP wraps; NULL: not read (the
+                                    * model's own declaration is used) */
 } hf_family;
 
 /* The row of a model_type, or NULL. */
