@@ -135,8 +135,69 @@ fi
 expect 2 "zero = 2 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
 has err "'2' for --zero"
-expect 2 "--save with 2 ranks is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --save "$tmp/ck" --steps 1
-has err "'--save' with 2 ranks"
+
+# checkpoints of a data-parallel run: one shard per rank and a manifest; resume on the same
+# rank count continues bit-identically; a damaged, missing or foreign checkpoint is refused
+for zero in 0 1; do
+    $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero --steps 6 --quiet --report "$tmp/full.json" \
+        || bad "ZeRO-$zero: 6 steps"
+    expect 0 "ZeRO-$zero: 3 steps with a checkpoint" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero \
+        --steps 3 --quiet --save "$tmp/ck$zero" --report "$tmp/a.json"
+    expect 0 "ZeRO-$zero: resumed to 6" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero --steps 6 \
+        --quiet --resume "$tmp/ck$zero" --report "$tmp/b.json"
+    if python3 -c "
+import json
+full = json.load(open('$tmp/full.json'))['losses']
+a = json.load(open('$tmp/a.json'))['losses']; b = json.load(open('$tmp/b.json'))['losses']
+assert a + b == full, (a, b, full)
+m = json.load(open('$tmp/ck$zero/manifest.json'))
+assert m['ranks'] == 2 and m['step'] == 3 and [s['file'] for s in m['shards']] == ['step00000003.rank0-of-2.bin', 'step00000003.rank1-of-2.bin'], m
+"; then ok "ZeRO-$zero, 2 ranks: resumed losses equal the uninterrupted run exactly; the manifest names both shards"
+    else bad "ZeRO-$zero: resume of a 2-rank run is not bit-identical"; fi
+done
+expect 0 "--save-every keeps the newest checkpoint's shards only" -- $run -np 2 "$mt" --config "$tmp/small.cfg" \
+    --steps 4 --save-every 2 --quiet --save "$tmp/cke"
+if [ "$(ls "$tmp/cke" | grep -c '\.bin$')" = 2 ] && ls "$tmp/cke" | grep -q step00000004.rank1-of-2.bin; then
+    ok "step 2's shards removed once step 4's manifest landed"; else bad "stale shards: $(ls "$tmp/cke" | tr '\n' ' ')"; fi
+expect 2 "another rank count is refused" -- $run -np 4 "$mt" --config "$tmp/small.cfg" --zero 1 --steps 6 --quiet \
+    --resume "$tmp/ck1"
+has err "was written by 2 ranks; this run has 4"
+if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
+expect 2 "one process cannot resume a 2-rank checkpoint" -- "$mt" --config "$tmp/small.cfg" --zero 0 --steps 6 \
+    --quiet --resume "$tmp/ck0"
+has err "was written by 2 ranks; this run has 1"
+cp -r "$tmp/ck1" "$tmp/bad"
+printf 'X' | dd of="$tmp/bad/step00000003.rank1-of-2.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect 2 "a corrupt shard is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 1 --steps 6 --quiet \
+    --resume "$tmp/bad"
+has err "step00000003.rank1-of-2.bin' fails its checksum"
+rm "$tmp/bad/step00000003.rank1-of-2.bin"
+expect 2 "a missing shard is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 1 --steps 6 --quiet \
+    --resume "$tmp/bad"
+has err "lacks rank 1's shard 'step00000003.rank1-of-2.bin'"
+expect 2 "another zero stage is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 0 --steps 6 --quiet \
+    --resume "$tmp/ck1"
+has err "different configuration (another zero stage)"
+
+# SIGKILL of one rank: mpirun stops the job and says which rank died; the newest
+# checkpoint on disk resumes, losing only the steps after it
+$run -np 2 "$mt" --config "$tmp/small.cfg" --steps 100000 --save-every 2 --quiet --save "$tmp/ckk" \
+    >"$tmp/kill.out" 2>&1 &
+job=$!
+i=0; while [ ! -f "$tmp/ckk/manifest.json" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+victim=$(pgrep -f "memtrain --config $tmp/small.cfg --steps 100000" | while read p; do
+    [ "$(ps -o comm= -p "$p")" = memtrain ] && echo "$p"; done | tail -1)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $job; status=$?
+if [ $status -ne 0 ] && grep -qiE "signal 9|killed" "$tmp/kill.out"; then
+    ok "a killed rank stops the job (exit $status) and mpirun names the signal"
+else bad "killed rank: exit $status, $(tail -2 "$tmp/kill.out")"; fi
+step=$(python3 -c "import json; print(json.load(open('$tmp/ckk/manifest.json'))['step'])")
+expect 0 "the newest checkpoint resumes after the kill" -- $run -np 2 "$mt" --config "$tmp/small.cfg" \
+    --steps $((step + 2)) --quiet --resume "$tmp/ckk" --report "$tmp/k.json"
+if python3 -c "
+import json; d = json.load(open('$tmp/k.json')); assert d['steps'] == $step + 2 and len(d['losses']) == 2, d['steps']
+"; then ok "resumed at step $step: only the steps after the last checkpoint were lost"; else bad "resume after kill"; fi
 
 echo "memtrain over MPI: $pass passed, $fail failed"
 [ $fail -eq 0 ]

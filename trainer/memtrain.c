@@ -10,6 +10,7 @@
  * hit (refused before the start, or stopped after the step that crossed it);
  * 1 a runtime failure.
  */
+#include "checkpoint.h"
 #include "dist.h"
 #include "memplan.h"
 #include "metrics_format.h"
@@ -314,117 +315,6 @@ static void measured_components(const mt_mem_stats *st, double comp[MP_NCOMP], b
     comp[MP_OVERHEAD] = (double)(v[MT_WORKSPACE] + v[MT_OTHER] + v[MT_COMM]);
 }
 
-/* ---------- checkpoints ---------- */
-
-#define CKPT_MAGIC "MEMTRAIN"
-#define CKPT_VERSION 1u
-#define CKPT_FILE "checkpoint.bin"
-
-typedef struct ckpt_header {
-    char magic[8];
-    uint32_t version, reserved;
-    uint64_t config_hash, step, payload_len, checksum;
-} ckpt_header;
-
-/* FNV-1a, 64 bit: detects truncation and flipped bytes (not an adversary). */
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-/* The configuration's identity: every field that shapes the state. Settings
- * enter by name, so the identity does not depend on the enums' numbering. */
-static uint64_t config_hash(const mt_config *c)
-{
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%d %d %d %d %d %d %d %d %d %d %d %s %s %s %s %s %d %u %s %s %d %d",
-                     c->family, c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab, c->max_pos,
-                     c->batch, c->seq, c->accum, mp_precision_name(c->precision), mp_attention_name(c->attention),
-                     mp_ckpt_name(c->checkpointing), mp_ce_name(c->ce), mp_optimizer_name(c->optimizer),
-                     c->lora_rank, c->lora_targets, mp_quant_name(c->quant), mp_loader_name(c->loader),
-                     c->shuffle_buffer, c->opt.block);
-    return fnv1a(buf, (size_t)n, 1469598103934665603ull);
-}
-
-static int save_checkpoint(mt_trainer *t, const char *dir, char *err)
-{
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        snprintf(err, MT_ERR_LEN, "cannot create '%.200s': %s", dir, strerror(errno));
-        return -1;
-    }
-    size_t n = mt_trainer_state_size(t);
-    uint8_t *buf = malloc(sizeof(ckpt_header) + n);
-    if (!buf) {
-        snprintf(err, MT_ERR_LEN, "out of memory for a %zu-byte checkpoint", n);
-        return -1;
-    }
-    ckpt_header h = {.version = CKPT_VERSION, .config_hash = config_hash(mt_trainer_config(t)),
-                     .step = (uint64_t)mt_trainer_steps(t), .payload_len = n};
-    memcpy(h.magic, CKPT_MAGIC, 8);
-    if (mt_trainer_state_save(t, buf + sizeof h, n, err)) {
-        free(buf);
-        return -1;
-    }
-    h.checksum = fnv1a(buf + sizeof h, n, 1469598103934665603ull);
-    memcpy(buf, &h, sizeof h);
-    char path[1024], merr[MP_ERR_LEN];
-    snprintf(path, sizeof path, "%.1000s/" CKPT_FILE, dir);
-    int rc = mp_write_file_atomic(path, (const char *)buf, sizeof h + n, merr);
-    free(buf);
-    if (rc) {
-        snprintf(err, MT_ERR_LEN, "%s", merr);
-        return -1;
-    }
-    /* make the rename itself durable */
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
-}
-
-static int load_checkpoint(mt_trainer *t, const char *dir, char *err)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%.1000s/" CKPT_FILE, dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, MT_ERR_LEN, "cannot open checkpoint '%.200s': %s", path, strerror(errno));
-        return -1;
-    }
-    ckpt_header h;
-    int rc = -1;
-    uint8_t *buf = NULL;
-    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CKPT_MAGIC, 8) || h.version != CKPT_VERSION) {
-        snprintf(err, MT_ERR_LEN, "checkpoint '%.180s' is not a memtrain checkpoint (or is truncated)", path);
-        goto out;
-    }
-    if (h.config_hash != config_hash(mt_trainer_config(t))) {
-        snprintf(err, MT_ERR_LEN, "checkpoint '%.200s' was written for a different configuration", path);
-        goto out;
-    }
-    if (h.payload_len != mt_trainer_state_size(t) || !(buf = malloc(h.payload_len ? h.payload_len : 1))) {
-        snprintf(err, MT_ERR_LEN, "checkpoint '%.200s' has the wrong size for this configuration", path);
-        goto out;
-    }
-    if (fread(buf, 1, h.payload_len, f) != h.payload_len || fgetc(f) != EOF) {
-        snprintf(err, MT_ERR_LEN, "checkpoint '%.200s' is truncated or has trailing bytes", path);
-        goto out;
-    }
-    if (fnv1a(buf, h.payload_len, 1469598103934665603ull) != h.checksum) {
-        snprintf(err, MT_ERR_LEN, "checkpoint '%.200s' fails its checksum: refusing to load it", path);
-        goto out;
-    }
-    rc = mt_trainer_state_load(t, buf, h.payload_len, err);
-out:
-    free(buf);
-    fclose(f);
-    return rc;
-}
-
 /* ---------- metrics CSV (format v1, documented in memtrain(1) and memtop(1)) ---------- */
 
 
@@ -674,7 +564,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
         mt_trainer_mem(t, &st);
         if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
         if (tty) progress(r.step, steps, r.loss, tokens / el, el);
-        if (o->save_dir && o->save_every && r.step % o->save_every == 0 && save_checkpoint(t, o->save_dir, err)) {
+        if (o->save_dir && o->save_every && r.step % o->save_every == 0 && mt_checkpoint_save(t, o->save_dir, err)) {
             res->rc = run_error(1, "%s", err);
             break;
         }
@@ -689,7 +579,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     bar_open = false;
     if (res->rc == 1 && c->ranks > 1) mt_dist_abort(1); /* the others may wait in a collective */
     double elapsed = now_s() - t0;
-    if (!res->rc && o->save_dir && save_checkpoint(t, o->save_dir, err))
+    if (!res->rc && o->save_dir && mt_checkpoint_save(t, o->save_dir, err))
         res->rc = run_error(1, "%s", err);
     res->steps = mt_trainer_steps(t);
     res->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
@@ -741,9 +631,9 @@ static int run(int argc, char **argv, int rank, int ranks)
         return usage_error("zero = '%d' needs MPI, and this memtrain was built without it (install libopenmpi-dev, "
                            "rebuild, launch with mpirun)", c.zero);
     if (mt_config_finish(&c, err)) return usage_error("%s", err);
-    if (ranks > 1 && (o.save_dir || o.resume_dir))
-        return usage_error("'%s' with %d ranks: checkpoints of a data-parallel run are not implemented yet",
-                           o.save_dir ? "--save" : "--resume", ranks);
+    if (ranks > MT_CHECKPOINT_MAX_RANKS && (o.save_dir || o.resume_dir))
+        return usage_error("'%s' with '%d' ranks: checkpoints hold at most %d ranks' shards",
+                           o.save_dir ? "--save" : "--resume", ranks, MT_CHECKPOINT_MAX_RANKS);
     bool family_tied = c.family == MT_GPT2;
     if (keys.tied >= 0 && keys.tied != family_tied)
         return usage_error("tied = %d does not match memtrain's %s family (%s head)", keys.tied, mt_family_name(c.family),
@@ -767,7 +657,7 @@ static int run(int argc, char **argv, int rank, int ranks)
     mt_trainer *t;
     if (mt_trainer_create(&c, &t, err))
         return run_error(1, "%s", err);
-    if (o.resume_dir && load_checkpoint(t, o.resume_dir, err)) {
+    if (o.resume_dir && mt_checkpoint_load(t, o.resume_dir, err)) {
         mt_trainer_free(t);
         return run_error(EXIT_USAGE, "%s", err);
     }
