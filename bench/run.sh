@@ -19,4 +19,5 @@ for i in 1 2 3 4 5; do
     echo $(( (e - s) / 1000 ))
 done | sort -n | sed -n 3p | awk '{printf "bench: table_20x20_ms %.1f ms\n", $1 / 1000}'
 bench/side_by_side.sh "$build"
+bench/data_parallel.sh "$build"
 exit 0
