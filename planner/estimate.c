@@ -117,7 +117,7 @@ static void zero1_split(est_ctx *c)
             return;
         }
     }
-    if (c->s->step_impl == MP_STEP_FOR_LOOP) c->largest_held = largest_trainable(c);
+    if (c->s->step_impl == MP_STEP_FOR_LOOP || c->s->optimizer_in_backward) c->largest_held = largest_trainable(c);
 }
 
 /* The effective divisor of the parameter count on one GPU: tensor and pipeline
@@ -266,7 +266,15 @@ static void est_gradients(est_ctx *c)
     if (c->half && !c->lora && fw->fp32_main_grad) c->g_elt = 4;
     if (c->lora) c->g_elt = adapter_bytes(c); /* a gradient has its parameter's dtype */
     c->grads = c->trainable * c->g_elt / c->split / c->zero_g;
-    if (s->offload != MP_OFFLOAD_NONE) {
+    if (s->optimizer_in_backward) {
+        /* torchtune's optimizer_in_bwd steps and frees each gradient from its
+         * post-accumulate hook (pytorch/torchtune torchtune/training/
+         * _optimizer_in_bwd / recipes full_finetune_single_device.py): one
+         * parameter's gradient is alive at a time, the largest the worst */
+        c->grads = c->largest_held * c->g_elt;
+        term(c, MP_GRADIENTS, "gradients", c->grads, "one tensor at a time, the largest: %.0f x %.0f B (optimizer in "
+             "backward)", c->largest_held, c->g_elt);
+    } else if (s->offload != MP_OFFLOAD_NONE) {
         /* ZeRO-Offload reduces each gradient through the bucket into its fp32
          * partition on the host, and frees it (deepspeedai/DeepSpeed
          * deepspeed/runtime/zero/stage_1_and_2.py, cpu_offload: gradients copied
@@ -328,13 +336,17 @@ static void optimizer_temporaries(est_ctx *c)
     if (s->offload != MP_OFFLOAD_NONE) return;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     const bool adam_step = od->adamw_class && !od->eight_bit && fw->adam_temps > 0;
-    if (adam_step && s->step_impl == MP_STEP_FOREACH) /* every tensor at once */
-        c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
-    else if (adam_step && s->step_impl == MP_STEP_FOR_LOOP) /* one tensor at a time: the largest */
+    const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
+    if (adam_step && per_tensor) /* one tensor at a time: the largest */
         c->opt_temp = fw->adam_temps * c->largest_held * c->prec->state_bytes;
+    else if (adam_step && s->step_impl == MP_STEP_FOREACH) /* every tensor at once */
+        c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
     if (c->prec->master_copy && !c->lora)
-        c->opt_temp = fmax(c->opt_temp, c->trainable * 4 / c->split / c->zero_o);
-    if (s->step_impl == MP_STEP_FOREACH)
+        c->opt_temp = fmax(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
+    if (s->optimizer_in_backward)
+        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
+             "largest tensor (%s profile)", fw->adam_temps, fw->name);
+    else if (s->step_impl == MP_STEP_FOREACH)
         term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
              "%.0f parameter-sized tensor(s) during the step (%s profile)", fw->adam_temps > 0 ? fw->adam_temps : 1,
              fw->name);
@@ -444,6 +456,10 @@ static void est_timeline(est_ctx *c)
         : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
     p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad + wrap;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp;
+    /* with the optimizer in the backward, each tensor is stepped (and its
+     * gradient freed) there: one gradient and one step's temporaries */
+    const bool in_bwd = c->s->optimizer_in_backward;
+    if (in_bwd) p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
     phase(e, "backward start", p);
 
     /* autocast's 16-bit weight copies went with the graph */
@@ -453,7 +469,7 @@ static void est_timeline(est_ctx *c)
     phase(e, "backward end", p);
 
     p[MP_WEIGHTS] = c->weights;
-    p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
+    p[MP_OPTIMIZER] = c->optimizer + (in_bwd ? 0 : c->opt_temp);
     /* between steps: the weights and the optimizer's state (gradients are set to None) */
     e->resident_bytes = c->weights + c->optimizer + fixed + wrap;
     p[MP_ACTIVATIONS] = 0;

@@ -75,6 +75,13 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (settings_framework(s)->kind == MP_FW_MEMTRAIN && (s->lora_dropout > 0 || (s->lora_targets & MP_LORA_HEAD)))
         BAD("memtrain has no LoRA dropout and no adapter on the head: use --lora-dropout 0 and targets without head");
     if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
+    /* torchtune steps each parameter from its gradient hook: no accumulation
+     * (its recipes refuse gradient_accumulation_steps > 1), nothing sharded */
+    if (s->optimizer_in_backward && s->accum > 1)
+        BAD("--optimizer-in-backward steps each parameter in the backward: it cannot accumulate (--accum '%lld')",
+            (long long)s->accum);
+    if (s->optimizer_in_backward && (s->zero > 0 || s->offload != MP_OFFLOAD_NONE))
+        BAD("--optimizer-in-backward runs on unsharded parameters: not with --zero '%d' or offload", s->zero);
     if (mp_optimizer_desc_of(s->optimizer)->eight_bit && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
     if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);

@@ -41,6 +41,12 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
 {
     int t = target_index(kind);
     if (t == NTARGETS) return unknown_target(kind, err);
+    /* the Trainer, DeepSpeed, accelerate and memtrain step after the backward */
+    if (s->optimizer_in_backward) {
+        snprintf(err, MP_ERR_LEN, "--optimizer-in-backward has no form in '%s': the Trainer, DeepSpeed and memtrain "
+                 "step after the backward (torchtune's optimizer_in_bwd runs it)", kind);
+        return -1;
+    }
     if (targets[t].check && targets[t].check(m, s, err)) return -1;
     sbuf b = {0};
     targets[t].write(&b, m, s);

@@ -76,8 +76,9 @@ def flags_and_gaps(row, profiles):
         f += ["--gpus", str(gpus), "--zero", "3"]  # every multi-GPU source row is ZeRO-3 or FSDP full shard
     if st.get("offload", "").startswith("params"):
         f += ["--offload", "params"]
-    for key, what in (("activation_offloading", "activation offloading"),
-                      ("optimizer_in_bwd", "optimizer step in the backward"), ("compile", "torch.compile")):
+    if st.get("optimizer_in_bwd", "false").startswith("true"):
+        f += ["--optimizer-in-backward"]
+    for key, what in (("activation_offloading", "activation offloading"), ("compile", "torch.compile")):
         if st.get(key, "false").startswith("true"):
             gaps.append(what)
     return f, gaps
