@@ -50,6 +50,7 @@ typedef struct est_ctx {
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
+    double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, final_norm, act_bwd_temp;
 } est_ctx;
@@ -385,6 +386,24 @@ static void est_optimizer(est_ctx *c)
 
 /* ---------- activations ---------- */
 
+/* torchtune's OffloadActivations copies every saved tensor of 1 KiB or more to
+ * pinned host memory as the forward saves it, keeping the last
+ * max_fwd_stash_size (5) alive on the GPU until their copies land, and brings
+ * one autograd node's tensors back at a time in the backward (pytorch/torchtune
+ * torchtune/training/_activation_offloading.py @05cda5e9). Under full
+ * checkpointing a layer saves one tensor, its input: five layers' inputs stay;
+ * otherwise the stash is within one layer, whose saved tensors stay. */
+static void offload_saved(est_ctx *c, double layer_input, double layer_full, double layers)
+{
+    const double stash = 5;
+    double on_gpu = c->s->checkpointing == MP_CKPT_FULL ? fmin(layers, stash) * layer_input
+                  : c->s->checkpointing == MP_CKPT_NONE ? fmin(layers, 1) * layer_full
+                                                          : fmin(c->saved_layers, layer_full);
+    c->act_host = c->saved_layers;
+    c->saved_layers = fmin(c->saved_layers, on_gpu);
+    term(c, -1, "offloaded activations", c->act_host, "saved activations in pinned host RAM (per process)");
+}
+
 /* Saved layers (per checkpointing), the recomputed layer, logits and loss,
  * and the activation gradients of one layer in backward. */
 static void est_activations(est_ctx *c)
@@ -405,11 +424,17 @@ static void est_activations(est_ctx *c)
     }
     c->saved_layers *= inflight;
     c->e->act_per_layer = ab.total;
-    term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
-         "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
-         c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
-         s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
-         s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
+    if (s->offload_activations) offload_saved(c, ab.layer_input / tp, layer_full, layers_here * inflight);
+    if (s->offload_activations)
+        term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+             "kept on the GPU while the rest are offloaded: %.0f B of %.0f B (B=%lld T=%lld)", c->saved_layers,
+             c->act_host, (long long)s->batch, (long long)s->seq);
+    else
+        term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+             "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
+             c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
+             s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
+             s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
                  : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
     term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
@@ -531,7 +556,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     est_activations(&c);
     est_timeline(&c);
     est_peak(&c);
-    host_model(m, s, e, c.opt_host + c.weights_host, explain);
+    host_model(m, s, e, c.opt_host + c.weights_host + c.act_host, explain);
     speed_model(m, s, gpu, e, c.trainable, c.dp);
     return 0;
 }

@@ -98,6 +98,8 @@ const mp_opt mp_settings_opts[] = {
     {"shuffle-buffer", MP_OPT_INT, S(shuffle_buffer), .lo = 1, .hi = 1LL << 40, .arg = "N",
      .help = "sequences in the streaming shuffle buffer (default 10000)"},
     {"dropout", MP_OPT_FLAG, S(dropout), .help = "train with dropout: its masks add to the activations"},
+    {"offload-activations", MP_OPT_FLAG, S(offload_activations),
+     .help = "saved activations to pinned host RAM, a few kept on the GPU (torchtune activation offloading)"},
     {"optimizer-in-backward", MP_OPT_FLAG, S(optimizer_in_backward),
      .help = "step each parameter as its gradient lands (torchtune optimizer_in_bwd): one gradient at a time"},
     {0},

@@ -496,6 +496,19 @@ expect 2 "optimizer in backward cannot accumulate" -- "$mp" estimate --model lla
 has err "cannot accumulate (--accum '4')"
 expect 2 "optimizer in backward has no Trainer form" -- "$mp" estimate --model gpt2 --optimizer-in-backward --emit hf
 has err "--optimizer-in-backward has no form in 'hf'"
+# --offload-activations (issue 12): torchtune's OffloadActivations keeps the last 5 saved tensors on
+# the GPU (max_fwd_stash_size); under full checkpointing a layer saves its input, B x T x hidden
+# in bf16: Llama-3.2-3B (28 layers, hidden 3072, its config.json) at B=2, T=4096
+expect 0 "offloaded activations: five layer inputs stay" -- "$mp" estimate --model llama-3.2-3b --framework torchtune --precision pure-bf16 --batch 2 --seq 4096 --checkpointing full --ce chunked --offload-activations --explain --format json
+if python3 -c "
+import json
+d = json.load(open('$tmp/out'))
+t = {x['name']: x['bytes'] for x in d['terms']}
+one = 2 * 4096 * 3072 * 2
+assert t['saved activations'] == 5 * one, t['saved activations']
+assert t['offloaded activations'] == 28 * one, t['offloaded activations']
+assert d['settings']['offload-activations'] is True
+"; then ok "5 layer inputs on the GPU, all 28 in pinned host RAM"; else bad "activation offloading terms"; fi
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null

@@ -25,6 +25,7 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     if (s->zero) ADD(", ZeRO-%d", s->zero);
     if (s->offload != MP_OFFLOAD_NONE) ADD(", offload %s", mp_offload_name(s->offload));
     if (s->optimizer_in_backward) ADD(", optimizer in backward");
+    if (s->offload_activations) ADD(", activations offloaded");
     if (s->gpus > 1) ADD(", %lld GPUs", (long long)s->gpus);
 #undef ADD
     return buf;
@@ -54,6 +55,7 @@ static void print_settings_text(FILE *f, const mp_settings *s)
             mp_precision_name(s->precision), mp_optimizer_name(s->optimizer), mp_ckpt_name(s->checkpointing),
             mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
     if (s->optimizer_in_backward) fprintf(f, "          optimizer-in-backward (each tensor stepped as its gradient lands)\n");
+    if (s->offload_activations) fprintf(f, "          offload-activations (saved activations in pinned host RAM)\n");
 }
 
 /* Host RAM per process (loading, training) and per node, and the --host-ram verdict. */
@@ -166,6 +168,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "ep", json_integer(s->ep));
     json_object_set_new(o, "optimizer-impl", json_string(mp_step_impl_name(s->step_impl)));
     json_object_set_new(o, "optimizer-in-backward", json_boolean(s->optimizer_in_backward));
+    json_object_set_new(o, "offload-activations", json_boolean(s->offload_activations));
     json_object_set_new(o, "loader", json_string(mp_loader_name(s->loader)));
     json_object_set_new(o, "shuffle-buffer", json_integer(s->shuffle_buffer));
     json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));

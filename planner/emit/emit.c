@@ -41,10 +41,12 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
 {
     int t = target_index(kind);
     if (t == NTARGETS) return unknown_target(kind, err);
-    /* the Trainer, DeepSpeed, accelerate and memtrain step after the backward */
-    if (s->optimizer_in_backward) {
-        snprintf(err, MP_ERR_LEN, "--optimizer-in-backward has no form in '%s': the Trainer, DeepSpeed and memtrain "
-                 "step after the backward (torchtune's optimizer_in_bwd runs it)", kind);
+    /* the Trainer, DeepSpeed, accelerate and memtrain step after the backward,
+     * and keep saved activations on the device */
+    if (s->optimizer_in_backward || s->offload_activations) {
+        snprintf(err, MP_ERR_LEN, "--%s has no form in '%s': the Trainer, DeepSpeed and memtrain have none "
+                 "(torchtune's %s runs it)", s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations",
+                 kind, s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
         return -1;
     }
     if (targets[t].check && targets[t].check(m, s, err)) return -1;

@@ -78,7 +78,9 @@ def flags_and_gaps(row, profiles):
         f += ["--offload", "params"]
     if st.get("optimizer_in_bwd", "false").startswith("true"):
         f += ["--optimizer-in-backward"]
-    for key, what in (("activation_offloading", "activation offloading"), ("compile", "torch.compile")):
+    if st.get("activation_offloading", "false").startswith("true"):
+        f += ["--offload-activations"]
+    for key, what in (("compile", "torch.compile"),):
         if st.get(key, "false").startswith("true"):
             gaps.append(what)
     return f, gaps
