@@ -373,7 +373,6 @@ static void est_optimizer(est_ctx *c)
              mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
     term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
     c->optimizer = opt_states + master;
-    c->e->model_states_bytes = c->weights + c->grads + c->optimizer;
     if (s->offload != MP_OFFLOAD_NONE) {
         /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
         c->opt_host = c->optimizer + trainable * 4 / split / c->zero_o;
@@ -557,6 +556,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     est_timeline(&c);
     est_peak(&c);
     host_model(m, s, e, c.opt_host + c.weights_host + c.act_host, explain);
+    e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);
     speed_model(m, s, gpu, e, c.trainable, c.dp);
     return 0;
 }

@@ -411,8 +411,8 @@ typedef struct mp_estimate {
     mp_phase phases[MP_MAX_PHASES];
     int nphases;
     double act_per_layer;         /* saved activations of one layer, no checkpointing */
-    double model_states_bytes;    /* weights + gradients + optimizer state and master
-                                     weights, as the ZeRO paper counts them */
+    double model_states_bytes;    /* the ZeRO paper's model states per GPU (mp_model_states_bytes),
+                                     beside the components the stack really keeps */
     double resident_bytes;        /* allocated between steps (the step's starting point) */
     /* Speed model */
     double flops_per_step;        /* incl. recomputation, all GPUs */
@@ -441,6 +441,9 @@ int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
                     mp_estimate *e, char *err);
 /* LoRA's trainable parameters from the real module shapes (GQA, fused qkv). */
 double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets);
+/* The ZeRO paper's model states per GPU: (2 + 2 + K) bytes per trained
+ * parameter sharded as the stage shards them, plus a frozen base as stored. */
+double mp_model_states_bytes(const mp_model *m, const mp_settings *s, double total_params);
 /* Bytes per stored base weight (int8, NF4, NF4 with double quantisation, and
  * GPTQ/AWQ at the checkpoint's bits and group size), and the bytes a format
  * stores per linear layer beside its weights (GPTQ's g_idx). */

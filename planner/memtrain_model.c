@@ -173,8 +173,9 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     e->logits_bytes = b.logits;
     e->total_bytes = e->reserved_bytes = e->device_bytes = e->phases[0].total;
     e->host_bytes = e->host_data_bytes = b.host;
-    e->model_states_bytes = e->peak[MP_WEIGHTS] + e->peak[MP_GRADIENTS] + e->peak[MP_OPTIMIZER];
-    e->resident_bytes = e->model_states_bytes; /* memtrain allocates gradients once, with the weights */
+    e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);
+    /* memtrain allocates gradients once, with the weights */
+    e->resident_bytes = e->peak[MP_WEIGHTS] + e->peak[MP_GRADIENTS] + e->peak[MP_OPTIMIZER];
     e->act_per_layer = b.saved_layer;
     if (explain) explain_rows(&d, e);
     return 0;

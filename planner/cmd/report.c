@@ -82,7 +82,7 @@ static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
 
 void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
 {
-    char a[32], b[32], p[16], cnt[40], cnt2[40];
+    char a[32], b[32], b2[32], p[16], cnt[40], cnt2[40];
     fprintf(f, "model     %s (%s): %s params, %s trainable\n", c->model.name, c->model_how,
             mp_fmt_count(e->params.total, cnt, sizeof cnt), mp_fmt_count(e->trainable_params, cnt2, sizeof cnt2));
     fprintf(f, "shape     %lld layers, hidden %lld, %lld heads (%lld kv), ffn %lld, vocab %lld%s\n",
@@ -134,6 +134,11 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
             fprintf(f, "  %-12s %-40s %12s  %s\n", t->component >= 0 ? mp_component_name(t->component) : "host",
                     t->name, mp_fmt_gib(t->bytes, a, sizeof a), t->formula);
         }
+        fprintf(f, "\nmodel states  %s per GPU as the ZeRO paper counts them (2 + 2 + K bytes per trained\n"
+                   "              parameter, sharded by the ZeRO stage); this stack keeps %s of weights,\n"
+                   "              gradients and optimizer state at their own peaks\n",
+                mp_fmt_gib(e->model_states_bytes, a, sizeof a),
+                mp_fmt_gib(e->peak[MP_WEIGHTS] + e->peak[MP_GRADIENTS] + e->peak[MP_OPTIMIZER], b2, sizeof b2));
         fprintf(f, "\nstep timeline (allocated, per GPU)\n");
         for (int i = 0; i < e->nphases; i++)
             fprintf(f, "  %-16s %12s%s\n", e->phases[i].name, mp_fmt_gib(e->phases[i].total, a, sizeof a),
@@ -233,6 +238,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(model, "kv-heads", json_integer(c->model.kv_heads));
     json_object_set_new(model, "ffn", json_integer(c->model.ffn));
     json_object_set_new(model, "vocab", json_integer(c->model.vocab));
+    json_object_set_new(o, "model_states_bytes", bytes_json(e->model_states_bytes));
     json_object_set_new(o, "model", model);
     json_object_set_new(o, "settings", settings_json(c, s));
     if (c->explain) {
