@@ -215,6 +215,7 @@ static void run_header(const mtop_rect *r, const mtop_snapshot *s, const mtop_dr
     mtop_rect left = *r;
     left.w = r->w - bw - 1;
     int col = put(&left, 0, 0, mtop_attr(MTOP_C_TITLE), "memtop");
+    if (ctx->ranks) col = item(&left, 0, col + 2, "rank", rank_of_text(ctx->ranks, a, sizeof a), A_BOLD) - 2;
     const mtop_child_view *ch = ctx->child;
     if (ch && ch->active) { /* the command matters more than its temporary file */
         mtop_child_text(ch, a, sizeof a);
@@ -226,7 +227,6 @@ static void run_header(const mtop_rect *r, const mtop_snapshot *s, const mtop_dr
         col = put(&left, 0, col + 2, mtop_attr(MTOP_C_NORMAL), s->file);
     col = item(&left, 0, col + 2, "model", s->meta->model[0] ? s->meta->model : MTOP_NA, A_BOLD);
     col = item(&left, 0, col, "device", s->meta->device[0] ? s->meta->device : MTOP_NA, 0);
-    if (ctx->ranks) item(&left, 0, col, "rank", rank_of_text(ctx->ranks, a, sizeof a), A_BOLD);
     put(r, 0, r->w - bw, battr, badge);
 
     col = 0;
@@ -397,7 +397,7 @@ static void rank_row(const mtop_rect *r, int row, const mtop_rank_table *t, int 
     rput(r, row, RANK_END, base | (heaviest ? mtop_attr(MTOP_C_WARN) : (int)A_BOLD), a);
     put(r, row, STATE_AT, base | state_attr(s->state), s->state);
     if (!strcmp(s->state, "waiting") && s->rows == 0) {
-        putf(r, row, STATE_AT + 9, base | mtop_attr(MTOP_C_DIM), "for rank %d: '%s' is not there yet", t->rank[i],
+        putf(r, row, STATE_AT + 8, base | mtop_attr(MTOP_C_DIM), "for rank %d: '%s' is not there yet", t->rank[i],
              s->file);
         return;
     }
