@@ -4,7 +4,8 @@
 # Python callback's self-test, and against a real memtrain run when build/bin/memtrain
 # exists. Checks what is on screen: values, live following, garbage, truncation,
 # replacement, staleness, selection, help, resize, too-small, quit, colours, the what-if
-# view reacting to keys, --once snapshots and exit codes.
+# view reacting to keys, --once snapshots and exit codes, a multi-rank run's files (the
+# rank table, the heaviest rank, files of two runs, a missing rank; a live mpirun run).
 # Usage: tests/test_memtop_e2e.sh [BINDIR]   (default build/bin); prints ok/FAIL lines and
 # "N passed, N failed"; exits non-zero on failure.
 cd "$(dirname "$0")/.." || exit 2
@@ -359,6 +360,91 @@ assert d['verdict'] == 'fits' and d['params'] == 8030261248 and set(d['component
 " 2>/dev/null
 check $? "--once --plan: the what-if snapshot"
 
+# ---------------------------------------------------------------- a multi-rank run (issue 14)
+# tests/data/memtop_ranks: memtrain's files of a 2-rank run (rank 1 made the heaviest, see its
+# README) and rank 1 of a 3-rank run
+fx="$root/tests/data/memtop_ranks"
+"$memtop" --once --format json "$fx/run.csv" >"$tmp/ranks.json"
+check $? "--once run.csv: run.csv absent, its rank files are read"
+if python3 - "$tmp/ranks.json" "$tmp/once.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+one = set(json.load(open(sys.argv[2])))
+assert d["heaviest_rank"] == 1 and d["rank"] == 1, (d["heaviest_rank"], d["rank"])
+assert [r["rank"] for r in d["ranks"]] == [0, 1] and [r["heaviest"] for r in d["ranks"]] == [False, True]
+for r in d["ranks"]:
+    assert set(r) - {"rank", "heaviest"} == one, set(r) ^ one
+peaks = [r["components"]["total"]["peak"] for r in d["ranks"]]
+assert peaks == [2376272, 2638416], peaks
+assert d["components"]["total"]["peak"] == 2638416 and d["ranks"][1]["components"]["activations"]["predicted"] == 690944
+assert d["ranks"][0]["settings"]["ranks"] == "2" and d["ranks"][0]["file"].endswith("run.rank0.csv")
+EOF
+then ok "--once JSON: a ranks array with the one-file fields, heaviest_rank 1, the top level its snapshot"; else bad "--once JSON of a multi-rank run"; fi
+"$memtop" --once --format text "$fx/run.rank0.csv" >"$tmp/ranks.txt"
+if grep -q "^memtop $fx/run.csv: 2 ranks, heaviest rank 1 (\*, peak total 2.5 MiB)" "$tmp/ranks.txt" &&
+    grep -Eq '^\*   1  [a-z]+ +3/3 +1\.6 MiB +2\.5 MiB +2\.3 MiB +\+11\.2%' "$tmp/ranks.txt" &&
+    grep -Eq '^    0  [a-z]+ +3/3 +1\.6 MiB +2\.3 MiB' "$tmp/ranks.txt" &&
+    grep -Eq '^\*   1 weights ' "$tmp/ranks.txt"; then
+    ok "--once text of run.rank0.csv: the rank table, rank 1 marked '*' as the heaviest"
+else
+    bad "--once text of the ranks: $(cat "$tmp/ranks.txt")"
+fi
+"$memtop" --once --format csv "$fx/run.rank0.csv" "$fx/run.rank1.csv" >"$tmp/ranks.csv"
+python3 -c "
+import csv
+r = list(csv.DictReader(open('$tmp/ranks.csv')))
+assert [(x['rank'], x['heaviest']) for x in r] == [('0', 'false'), ('1', 'true')], r
+assert r[1]['total_peak'] == '2638416'
+" 2>/dev/null
+check $? "--once CSV of both files named: a row per rank, rank and heaviest first"
+"$memtop" --once "$fx/run.rank0.csv" "$fx/three.rank1.csv" >/dev/null 2>"$tmp/e1"; rc=$?
+if [ $rc = 2 ] && [ "$(wc -l <"$tmp/e1")" -eq 1 ] &&
+    grep -q "^memtop: error: '$fx/three.rank1.csv' is from another run: ranks=3, not 2 as in '$fx/run.rank0.csv'" "$tmp/e1"; then
+    ok "files of two runs: one line naming the file, exit 2"
+else
+    bad "files of two runs: exit $rc, $(cat "$tmp/e1")"
+fi
+"$memtop" "$fx/run.rank0.csv" "$fx/three.rank1.csv" </dev/null >/dev/null 2>"$tmp/e1"; rc=$?
+check "$([ $rc = 2 ] && grep -q "three.rank1.csv' is from another run" "$tmp/e1"; echo $?)" "the same before the screen starts: exit 2"
+mkdir -p "$tmp/gap"
+sed 's/ rank=1 ranks=3/ rank=0 ranks=3/' "$fx/three.rank1.csv" >"$tmp/gap/run.rank0.csv"
+sed 's/ rank=1 ranks=3/ rank=2 ranks=3/' "$fx/three.rank1.csv" >"$tmp/gap/run.rank2.csv"
+"$memtop" --once "$tmp/gap/run.csv" >/dev/null 2>"$tmp/e1"; rc=$?
+check "$([ $rc = 2 ] && grep -q "^memtop: error: '$tmp/gap/run.rank1.csv' is missing: rank 1 of 3$" "$tmp/e1"; echo $?)" \
+    "a rank file missing in the middle: --once names it, exit 2"
+start "'$memtop' --no-color --interval 200 '$tmp/gap/run.csv'"
+expect "waiting for rank 1: '$tmp/gap/run.rank1.csv' is not there yet" "interactive: a missing rank is waited for"
+cp "$fx/three.rank1.csv" "$tmp/gap/run.rank1.csv"
+sleep 0.6
+expect_not "waiting for rank 1" "interactive: the missing rank is read when it appears"
+keys q
+# the screen: a rank column, the heaviest marked, r/R choose the rank shown
+start "'$memtop' --no-color '$fx/run.csv'"
+expect " rank  state     current       peak  predicted   error     weights   gradients   optimizer activations" \
+    "rank table: the rank column, totals, each component's peak"
+expect "ranks 2, heaviest * rank 1" "rank table: its title names the heaviest"
+if screen | grep -Eq '^>\*  1  live +1\.6 MiB +2\.5 MiB +2\.3 MiB +\+11\.2% .* 930\.8 KiB' &&
+    screen | grep -Eq '^    0  live +1\.6 MiB +2\.3 MiB'; then
+    ok "rank 1 marked '*' (the heaviest) and shown first ('>')"
+else
+    bad "rank rows: $(screen | grep -E '^[ >][ *] +[01]  ')"
+fi
+expect "rank 1 of 2 (heaviest)" "the header names the rank the panels show"
+keys r
+expect "rank 0 of 2  " "r: rank 0's panels"
+if screen | grep -Eq '^>   0  live' && table_row activations | grep -q "674.8 KiB"; then
+    ok "r: rank 0 selected, its component table"
+else
+    bad "after r: $(table_row activations)"
+fi
+keys R
+expect "rank 1 of 2 (heaviest)" "R: back to rank 1"
+keys h
+expect "select the next rank" "help lists r/R"
+keys q
+rc=$(exit_status)
+check "$([ "$rc" = 0 ]; echo $?)" "ranks: q quits with status 0"
+
 # ---------------------------------------------------------------- errors and exit codes
 "$memtop" >/dev/null 2>"$tmp/e1"; rc=$?
 check "$([ $rc = 2 ] && grep -q "^memtop: error: no metrics FILE" "$tmp/e1"; echo $?)" "no arguments: usage error, exit 2"
@@ -425,6 +511,24 @@ print(f(v['current']), f(v['peak']), f(v['predicted']) if v['predicted'] is not 
     keys q
     rc=$(exit_status)
     check "$([ "$rc" = 0 ]; echo $?)" "memtop -- memtrain: exit 0"
+    # mpirun: memtop run.csv, started before the ranks' files exist, picks them up
+    if command -v mpirun >/dev/null && ldd "$bin/memtrain" 2>/dev/null | grep -q libmpi; then
+        mpi="mpirun --oversubscribe"
+        [ "$(id -u)" = 0 ] && mpi="$mpi --allow-run-as-root"
+        mkdir -p "$tmp/dp"
+        start "'$memtop' --no-color --interval 200 '$tmp/dp/run.csv'"
+        expect "waiting for $tmp/dp/run.csv" "mpirun: memtop waits for the run"
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" $mpi -np 2 "$bin/memtrain" --config "$tmp/plan.cfg" \
+            --zero 1 --steps 200 --quiet --metrics "$tmp/dp/run.csv" >"$tmp/mpi.log" 2>&1
+        check $? "mpirun -np 2 memtrain --metrics run.csv ran"
+        expect "ranks 2, heaviest * rank 0" "mpirun: both ranks' files followed, the heaviest named (a tie: the first)"
+        expect "rank 0 of 2 (heaviest)" "mpirun: rank 0's panels"
+        if screen | grep -Eq '^ +1  live'; then ok "mpirun: rank 1's row"; else bad "mpirun: no row for rank 1"; fi
+        expect "step 200/200" "mpirun: every step"
+        keys q
+    else
+        echo "note: no mpirun or memtrain without MPI: the mpirun part is skipped"
+    fi
 else
     echo "note: $bin/memtrain not built yet: the real-run part is skipped"
 fi

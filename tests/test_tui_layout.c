@@ -10,6 +10,49 @@ static const char *view_name(int v) { return v == MTOP_VIEW_RUN ? "run" : v == M
 
 static bool shown(mtop_rect r) { return r.h > 0 && r.w > 0; }
 
+/* A multi-rank run: the rank table below the bars, the rest as before. */
+static bool ranks_layout_ok(int rows, int cols, int nranks, char *why, size_t len)
+{
+    mtop_layout L;
+    mtop_layout_compute_ranks(rows, cols, MTOP_VIEW_RUN, nranks, &L);
+    mtop_rect rk = L.win[MTOP_W_RANKS], tb = L.win[MTOP_W_TABLE];
+    int want = 2 + (nranks < MTOP_RANK_ROWS ? nranks : MTOP_RANK_ROWS), room = rows - 1 - 8 - 7;
+    for (int w = 0; w < MTOP_NWIN; w++) {
+        mtop_rect r = L.win[w];
+        if (shown(r) && (r.y < 0 || r.y + r.h > rows || r.x + r.w > cols))
+            return snprintf(why, len, "%dx%d, %d ranks: %s off screen", cols, rows, nranks, mtop_win_name(w)), false;
+        for (int u = w + 1; u < MTOP_NWIN; u++)
+            if (mtop_rect_overlap(r, L.win[u]))
+                return snprintf(why, len, "%dx%d: %s overlaps %s", cols, rows, mtop_win_name(w), mtop_win_name(u)), false;
+    }
+    bool placed = room < 3 ? !shown(rk) : rk.y == 8 && rk.w == cols && rk.h == (want < room ? want : room);
+    if (!placed || tb.h < 7 || tb.y != (shown(rk) ? 8 + rk.h : 8))
+        return snprintf(why, len, "%dx%d, %d ranks: rank table %dx%d at %d, table %d rows", cols, rows, nranks, rk.w,
+                        rk.h, rk.y, tb.h), false;
+    return true;
+}
+
+static void test_ranks(void)
+{
+    static const int counts[] = {1, 2, 3, 8, 9, 64, 128};
+    long bad = 0;
+    char why[160] = "";
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+        for (int cols = MTOP_MIN_COLS; cols <= 250; cols += 7)
+            for (int rows = MTOP_MIN_ROWS; rows <= 80; rows++)
+                if (!ranks_layout_ok(rows, cols, counts[i], why, sizeof why)) bad++;
+    CHECK(bad == 0, "ranks: the rank table below the bars when the component table keeps 7 rows, nothing overlaps (%ld) %s",
+          bad, why);
+    mtop_layout L;
+    mtop_layout_compute_ranks(40, 120, MTOP_VIEW_RUN, 2, &L);
+    CHECK(L.win[MTOP_W_RANKS].h == 4 && L.win[MTOP_W_TABLE].y == 12 && shown(L.win[MTOP_W_MEMCHART]),
+          "120x40, 2 ranks: title, column names, 2 rows; table at row 12; charts kept");
+    mtop_layout_compute_ranks(40, 120, MTOP_VIEW_RUN, 0, &L);
+    CHECK(!shown(L.win[MTOP_W_RANKS]) && L.win[MTOP_W_TABLE].y == 8, "one file: no rank table");
+    mtop_layout_compute_ranks(40, 120, MTOP_VIEW_WHATIF, 4, &L);
+    CHECK(!shown(L.win[MTOP_W_RANKS]), "the what-if view has no rank table");
+}
+
 int main(void)
 {
     /* the overlap primitive */
@@ -130,5 +173,6 @@ int main(void)
     mtop_layout_compute(80, 59, MTOP_VIEW_WHATIF, &L);
     CHECK(L.too_small, "59x80 is too small (columns)");
     CHECK(!strcmp(mtop_win_name(MTOP_W_BARS), "bars") && !strcmp(mtop_win_name(99), "?"), "window names");
+    test_ranks();
     return check_summary();
 }

@@ -107,6 +107,9 @@ int main(void)
     CHECK(mtop_key_action('q', 0) == MTOP_ACT_QUIT && mtop_key_action('q', 1) == MTOP_ACT_QUIT, "q quits everywhere");
     CHECK(mtop_key_action('?', 0) == MTOP_ACT_HELP && mtop_key_action('h', 1) == MTOP_ACT_HELP, "h and ? help");
     CHECK(mtop_key_action('\t', 0) == MTOP_ACT_NEXT && mtop_key_action(KEY_UP, 1) == MTOP_ACT_PREV, "Tab and arrows select");
+    CHECK(mtop_key_action('r', 0) == MTOP_ACT_RANK_NEXT && mtop_key_action('R', 0) == MTOP_ACT_RANK_PREV &&
+              mtop_key_action('r', 1) == MTOP_ACT_RESET,
+          "r/R select a rank in the run view; r resets in the what-if view");
     bool every = true;
     for (int a = MTOP_ACT_QUIT; a < MTOP_NACT; a++) {
         bool found = false;

@@ -189,6 +189,14 @@ static void legend(const mtop_rect *r, int row, int nseg, const int *segs)
 
 /* ---------- run view ---------- */
 
+/* "1 of 2 (heaviest)": the rank the panels show */
+static const char *rank_of_text(const mtop_rank_table *t, char *buf, size_t len)
+{
+    int n = t->ranks > t->n ? t->ranks : t->n;
+    snprintf(buf, len, "%d of %d%s", t->rank[t->selected], n, t->selected == t->heaviest ? " (heaviest)" : "");
+    return buf;
+}
+
 static void run_header(const mtop_rect *r, const mtop_snapshot *s, const mtop_draw_ctx *ctx)
 {
     char badge[64], a[48], b[48];
@@ -207,6 +215,7 @@ static void run_header(const mtop_rect *r, const mtop_snapshot *s, const mtop_dr
     mtop_rect left = *r;
     left.w = r->w - bw - 1;
     int col = put(&left, 0, 0, mtop_attr(MTOP_C_TITLE), "memtop");
+    if (ctx->ranks) col = item(&left, 0, col + 2, "rank", rank_of_text(ctx->ranks, a, sizeof a), A_BOLD) - 2;
     const mtop_child_view *ch = ctx->child;
     if (ch && ch->active) { /* the command matters more than its temporary file */
         mtop_child_text(ch, a, sizeof a);
@@ -336,6 +345,90 @@ static void run_table(const mtop_rect *r, const mtop_snapshot *s, int sel)
     rput(r, 7, 14 + cw, s->rss.ok ? 0 : mtop_attr(MTOP_C_DIM), mtop_fmt_bytes(s->rss.v, s->rss.ok, a, sizeof a));
 }
 
+/* ---------- run view: the rank table of a multi-rank run ---------- */
+
+/* Where each column ends (right-aligned), left to right; a column that does
+ * not fit is left out whole. */
+#define RANK_END 5
+#define STATE_AT 7
+enum { RCOL_CURRENT, RCOL_PEAK, RCOL_PREDICTED, RCOL_ERROR, RCOL_COMP0, RCOL_STEP = RCOL_COMP0 + MTOP_NCOMP, NRCOL };
+static int rank_col_end(int c)
+{
+    static const int width[NRCOL] = {11, 11, 11, 8, 12, 12, 12, 12, 12, 8};
+    int end = STATE_AT + 6;
+    for (int i = 0; i <= c; i++) end += width[i];
+    return end;
+}
+
+static const char *rank_col_name(int c)
+{
+    if (c < RCOL_COMP0) return mtop_col_label[c];
+    return c == RCOL_STEP ? "step" : mtop_group_label[c - RCOL_COMP0];
+}
+
+static int state_attr(const char *state)
+{
+    if (!strcmp(state, "live")) return mtop_attr(MTOP_C_OK);
+    if (!strcmp(state, "gone") || !strcmp(state, "error")) return mtop_attr(MTOP_C_CRIT);
+    return mtop_attr(MTOP_C_WARN);
+}
+
+/* The text and attribute of column c of a rank's row. */
+static int rank_cell(const mtop_snapshot *s, int c, bool heaviest, char *buf, size_t len)
+{
+    const mtop_val *v = c < RCOL_COMP0 ? &s->tab[MTOP_TOTAL][c] : c < RCOL_STEP ? &s->tab[c - RCOL_COMP0][MTOP_COL_PEAK]
+                                                                                  : &s->step;
+    if (c == RCOL_STEP) snprintf(buf, len, v->ok ? "%.0f" : MTOP_NA, v->v);
+    else if (c == RCOL_ERROR) mtop_fmt_pct(v->v, v->ok, buf, len);
+    else mtop_fmt_bytes(v->v, v->ok, buf, len);
+    if (!v->ok) return mtop_attr(MTOP_C_DIM);
+    if (c == RCOL_ERROR) return err_attr(v);
+    return heaviest && c == RCOL_PEAK ? mtop_attr(MTOP_C_WARN) : 0;
+}
+
+static void rank_row(const mtop_rect *r, int row, const mtop_rank_table *t, int i)
+{
+    const mtop_snapshot *s = t->snap[i];
+    char a[48];
+    bool heaviest = i == t->heaviest;
+    int base = table_row_start(r, row, i == t->selected);
+    if (heaviest) put(r, row, 1, base | mtop_attr(MTOP_C_WARN), "*");
+    snprintf(a, sizeof a, "%d", t->rank[i]);
+    rput(r, row, RANK_END, base | (heaviest ? mtop_attr(MTOP_C_WARN) : (int)A_BOLD), a);
+    put(r, row, STATE_AT, base | state_attr(s->state), s->state);
+    if (!strcmp(s->state, "waiting") && s->rows == 0) {
+        putf(r, row, STATE_AT + 8, base | mtop_attr(MTOP_C_DIM), "for rank %d: '%s' is not there yet", t->rank[i],
+             s->file);
+        return;
+    }
+    for (int c = 0; c < NRCOL && rank_col_end(c) <= r->w; c++) {
+        int attr = rank_cell(s, c, heaviest, a, sizeof a);
+        rput(r, row, rank_col_end(c), base | attr, a);
+    }
+}
+
+static void run_ranks(const mtop_rect *r, const mtop_rank_table *t)
+{
+    char text[160], a[48];
+    int n = t->ranks > t->n ? t->ranks : t->n;
+    if (t->heaviest >= 0)
+        snprintf(text, sizeof text, "ranks %d, heaviest * rank %d; totals, then each component at its peak; r/R select",
+                 n, t->rank[t->heaviest]);
+    else
+        snprintf(text, sizeof text, "ranks %d, heaviest N/A (no peak yet); r/R select", n);
+    title(r, 0, text);
+    rput(r, 1, RANK_END, mtop_attr(MTOP_C_TITLE), "rank");
+    put(r, 1, STATE_AT, mtop_attr(MTOP_C_TITLE), "state");
+    for (int c = 0; c < NRCOL && rank_col_end(c) <= r->w; c++)
+        rput(r, 1, rank_col_end(c), mtop_attr(MTOP_C_TITLE), rank_col_name(c));
+    int shown = r->h - 2, first = t->selected >= shown ? t->selected - shown + 1 : 0;
+    for (int i = first; i < t->n && i - first < shown; i++) rank_row(r, 2 + i - first, t, i);
+    if (t->n - first > shown) {
+        snprintf(a, sizeof a, "+%d more", t->n - first - shown);
+        rput(r, 0, r->w, mtop_attr(MTOP_C_DIM), a);
+    }
+}
+
 static void run_detail(const mtop_rect *r, const mtop_snapshot *s, const mtop_history *h, int sel)
 {
     char a[48], b[48], t[128];
@@ -447,6 +540,8 @@ static void status_line(const mtop_rect *r, const mtop_snapshot *s, const mtop_d
     const mtop_child_view *ch = ctx->child;
     if (ch && ch->active && child_failed(ch) && ch->log_tail && *ch->log_tail)
         col = putf(r, 0, col + 2, mtop_attr(MTOP_C_CRIT), "| %s: \"%s\"", ch->cmd, ch->log_tail);
+    if (ctx->ranks && ctx->ranks->problem[0])
+        col = putf(r, 0, col + 2, mtop_attr(MTOP_C_CRIT), "| %s", ctx->ranks->problem);
     if (s) {
         col = putf(r, 0, col + 2, 0, "| rows %ld", s->rows);
         if (s->skipped)
@@ -466,6 +561,7 @@ void mtop_draw_run(const mtop_layout *L, const mtop_snapshot *s, const mtop_hist
     if (w[MTOP_W_HEADER].h) run_header(&w[MTOP_W_HEADER], s, ctx);
     if (w[MTOP_W_SETTINGS].h) run_settings(&w[MTOP_W_SETTINGS], s);
     if (w[MTOP_W_BARS].h) run_bars(&w[MTOP_W_BARS], s);
+    if (w[MTOP_W_RANKS].h && ctx->ranks) run_ranks(&w[MTOP_W_RANKS], ctx->ranks);
     if (w[MTOP_W_TABLE].h) run_table(&w[MTOP_W_TABLE], s, ctx->sel);
     if (w[MTOP_W_DETAIL].h) run_detail(&w[MTOP_W_DETAIL], s, h, ctx->sel);
     if (w[MTOP_W_MEMCHART].h) mem_chart(&w[MTOP_W_MEMCHART], s, h);

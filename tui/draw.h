@@ -21,6 +21,7 @@
 
 #include "history.h"
 #include "layout.h"
+#include "ranks.h"
 #include "snapshot.h"
 #include "whatif.h"
 
@@ -50,6 +51,7 @@ typedef struct mtop_draw_ctx {
     const mtop_child_view *child;
     const char *message;    /* a transient message for the status line, or NULL */
     int interval_ms;
+    const mtop_rank_table *ranks; /* a multi-rank run (the panels show ranks->selected), or NULL */
 } mtop_draw_ctx;
 
 /* Set up the colour pairs (use_color) or the monochrome attributes. */

@@ -6,7 +6,7 @@
 const char *mtop_win_name(int w)
 {
     static const char *const names[MTOP_NWIN] = {"header", "settings", "bars", "table", "detail",
-                                                 "memchart", "loss", "help", "status"};
+                                                 "memchart", "loss", "help", "ranks", "status"};
     return w >= 0 && w < MTOP_NWIN ? names[w] : "?";
 }
 
@@ -43,13 +43,27 @@ static void charts(mtop_layout *L, int y, int h, int cols)
     }
 }
 
-static void run_view(mtop_layout *L, int rows, int cols)
+/* The rank table of a multi-rank run at row y: a title, the column names
+ * and a row per rank (8 at most, it scrolls), when the component table
+ * keeps its 7 rows. */
+static int rank_rows(mtop_layout *L, int y, int rows, int cols, int nranks)
+{
+    int room = rows - 1 - y - 7, h = 2 + (nranks < MTOP_RANK_ROWS ? nranks : MTOP_RANK_ROWS);
+    if (nranks <= 0 || room < 3) return 0;
+    if (h > room) h = room;
+    L->win[MTOP_W_RANKS] = R(y, 0, h, cols);
+    return h;
+}
+
+static void run_view(mtop_layout *L, int rows, int cols, int nranks)
 {
     bool wide = cols >= WIDE_COLS;
     L->win[MTOP_W_HEADER] = R(0, 0, 2, cols);
     L->win[MTOP_W_SETTINGS] = R(2, 0, 1, cols);
     L->win[MTOP_W_BARS] = R(3, 0, 5, cols);
-    int y = 8, avail = rows - 1 - y; /* >= 7 at the minimum size */
+    int y = 8;
+    y += rank_rows(L, y, rows, cols, nranks);
+    int avail = rows - 1 - y; /* >= 7 at the minimum size */
     int th = avail < 8 ? avail : 8;
     if (wide) {
         L->win[MTOP_W_TABLE] = R(y, 0, th, TABLE_W);
@@ -95,6 +109,11 @@ static void whatif_view(mtop_layout *L, int rows, int cols)
 
 int mtop_layout_compute(int rows, int cols, mtop_view view, mtop_layout *L)
 {
+    return mtop_layout_compute_ranks(rows, cols, view, 0, L);
+}
+
+int mtop_layout_compute_ranks(int rows, int cols, mtop_view view, int nranks, mtop_layout *L)
+{
     memset(L, 0, sizeof *L);
     L->rows = rows;
     L->cols = cols;
@@ -108,7 +127,7 @@ int mtop_layout_compute(int rows, int cols, mtop_view view, mtop_layout *L)
         L->win[MTOP_W_HELP] = R(0, 0, rows - 1, cols);
         L->win[MTOP_W_STATUS] = R(rows - 1, 0, 1, cols);
         break;
-    default: run_view(L, rows, cols); break;
+    default: run_view(L, rows, cols, nranks); break;
     }
     return 0;
 }

@@ -29,6 +29,7 @@ typedef enum {
     MTOP_W_MEMCHART,   /* cur_total over time with the predicted peak (run) */
     MTOP_W_LOSS,       /* the loss curve (run) */
     MTOP_W_HELP,       /* the key list (help view) */
+    MTOP_W_RANKS,      /* a multi-rank run: one row per rank (run) */
     MTOP_W_STATUS,     /* the bottom line: keys, skipped lines, child, messages */
     MTOP_NWIN
 } mtop_win;
@@ -41,8 +42,14 @@ typedef struct mtop_layout {
     mtop_rect win[MTOP_NWIN];
 } mtop_layout;
 
+/* Rows of ranks the rank table shows at most; more scroll. */
+#define MTOP_RANK_ROWS 8
+
 /* Always succeeds; returns L->too_small ? -1 : 0. */
 int mtop_layout_compute(int rows, int cols, mtop_view view, mtop_layout *L);
+/* The same for a multi-rank run of nranks ranks (0: one file): the run view
+ * gets the rank table below the bars when the component table keeps 7 rows. */
+int mtop_layout_compute_ranks(int rows, int cols, mtop_view view, int nranks, mtop_layout *L);
 /* The name of a window, for tests and messages ("bars"). */
 const char *mtop_win_name(int w);
 /* Whether two rectangles share a cell (empty ones never do). */

@@ -8,7 +8,10 @@
  *     memtop --plan --model llama-3.1-8b --gpu 24GB
  *     memtop --once --format json run.csv
  *
- * The loop: collect (follow the file, reap the child), keep history (the
+ * A multi-rank run (memtrain under mpirun) writes one file per rank:
+ * `memtop run.csv` follows them all (runset.c) and shows a rank table.
+ *
+ * The loop: collect (follow the files, reap the child), keep history (the
  * ring buffer in history.c), draw (draw.c, from collected data only). It
  * waits in getch() with a timeout, so a key redraws at once and polling keeps
  * its cadence. Signal handlers only set flags. The terminal is restored
@@ -20,6 +23,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,10 @@
 #include "layout.h"
 #include "memplan.h"
 #include "options.h"
+#include "rank_snapshot.h"
+#include "runset.h"
 #include "snapshot.h"
+#include "snapshot_text.h"
 #include "whatif.h"
 
 #define EXIT_RUNTIME 1
@@ -99,17 +106,18 @@ static double now_s(void)
 
 /* ---------- options ---------- */
 
-enum { FORMAT_JSON, FORMAT_CSV };
+enum { FORMAT_JSON, FORMAT_CSV, FORMAT_TEXT };
 
 typedef struct options {
     bool once, plan, no_color, help, version;
-    int format;                /* FORMAT_JSON or FORMAT_CSV */
+    int format;                /* FORMAT_JSON, FORMAT_CSV or FORMAT_TEXT */
     double stale_s;
     int interval_ms;
     int history;
     const char *gpu;
     double headroom;
-    const char *file;
+    char **files;              /* the metrics files: one, or a multi-rank run's */
+    int nfiles;
     char **cmd;
     int ncmd;
     /* the planner (--plan): the model's source, and the settings given, which are
@@ -121,8 +129,8 @@ typedef struct options {
     unsigned pinned;
 } options;
 
-static const char *const format_names[] = {"json", "csv"};
-static const mp_vocab formats = {.n = 2, .names = format_names};
+static const char *const format_names[] = {"json", "csv", "text"};
+static const mp_vocab formats = {.n = 3, .names = format_names};
 
 #define OPT(field) MP_OPT_AT(options, field)
 static const mp_opt memtop_opts[] = {
@@ -166,14 +174,14 @@ static void usage(FILE *f)
     static options o;
     mp_opt_group g[NGROUPS];
     option_groups(&o, g);
-    fputs("usage: memtop [OPTIONS] FILE                 follow a memtrain metrics file\n"
+    fputs("usage: memtop [OPTIONS] FILE...              follow a memtrain metrics file, or every rank's\n"
           "       memtop [OPTIONS] -- COMMAND [ARGS]    run COMMAND --metrics TMPFILE and follow it\n"
           "       memtop --plan MODEL [--gpu G] [SETTINGS]   the planner, live (what-if view)\n", f);
     mp_opt_help(f, g, 1, 0);
     fprintf(f, "%s\n", g[1].title);
     mp_opt_synopsis(f, &g[1], " | ", 80);
     mp_opt_synopsis(f, &g[2], "  ", 80);
-    fputs("keys: h or ? help, q quit, Tab select; the what-if keys are in the help screen\n"
+    fputs("keys: h or ? help, q quit, Tab select, r/R select a rank; the what-if keys are in the help screen\n"
           "exit status: 0 done, 1 a runtime error, 2 bad usage; with -- COMMAND, the command's status\n", f);
 }
 
@@ -220,9 +228,10 @@ static int check_operands(options *o, char **argv, int end)
             (o->pinned & (MP_PIN_SEQ | MP_PIN_BATCH | MP_PIN_PRECISION)))
             return usage_error("model and settings flags need --plan");
         if (o->cmd && nrest) return usage_error("give a FILE or '-- COMMAND', not both");
-        if (!o->cmd && nrest != 1)
-            return usage_error(nrest ? "one FILE at a time" : "no metrics FILE, '-- COMMAND' or --plan");
-        if (!o->cmd) o->file = argv[optind];
+        if (!o->cmd && nrest == 0) return usage_error("no metrics FILE, '-- COMMAND' or --plan");
+        if (nrest > MTOP_MAX_RANKS) return usage_error("%d FILEs: memtop follows %d at most", nrest, MTOP_MAX_RANKS);
+        o->files = argv + optind;
+        o->nfiles = nrest;
     }
     return 0;
 }
@@ -437,10 +446,40 @@ static double budget_override(const options *o, int *rc)
     return g.mem_bytes;
 }
 
-static int once_run(const options *o, const char *path, child *c)
+/* Why the files cannot be shown (a one-line error, and its exit status), or 0. */
+static int once_unreadable(const mtop_runset *rs, int polled)
 {
-    mtop_follow f;
-    mtop_history h;
+    if (polled < 0 && rs->error_slot < 0) return fail(EXIT_RUNTIME, "out of memory");
+    if (polled < 0) {
+        const mtop_follow *f = &rs->slot[rs->error_slot]->f;
+        return fail(EXIT_RUNTIME, "cannot read '%s': %s", f->path, strerror(f->err_no));
+    }
+    if (!rs->ranked && rs->slot[0]->f.state != MTOP_FOLLOW_OPEN)
+        return fail(EXIT_RUNTIME, "cannot read '%s': %s", rs->slot[0]->f.path, strerror(ENOENT));
+    if (rs->problem[0]) return fail(EXIT_USAGE, "%s", rs->problem);
+    int k = mtop_runset_missing(rs);
+    if (k >= 0)
+        return fail(EXIT_USAGE, "'%s' is missing: rank %d of %d", rs->slot[k]->f.path, rs->slot[k]->rank,
+                    rs->ranks > rs->n ? rs->ranks : rs->n);
+    return 0;
+}
+
+static char *once_output(const options *o, const mtop_runset *rs)
+{
+    if (!rs->ranked) {
+        const mtop_snapshot *s = &rs->slot[0]->snap;
+        return o->format == FORMAT_CSV ? mtop_snapshot_csv(s) : o->format == FORMAT_TEXT ? mtop_snapshot_text(s)
+                                                                                        : mtop_snapshot_json(s);
+    }
+    static mtop_rank_table t;
+    mtop_runset_table(rs, -1, &t);
+    return o->format == FORMAT_CSV ? mtop_ranks_csv(&t) : o->format == FORMAT_TEXT ? mtop_ranks_text(&t)
+                                                                                  : mtop_ranks_json(&t);
+}
+
+static int once_run(const options *o, char *const *files, int nfiles, child *c)
+{
+    static mtop_runset rs;
     int rc;
     mtop_snap_opts so;
     mtop_snap_opts_default(&so);
@@ -448,28 +487,14 @@ static int once_run(const options *o, const char *path, child *c)
     so.headroom = o->headroom;
     so.budget_bytes = budget_override(o, &rc);
     if (rc) return rc;
-    if (mtop_follow_init(&f, path) || mtop_history_init(&h, o->history)) return fail(EXIT_RUNTIME, "out of memory");
-    f.read_limit = (size_t)-1;
-    int r = mtop_follow_poll(&f, &h, now_s());
-    if (r < 0 || f.state != MTOP_FOLLOW_OPEN) {
-        int e = f.state == MTOP_FOLLOW_WAITING ? ENOENT : f.err_no;
-        mtop_history_free(&h);
-        mtop_follow_free(&f);
-        return fail(EXIT_RUNTIME, "cannot read '%s': %s", path, strerror(e));
+    if (mtop_runset_init(&rs, files, nfiles, o->history)) return fail(EXIT_RUNTIME, "out of memory");
+    rs.read_limit = (size_t)-1;
+    rc = once_unreadable(&rs, mtop_runset_poll(&rs, now_s()));
+    if (!rc) {
+        mtop_runset_snapshots(&rs, &so, now_s(), true);
+        rc = print_text(once_output(o, &rs));
     }
-    struct stat st;
-    double age = -1;
-    if (h.pushed && stat(path, &st) == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        age = (double)(ts.tv_sec - st.st_mtim.tv_sec) + (ts.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
-        if (age < 0) age = 0;
-    }
-    mtop_snapshot s;
-    mtop_snapshot_make(&s, &f, &h, &so, age);
-    rc = print_text(o->format == FORMAT_CSV ? mtop_snapshot_csv(&s) : mtop_snapshot_json(&s));
-    mtop_history_free(&h);
-    mtop_follow_free(&f);
+    mtop_runset_free(&rs);
     if (rc) return rc;
     if (c && c->view.active) {
         char a[128];
@@ -485,36 +510,57 @@ typedef struct app {
     options *o;
     mtop_view view, back;
     mtop_layout L;
+    int layout_ranks;          /* the ranks the layout was computed for */
     int sel;
     bool dirty;
     char message[160];
     /* run view */
     bool following;
-    mtop_follow f;
-    mtop_history h;
+    mtop_runset rs;            /* one file, or every rank's */
+    mtop_rank_table table;     /* the ranks; table.selected is the rank shown in the panels */
+    int rank_sel;              /* the slot chosen with r/R, -1: the heaviest */
     mtop_snap_opts so;
-    mtop_snapshot snap;
     child *c;
-    /* what changed since the last draw */
-    long sig_rows, sig_bad, sig_resets; /* sig_bad: bad lines + comments (meta changes) */
-    const char *sig_state;
-    long sig_age;
-    bool sig_running;
+    unsigned long screen_key;  /* what the screen showed at the last draw */
     /* what-if view */
     mtop_whatif *w;
 } app;
 
+static int ranks_shown(const app *a) { return a->following && a->rs.ranked ? a->rs.n : 0; }
+
 static void relayout(app *a)
 {
-    mtop_layout_compute(LINES, COLS, a->view, &a->L);
+    a->layout_ranks = ranks_shown(a);
+    mtop_layout_compute_ranks(LINES, COLS, a->view, a->layout_ranks, &a->L);
     a->dirty = true;
 }
 
-static double row_age(const app *a, double t)
+static mtop_rank_slot *shown_slot(const app *a) { return a->rs.slot[a->table.selected]; }
+
+/* A digest of what the run view shows: any change of rows, skipped lines,
+ * resets, states, a stale age, the rank shown or the child's state changes
+ * it (a collision only delays the redraw to the next change). */
+static unsigned long screen_key(const app *a)
 {
-    if (a->f.last_row_at >= 0) return t - a->f.last_row_at;
-    if (a->f.opened_at >= 0) return t - a->f.opened_at;
-    return -1;
+    unsigned long k = (unsigned long)a->rs.n * 1000003u + (unsigned long)a->table.selected;
+    k = k * 31 + (a->c && a->c->view.running) + 2u * (a->rs.problem[0] != 0);
+    for (int i = 0; i < a->rs.n; i++) {
+        const mtop_rank_slot *s = a->rs.slot[i];
+        long age = s->snap.stale ? (long)s->snap.age_s : -1;
+        k = k * 31 + (unsigned long)(s->h.pushed + 7 * (s->f.parser.bad + s->f.parser.comments) + 131 * s->f.resets);
+        k = k * 31 + (unsigned long)(uintptr_t)s->snap.state + (unsigned long)age;
+    }
+    return k;
+}
+
+static void read_error_message(app *a)
+{
+    if (a->rs.error_slot < 0) {
+        snprintf(a->message, sizeof a->message, "out of memory");
+        return;
+    }
+    const mtop_follow *f = &a->rs.slot[a->rs.error_slot]->f;
+    snprintf(a->message, sizeof a->message, "cannot read '%s': %s", f->path, strerror(f->err_no));
 }
 
 static void collect(app *a, double t)
@@ -524,21 +570,14 @@ static void collect(app *a, double t)
         reap(a->c, false);
     }
     if (!a->following) return;
-    if (mtop_follow_poll(&a->f, &a->h, t) < 0)
-        snprintf(a->message, sizeof a->message, "cannot read '%s': %s", a->f.path, strerror(a->f.err_no));
-    double age = row_age(a, t);
-    mtop_snapshot_make(&a->snap, &a->f, &a->h, &a->so, age);
-    long age_shown = a->snap.stale ? (long)age : -1;
-    bool running = a->c && a->c->view.running;
-    if (a->h.pushed != a->sig_rows || a->f.parser.bad + a->f.parser.comments != a->sig_bad || a->f.resets != a->sig_resets ||
-        a->snap.state != a->sig_state || age_shown != a->sig_age || running != a->sig_running) {
+    if (mtop_runset_poll(&a->rs, t) < 0) read_error_message(a);
+    mtop_runset_snapshots(&a->rs, &a->so, t, false);
+    mtop_runset_table(&a->rs, a->rank_sel, &a->table);
+    if (ranks_shown(a) != a->layout_ranks) relayout(a);
+    unsigned long k = screen_key(a);
+    if (k != a->screen_key) {
         a->dirty = true;
-        a->sig_rows = a->h.pushed;
-        a->sig_bad = a->f.parser.bad + a->f.parser.comments;
-        a->sig_resets = a->f.resets;
-        a->sig_state = a->snap.state;
-        a->sig_age = age_shown;
-        a->sig_running = running;
+        a->screen_key = k;
     }
 }
 
@@ -546,13 +585,26 @@ static void draw(app *a)
 {
     erase();
     mtop_draw_ctx ctx = {.sel = a->sel, .back = a->back, .child = a->c ? &a->c->view : NULL,
-                         .message = a->message, .interval_ms = a->o->interval_ms};
+                         .message = a->message, .interval_ms = a->o->interval_ms,
+                         .ranks = ranks_shown(a) ? &a->table : NULL};
     if (a->L.too_small) mtop_draw_too_small(LINES, COLS);
     else if (a->view == MTOP_VIEW_HELP) mtop_draw_help(&a->L, &ctx);
     else if (a->view == MTOP_VIEW_WHATIF) mtop_draw_whatif(&a->L, a->w, &ctx);
-    else mtop_draw_run(&a->L, &a->snap, &a->h, &ctx);
+    else mtop_draw_run(&a->L, &shown_slot(a)->snap, &shown_slot(a)->h, &ctx);
     refresh();
     a->dirty = false;
+}
+
+/* r/R: the next or previous rank's panels (a multi-rank run). */
+static void select_rank(app *a, int step)
+{
+    if (!ranks_shown(a)) {
+        snprintf(a->message, sizeof a->message, "one file: no ranks to select");
+        return;
+    }
+    int n = a->rs.n;
+    a->rank_sel = ((a->table.selected + step) % n + n) % n;
+    mtop_runset_table(&a->rs, a->rank_sel, &a->table);
 }
 
 /* Returns false to quit. */
@@ -582,6 +634,8 @@ static bool key(app *a, int ch)
     case MTOP_ACT_NEXT: a->sel = (a->sel + 1) % ncomp; break;
     case MTOP_ACT_PREV: a->sel = (a->sel + ncomp - 1) % ncomp; break;
     case MTOP_ACT_REDRAW: clearok(curscr, TRUE); break;
+    case MTOP_ACT_RANK_NEXT: select_rank(a, 1); break;
+    case MTOP_ACT_RANK_PREV: select_rank(a, -1); break;
     case MTOP_ACT_NONE:
         if (ch == 27) break; /* Esc: nothing to close */
         if (ch >= 32 && ch < 127) snprintf(a->message, sizeof a->message, "unknown key '%c' (h for help)", ch);
@@ -592,6 +646,13 @@ static bool key(app *a, int ch)
         break;
     }
     return true;
+}
+
+static bool runset_pending(const mtop_runset *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->slot[i]->f.pending) return true;
+    return false;
 }
 
 static int interactive(app *a)
@@ -617,7 +678,7 @@ static int interactive(app *a)
         double t = now_s();
         if (t >= next_poll || got_child) {
             collect(a, t);
-            next_poll = a->following && a->f.pending ? t : t + a->o->interval_ms / 1000.0;
+            next_poll = a->following && runset_pending(&a->rs) ? t : t + a->o->interval_ms / 1000.0;
         }
         if (a->dirty) draw(a);
         int wait = (int)ceil((next_poll - now_s()) * 1000);
@@ -635,6 +696,86 @@ static int interactive(app *a)
     return 0;
 }
 
+/* The what-if view: --plan, interactive or --once. */
+static int plan_main(options *o)
+{
+    static mtop_whatif w; /* large: keep it off the stack */
+    mp_model m;
+    mp_settings s;
+    mp_gpu g;
+    bool have_gpu = false;
+    int rc;
+    if (o->once && o->format == FORMAT_TEXT) return usage_error("--format text is for the run view (with --plan: json or csv)");
+    if ((rc = plan_setup(o, &m, &s, &g, &have_gpu))) return rc;
+    mtop_whatif_init(&w, &m, &s, have_gpu ? &g : NULL, o->headroom);
+    if (o->once) {
+        rc = print_text(o->format == FORMAT_CSV ? mtop_whatif_csv(&w) : mtop_whatif_json(&w));
+        if (rc) return rc;
+        return w.ok ? 0 : fail(EXIT_USAGE, "%s", w.err);
+    }
+    app a = {.o = o, .view = MTOP_VIEW_WHATIF, .back = MTOP_VIEW_WHATIF, .w = &w};
+    return interactive(&a);
+}
+
+/* --once with -- COMMAND: the command runs to its end first; Ctrl-C stops it. */
+static int wait_for_command(child *c)
+{
+    while (c->view.running) {
+        if (got_quit) {
+            stop_child(c);
+            fprintf(stderr, "memtop: stopped %s (pid %ld); metrics and log kept in %s\n", c->view.cmd,
+                    (long)c->view.pid, c->dir);
+            return 128 + got_quit;
+        }
+        if (!reap(c, false)) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return 0;
+}
+
+static void say_child_kept(child *c, bool was_running)
+{
+    if (!c->view.active) return;
+    char t[128];
+    if (was_running) fprintf(stderr, "memtop: stopped %s (pid %ld); ", c->view.cmd, (long)c->view.pid);
+    else fprintf(stderr, "memtop: %s %s; ", c->view.cmd, mtop_child_text(&c->view, t, sizeof t));
+    fprintf(stderr, "metrics and log kept in %s\n", c->dir);
+}
+
+static const mtop_follow *unreadable(const mtop_runset *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->slot[i]->f.state == MTOP_FOLLOW_ERROR) return &rs->slot[i]->f;
+    return NULL;
+}
+
+/* The run view: follow the files (or the command's) until q. */
+static int run_main(options *o, child *c, double budget)
+{
+    static app a;
+    a = (app){.o = o, .view = MTOP_VIEW_RUN, .back = MTOP_VIEW_RUN, .following = true,
+              .c = o->cmd ? c : NULL, .rank_sel = -1};
+    mtop_snap_opts_default(&a.so);
+    a.so.stale_s = o->stale_s;
+    a.so.headroom = o->headroom;
+    a.so.budget_bytes = budget;
+    if (mtop_runset_init(&a.rs, o->files, o->nfiles, o->history)) {
+        stop_child(c);
+        return fail(EXIT_RUNTIME, "out of memory");
+    }
+    mtop_runset_poll(&a.rs, now_s()); /* files from two runs are refused before the screen starts */
+    int rc = a.rs.problem[0] ? fail(EXIT_USAGE, "%s", a.rs.problem) : interactive(&a);
+    bool was_running = c->view.active && c->view.running;
+    stop_child(c);
+    say_child_kept(c, was_running);
+    const mtop_follow *f = unreadable(&a.rs);
+    if (f && rc == 0) rc = fail(EXIT_RUNTIME, "cannot read '%s': %s", f->path, strerror(f->err_no));
+    mtop_runset_free(&a.rs);
+    return rc ? rc : child_exit_code(c);
+}
+
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
@@ -643,68 +784,21 @@ int main(int argc, char **argv)
     if (rc) return rc;
     install_signals();
     signal(SIGPIPE, SIG_IGN);
-
-    if (o.plan) {
-        static mtop_whatif w; /* large: keep it off the stack */
-        mp_model m;
-        mp_settings s;
-        mp_gpu g;
-        bool have_gpu = false;
-        if ((rc = plan_setup(&o, &m, &s, &g, &have_gpu))) return rc;
-        mtop_whatif_init(&w, &m, &s, have_gpu ? &g : NULL, o.headroom);
-        if (o.once) {
-            rc = print_text(o.format == FORMAT_CSV ? mtop_whatif_csv(&w) : mtop_whatif_json(&w));
-            if (rc) return rc;
-            return w.ok ? 0 : fail(EXIT_USAGE, "%s", w.err);
-        }
-        app a = {.o = &o, .view = MTOP_VIEW_WHATIF, .back = MTOP_VIEW_WHATIF, .w = &w};
-        return interactive(&a);
-    }
+    if (o.plan) return plan_main(&o);
 
     static child c;
+    static char *command_metrics[1];
     double budget = budget_override(&o, &rc); /* checked before anything starts */
     if (rc) return rc;
     if (o.cmd) {
         if ((rc = spawn(&c, o.cmd, o.ncmd))) return rc;
-        o.file = c.metrics;
+        command_metrics[0] = c.metrics;
+        o.files = command_metrics;
+        o.nfiles = 1;
     }
     if (o.once) {
-        while (o.cmd && c.view.running) { /* wait for the command; Ctrl-C stops it */
-            if (got_quit) {
-                stop_child(&c);
-                fprintf(stderr, "memtop: stopped %s (pid %ld); metrics and log kept in %s\n", c.view.cmd,
-                        (long)c.view.pid, c.dir);
-                return 128 + got_quit;
-            }
-            if (!reap(&c, false)) {
-                struct timespec ts = {0, 50 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-        }
-        return once_run(&o, o.file, o.cmd ? &c : NULL);
+        if (o.cmd && (rc = wait_for_command(&c))) return rc;
+        return once_run(&o, o.files, o.nfiles, o.cmd ? &c : NULL);
     }
-    app a = {.o = &o, .view = MTOP_VIEW_RUN, .back = MTOP_VIEW_RUN, .following = true, .c = o.cmd ? &c : NULL,
-             .sig_age = -1};
-    mtop_snap_opts_default(&a.so);
-    a.so.stale_s = o.stale_s;
-    a.so.headroom = o.headroom;
-    a.so.budget_bytes = budget;
-    if (mtop_follow_init(&a.f, o.file) || mtop_history_init(&a.h, o.history)) {
-        stop_child(&c);
-        return fail(EXIT_RUNTIME, "out of memory");
-    }
-    rc = interactive(&a);
-    bool was_running = c.view.active && c.view.running;
-    stop_child(&c);
-    if (c.view.active) {
-        char t[128];
-        if (was_running) fprintf(stderr, "memtop: stopped %s (pid %ld); ", c.view.cmd, (long)c.view.pid);
-        else fprintf(stderr, "memtop: %s %s; ", c.view.cmd, mtop_child_text(&c.view, t, sizeof t));
-        fprintf(stderr, "metrics and log kept in %s\n", c.dir);
-    }
-    if (a.f.state == MTOP_FOLLOW_ERROR && rc == 0)
-        rc = fail(EXIT_RUNTIME, "cannot read '%s': %s", o.file, strerror(a.f.err_no));
-    mtop_history_free(&a.h);
-    mtop_follow_free(&a.f);
-    return rc ? rc : child_exit_code(&c);
+    return run_main(&o, &c, budget);
 }

@@ -124,7 +124,7 @@ static json_t *jval(mtop_val v, bool bytes)
 
 static json_t *jstr(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
-char *mtop_snapshot_json(const mtop_snapshot *s)
+json_t *mtop_snapshot_object(const mtop_snapshot *s)
 {
     json_t *o = json_object();
     json_object_set_new(o, "file", jstr(s->file));
@@ -164,8 +164,10 @@ char *mtop_snapshot_json(const mtop_snapshot *s)
     json_object_set_new(o, "skipped", json_integer(s->skipped));
     json_object_set_new(o, "resets", json_integer(s->resets));
     json_object_set_new(o, "stale", json_boolean(s->stale));
-    return mtop_json_text(o);
+    return o;
 }
+
+char *mtop_snapshot_json(const mtop_snapshot *s) { return mtop_json_text(mtop_snapshot_object(s)); }
 
 /* ---------- CSV ---------- */
 
@@ -184,16 +186,16 @@ static void cstr(FILE *f, const char *s)
     fputc(',', f);
 }
 
-char *mtop_snapshot_csv(const mtop_snapshot *s)
+void mtop_snapshot_csv_header(FILE *f)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return NULL;
     fputs("file,state,model,device,settings,step,steps,elapsed,eta,loss,tokens_per_s,lr,rss,budget,headroom", f);
     for (int g = 0; g < MTOP_NGROUP; g++)
         for (int k = 0; k < MTOP_NCOL; k++) fprintf(f, ",%s_%s", mtop_group_label[g], mtop_col_label[k]);
     fputs(",rows,skipped,resets,stale\n", f);
+}
+
+void mtop_snapshot_csv_row(FILE *f, const mtop_snapshot *s)
+{
     cstr(f, s->file);
     cstr(f, s->state);
     cstr(f, s->meta->model);
@@ -220,6 +222,16 @@ char *mtop_snapshot_csv(const mtop_snapshot *s)
             }
         }
     fprintf(f, "%ld,%ld,%ld,%s\n", s->rows, s->skipped, s->resets, s->stale ? "true" : "false");
+}
+
+char *mtop_snapshot_csv(const mtop_snapshot *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    mtop_snapshot_csv_header(f);
+    mtop_snapshot_csv_row(f, s);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -19,6 +19,7 @@
 #define MTOP_SNAPSHOT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "follow.h"
 #include "history.h"
@@ -65,5 +66,11 @@ double mtop_snapshot_segments(const mtop_snapshot *s, int col, double seg[MTOP_N
  * newline-terminated, NULL when out of memory. */
 char *mtop_snapshot_json(const mtop_snapshot *s);
 char *mtop_snapshot_csv(const mtop_snapshot *s);
+/* The pieces, for a multi-rank run's output: the JSON object (the caller
+ * owns it), the CSV header and one row (each with its newline). */
+typedef struct json_t json_t;
+json_t *mtop_snapshot_object(const mtop_snapshot *s);
+void mtop_snapshot_csv_header(FILE *f);
+void mtop_snapshot_csv_row(FILE *f, const mtop_snapshot *s);
 
 #endif

@@ -25,6 +25,8 @@ const mtop_keydef mtop_keys[] = {
     {KEY_UP, "Up", BOTH, MTOP_ACT_PREV, "select the previous component"},
     {'k', "k", BOTH, MTOP_ACT_PREV, "select the previous component"},
     {12, "C-l", BOTH, MTOP_ACT_REDRAW, "redraw the screen"},
+    {'r', "r", RUN, MTOP_ACT_RANK_NEXT, "select the next rank (a multi-rank run; it opens on the heaviest)"},
+    {'R', "R", RUN, MTOP_ACT_RANK_PREV, "select the previous rank"},
     {'+', "+", WHATIF, MTOP_ACT_BATCH_UP, "micro-batch + 1"},
     {'=', "=", WHATIF, MTOP_ACT_BATCH_UP, "micro-batch + 1"},
     {'-', "-", WHATIF, MTOP_ACT_BATCH_DOWN, "micro-batch - 1"},

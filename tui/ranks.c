@@ -1,0 +1,86 @@
+/* ranks.c — rank files' names, the header's rank numbers, one run or two, the heaviest rank. */
+#include "ranks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mtop_rank_path(const char *base, int rank, char *out, size_t len)
+{
+    const char *slash = strrchr(base, '/'), *dot = strrchr(base, '.');
+    if (dot && (!slash || dot > slash + 1))
+        snprintf(out, len, "%.*s.rank%d%s", (int)(dot - base), base, rank, dot);
+    else
+        snprintf(out, len, "%s.rank%d", base, rank);
+}
+
+/* The digits of ".rankK" starting at s: K, and where they end; -1 if none. */
+static int rank_digits(const char *s, const char **end)
+{
+    if (strncmp(s, ".rank", 5) != 0) return -1;
+    s += 5;
+    if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9')) return -1;
+    long k = 0;
+    while (*s >= '0' && *s <= '9' && k < 1000000) k = k * 10 + (*s++ - '0');
+    *end = s;
+    return (int)k;
+}
+
+int mtop_rank_of_path(const char *path, char *base, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    for (const char *p = strstr(name, ".rank"); p; p = strstr(p + 1, ".rank")) {
+        const char *end;
+        int k = rank_digits(p, &end);
+        if (k < 0 || p == name) continue;
+        /* what follows is the extension (no further dot) or nothing */
+        if (*end && (*end != '.' || strchr(end + 1, '.') || !end[1])) continue;
+        snprintf(base, len, "%.*s%s", (int)(p - path), path, end);
+        return k;
+    }
+    return -1;
+}
+
+static int setting_int(const mtop_meta *m, const char *key)
+{
+    const char *v = mtop_meta_setting(m, key);
+    if (!v || !*v) return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end || x < 0 || x > 1000000 ? -1 : (int)x;
+}
+
+int mtop_meta_rank(const mtop_meta *m) { return setting_int(m, "rank"); }
+int mtop_meta_ranks(const mtop_meta *m) { return setting_int(m, "ranks"); }
+
+bool mtop_meta_known(const mtop_meta *m) { return m->model[0] || m->settings[0]; }
+
+/* "key=A, not B" when the two files' settings differ in `key`. */
+static bool same_setting(const mtop_meta *a, const mtop_meta *b, const char *key, char *why, size_t len)
+{
+    const char *x = mtop_meta_setting(a, key), *y = mtop_meta_setting(b, key);
+    if (!x && !y) return true;
+    if (x && y && !strcmp(x, y)) return true;
+    snprintf(why, len, "%s=%s, not %s", key, y ? y : "(none)", x ? x : "(none)");
+    return false;
+}
+
+bool mtop_same_run(const mtop_meta *a, const mtop_meta *b, char *why, size_t len)
+{
+    if (strcmp(a->model, b->model) != 0) {
+        snprintf(why, len, "model '%s', not '%s'", b->model, a->model);
+        return false;
+    }
+    return same_setting(a, b, "ranks", why, len) && same_setting(a, b, "zero", why, len);
+}
+
+int mtop_heaviest(const mtop_snapshot *const *s, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const mtop_val *p = &s[i]->tab[MTOP_TOTAL][MTOP_COL_PEAK];
+        if (p->ok && (best < 0 || p->v > s[best]->tab[MTOP_TOTAL][MTOP_COL_PEAK].v)) best = i;
+    }
+    return best;
+}
