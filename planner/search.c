@@ -306,9 +306,10 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
     char e2[MP_ERR_LEN];
     for (int bi = 0; bi < sp->nb; bi++) {
         s->batch = sp->batches[bi];
+        /* a global batch splits into whole micro-batches on every rank */
+        if (o->global_batch > 0 && !(o->pinned & MP_PIN_ACCUM) && o->global_batch % (s->batch * sp->dp)) continue;
         if (!(o->pinned & MP_PIN_ACCUM))
-            s->accum = o->global_batch > 0 ? (o->global_batch + s->batch * sp->dp - 1) / (s->batch * sp->dp)
-                                           : 1;
+            s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
         mp_estimate e;
         r->evaluated++;
         if (mp_estimate_ex(run->m, s, run->gpu, &e, false, e2)) { /* an invalid combination */

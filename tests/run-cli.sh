@@ -509,6 +509,17 @@ assert t['saved activations'] == 5 * one, t['saved activations']
 assert t['offloaded activations'] == 28 * one, t['offloaded activations']
 assert d['settings']['offload-activations'] is True
 "; then ok "5 layer inputs on the GPU, all 28 in pinned host RAM"; else bad "activation offloading terms"; fi
+# a global batch splits evenly over the data-parallel ranks (issue 14)
+expect 2 "a global batch that does not divide over the GPUs" -- "$mp" estimate --model gpt2 --gpus 3 --global-batch 8 --batch 2
+has err "--global-batch '8' does not divide over 3 data-parallel GPUs"
+one_line_err
+expect 2 "a global batch that is no whole number of micro-batches" -- "$mp" estimate --model gpt2 --gpus 2 --global-batch 8 --batch 3
+has err "not a whole number of micro-batches of 3 on 2 GPU(s)"
+expect 0 "the search takes only micro-batches that divide the global batch" -- "$mp" --model gpt2 --gpus 2 --gpu a100-80g --global-batch 12 --format json
+if python3 -c "
+import json; s = json.load(open('$tmp/out'))['settings']
+assert s['batch'] * s['accum'] * 2 == 12, s
+"; then ok "micro-batch x accumulation x 2 GPUs = 12"; else bad "global batch split"; fi
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null

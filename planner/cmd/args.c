@@ -394,11 +394,19 @@ static int settle(cli *c)
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
     c->opts.host_budget_bytes = c->host_ram;
     c->opts.pinned = c->pinned;
-    int64_t global = c->opts.global_batch;
+    /* The global batch is split evenly: each data-parallel rank takes the same
+     * number of sequences (and, with the micro-batch pinned, whole micro-batches). */
+    int64_t global = c->opts.global_batch, dp = c->s.gpus / (c->s.tp * c->s.pp);
+    if (dp < 1) dp = 1;
+    if (global && global % dp)
+        return cli_error("--global-batch '%lld' does not divide over %lld data-parallel GPUs: give a multiple of "
+                         "%lld", (long long)global, (long long)dp, (long long)dp);
     if (global && (c->pinned & MP_PIN_BATCH) && !(c->pinned & MP_PIN_ACCUM)) {
-        int64_t dp = c->s.gpus / (c->s.tp * c->s.pp);
-        if (dp < 1) dp = 1;
-        c->s.accum = (global + c->s.batch * dp - 1) / (c->s.batch * dp);
+        if (global % (c->s.batch * dp))
+            return cli_error("--global-batch '%lld' is not a whole number of micro-batches of %lld on %lld GPU(s): "
+                             "give a multiple of %lld", (long long)global, (long long)c->s.batch, (long long)dp,
+                             (long long)(c->s.batch * dp));
+        c->s.accum = global / (c->s.batch * dp);
     }
     return 0;
 }
