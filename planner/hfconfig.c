@@ -36,15 +36,14 @@ static bool get_bool(json_t *root, const char *name, bool dflt)
     return v && json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-static json_t *load_config(const char *path, char *err)
+/* The parsed text as a JSON object, or NULL with err (root NULL: jansson's je says why). */
+static json_t *config_object(json_t *root, const json_error_t *je, const char *path, char *err)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
     if (!root) {
-        if (je.line <= 0 || strstr(je.text, "unable to open"))
-            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je.text);
+        if (je->line <= 0 || strstr(je->text, "unable to open"))
+            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je->text);
         else
-            snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je.line, je.text);
+            snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je->line, je->text);
         return NULL;
     }
     if (!json_is_object(root)) {
@@ -195,12 +194,10 @@ static void file_label(const char *given, bool folder, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(n - start > 63 ? 63 : n - start), given + start);
 }
 
-int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
+/* The model of a parsed config.json (its reference is taken): `given` is what
+ * the user named (a file or a folder), `path` the file read. */
+static int model_from_json(json_t *file, const char *given, const char *path, mp_model *m, char *err)
 {
-    char folder_config[4096];
-    const char *path = config_path(given, folder_config, sizeof folder_config);
-    json_t *file = load_config(path, err);
-    if (!file) return -1;
     bool nested;
     json_t *root = text_model(file, path, &nested, err);
     if (!root) {
@@ -236,4 +233,22 @@ int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
              nested ? " (its text_config: the language model only)" : "");
     json_decref(file);
     return mp_model_finish(m, err);
+}
+
+int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
+{
+    char folder_config[4096];
+    const char *path = config_path(given, folder_config, sizeof folder_config);
+    json_error_t je;
+    json_t *file = config_object(json_load_file(path, 0, &je), &je, path, err);
+    if (!file) return -1;
+    return model_from_json(file, given, path, m, err);
+}
+
+int mp_model_from_hf_json(const char *text, size_t len, const char *name, mp_model *m, char *err)
+{
+    json_error_t je;
+    json_t *file = config_object(json_loadb(text, len, 0, &je), &je, name, err);
+    if (!file) return -1;
+    return model_from_json(file, name, name, m, err);
 }
