@@ -368,9 +368,9 @@ int mp_model_lookup(const char *name, mp_model *m, char *err)
             *m = models[i];
             return 0;
         }
-    char near[160];
+    char near[160], quoted[96];
     suggest(name, model_name_at, nmodels, near, sizeof near);
-    snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", name, near);
+    snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 
@@ -384,8 +384,10 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         /* A GPU's memory is never a count of bytes: "24" is a forgotten unit. */
         size_t len = strlen(name);
         if (isdigit((unsigned char)name[len - 1]) || name[len - 1] == '.') {
-            snprintf(err, MP_ERR_LEN, "GPU size '%.32s' has no unit: say %.32sGB (10^9 bytes) or %.32sGiB (2^30 bytes)",
-                     name, name, name);
+            char quoted[36];
+            mp_quote(name, quoted, sizeof quoted);
+            snprintf(err, MP_ERR_LEN, "GPU size '%s' has no unit: say %sGB (10^9 bytes) or %sGiB (2^30 bytes)",
+                     quoted, quoted, quoted);
             return -1;
         }
         memset(g, 0, sizeof *g);
@@ -408,10 +410,10 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
             *g = gpus[i];
             return 0;
         }
-    char near[160];
+    char near[160], quoted[64];
     suggest(name, gpu_name_at, ngpus, near, sizeof near);
     snprintf(err, MP_ERR_LEN, "unknown GPU '%s'%s (memplan list gpus, or a size such as 24GB)",
-             name, near);
+             mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 
@@ -425,9 +427,9 @@ int mp_framework_lookup(const char *name, mp_framework *f, char *err)
         }
     /* a path: a profile written by memplan calibrate */
     if (strchr(name, '/') || strstr(name, ".csv")) return mp_framework_load_file(name, f, err);
-    char near[160];
+    char near[160], quoted[64];
     suggest(name, framework_name_at, nframeworks, near, sizeof near);
-    snprintf(err, MP_ERR_LEN, "unknown framework '%s'%s", name, near);
+    snprintf(err, MP_ERR_LEN, "unknown framework '%s'%s", mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 

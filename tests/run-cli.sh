@@ -180,6 +180,13 @@ for v in 12XB -5GB 1e400; do
 done
 expect 2 "empty size" -- "$mp" --params 7e9 --gpu ""
 one_line_err
+# a value holding a newline is quoted on one line (found by fuzz/fuzz_units.c)
+expect 2 "a size with a newline" -- "$mp" --params 7e9 --gpu "$(printf '12\nXB')"
+has err "invalid size '12\nXB'"
+one_line_err
+expect 2 "a flag value with a newline" -- "$mp" estimate --model gpt2 --batch "$(printf '4\nx')"
+has err "invalid value '4\nx' for --batch"
+one_line_err
 expect 2 "unknown model" -- "$mp" --model llama-2-7x --gpu 12GB
 has err "unknown model 'llama-2-7x'"
 has err "llama-2-7b"
