@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,6 @@ static const char *field(const csv_table *t, char **row, const char *name)
 static double num(const csv_table *t, char **row, const char *name)
 {
     return strtod(field(t, row, name), NULL);
-}
-static double num_or(const csv_table *t, char **row, const char *name, double absent)
-{
-    const char *v = field(t, row, name);
-    return v[0] ? strtod(v, NULL) : absent;
 }
 static int64_t inum(const csv_table *t, char **row, const char *name)
 {
@@ -228,14 +224,31 @@ static mp_fw_kind framework_kind(const char *name)
     return MP_FW_OTHER;
 }
 
-static void framework_from_row(const csv_table *t, char **row, mp_framework *f)
+/* A profile's figures multiply model sizes: a cell that is not a number (strtod
+ * read "abc" as 0, "nan" and "1e999" as themselves) or is beyond any memory
+ * made every estimate under the profile NaN or infinite. */
+#define FW_VALUE_MAX 1e12
+
+static int framework_from_row(const csv_table *t, char **row, mp_framework *f, const char *path, char *err)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
     f->kind = framework_kind(f->name);
-    for (int i = 0; i < fw_ncolumns; i++)
-        fw_set(f, &fw_columns[i], num_or(t, row, fw_columns[i].name, fw_columns[i].absent));
+    for (int i = 0; i < fw_ncolumns; i++) {
+        const char *v = field(t, row, fw_columns[i].name);
+        char *end = (char *)v;
+        double d = v[0] ? strtod(v, &end) : fw_columns[i].absent;
+        while (isspace((unsigned char)*end)) end++;
+        if ((v[0] && (end == v || *end)) || !(fabs(d) <= FW_VALUE_MAX)) {
+            char qname[48], qv[48];
+            snprintf(err, MP_ERR_LEN, "profile '%.100s': framework '%s': %s '%s' is not a number from -1e12 to 1e12",
+                     path, mp_quote(f->name, qname, sizeof qname), fw_columns[i].name, mp_quote(v, qv, sizeof qv));
+            return -1;
+        }
+        fw_set(f, &fw_columns[i], d);
+    }
     snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
+    return 0;
 }
 
 static int load_frameworks(const char *dir, char *err)
@@ -252,7 +265,10 @@ static int load_frameworks(const char *dir, char *err)
         char **row = t.rows[r];
         mp_framework *f = &frameworks[nframeworks];
         if (!field(&t, row, "name")[0]) continue;
-        framework_from_row(&t, row, f);
+        if (framework_from_row(&t, row, f, path, err)) {
+            csv_table_free(&t);
+            return -1;
+        }
         nframeworks++;
     }
     csv_table_free(&t);
@@ -463,7 +479,7 @@ int mp_framework_load_file(const char *path, mp_framework *f, char *err)
         csv_table_free(&t);
         return -1;
     }
-    framework_from_row(&t, t.rows[0], f);
+    int rc = framework_from_row(&t, t.rows[0], f, path, err);
     csv_table_free(&t);
-    return 0;
+    return rc;
 }
