@@ -17,13 +17,21 @@ static json_t *first_key(json_t *root, const char *const *names)
     return NULL;
 }
 
-/* Read an integer field; 0 if absent. -1 (with err) if present but not a positive integer. */
-static int get_int(json_t *root, const char *const *names, int64_t *out, const char *path, char *err)
+/* Read an integer field; 0 if absent. -1 (with err) if present but not a positive
+ * integer up to `max`: the range of memplan's flag for the same dimension
+ * (planner/cmd/args.c), since a width near 2^63 overflowed the shape's
+ * arithmetic (heads x head_dim, 8 x hidden) as signed 64-bit integers. */
+static int get_int(json_t *root, const char *const *names, int64_t max, int64_t *out, const char *path, char *err)
 {
     json_t *v = first_key(root, names);
     if (!v) return 0;
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
         snprintf(err, MP_ERR_LEN, "config '%.150s': '%s' must be a positive integer", path, names[0]);
+        return -1;
+    }
+    if (json_integer_value(v) > max) {
+        snprintf(err, MP_ERR_LEN, "config '%.150s': '%s' is '%lld', above %lld", path, names[0],
+                 (long long)json_integer_value(v), (long long)max);
         return -1;
     }
     *out = json_integer_value(v);
@@ -72,20 +80,20 @@ static int read_shape(json_t *root, mp_model *m, const char *path, char *err)
     static const char *const k_sffn[] = {"shared_expert_intermediate_size", NULL};
     static const char *const k_dense[] = {"first_k_dense_replace", NULL};
     int rc = 0;
-    rc |= get_int(root, k_layers, &m->layers, path, err);
-    rc |= rc ? 0 : get_int(root, k_hidden, &m->hidden, path, err);
-    rc |= rc ? 0 : get_int(root, k_heads, &m->heads, path, err);
-    rc |= rc ? 0 : get_int(root, k_kv, &m->kv_heads, path, err);
-    rc |= rc ? 0 : get_int(root, k_hd, &m->head_dim, path, err);
-    rc |= rc ? 0 : get_int(root, k_ffn, &m->ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_vocab, &m->vocab, path, err);
-    rc |= rc ? 0 : get_int(root, k_pos, &m->max_pos, path, err);
-    rc |= rc ? 0 : get_int(root, k_experts, &m->experts, path, err);
-    rc |= rc ? 0 : get_int(root, k_topk, &m->top_k, path, err);
-    rc |= rc ? 0 : get_int(root, k_eff, &m->expert_ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_shared, &m->shared_experts, path, err);
-    rc |= rc ? 0 : get_int(root, k_sffn, &m->shared_ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_dense, &m->dense_layers, path, err);
+    rc |= get_int(root, k_layers, 100000, &m->layers, path, err);
+    rc |= rc ? 0 : get_int(root, k_hidden, 1 << 20, &m->hidden, path, err);
+    rc |= rc ? 0 : get_int(root, k_heads, 1 << 16, &m->heads, path, err);
+    rc |= rc ? 0 : get_int(root, k_kv, 1 << 16, &m->kv_heads, path, err);
+    rc |= rc ? 0 : get_int(root, k_hd, 1 << 16, &m->head_dim, path, err);
+    rc |= rc ? 0 : get_int(root, k_ffn, 1 << 22, &m->ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_vocab, 1 << 24, &m->vocab, path, err);
+    rc |= rc ? 0 : get_int(root, k_pos, 1 << 24, &m->max_pos, path, err);
+    rc |= rc ? 0 : get_int(root, k_experts, 4096, &m->experts, path, err);
+    rc |= rc ? 0 : get_int(root, k_topk, 4096, &m->top_k, path, err);
+    rc |= rc ? 0 : get_int(root, k_eff, 1 << 22, &m->expert_ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_shared, 64, &m->shared_experts, path, err);
+    rc |= rc ? 0 : get_int(root, k_sffn, 1 << 22, &m->shared_ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_dense, 100000, &m->dense_layers, path, err);
     if (rc) return -1;
     const char *missing = !m->layers ? "num_hidden_layers" : !m->hidden ? "hidden_size"
                         : !m->heads ? "num_attention_heads" : !m->vocab ? "vocab_size" : NULL;

@@ -209,6 +209,13 @@ expect 2 "broken config" -- "$mp" estimate --hf-config tests/data/broken-config.
 has err "not valid JSON"
 expect 2 "partial config" -- "$mp" estimate --hf-config tests/data/partial-config.json
 has err "lacks 'hidden_size'"
+# a width near 2^63 overflowed the shape's int64 arithmetic (heads x head_dim): each key has
+# the range of its flag (fuzz/corpus/hfconfig/head-dim-2e63.json, hidden-2e62.json)
+expect 2 "hf config: head_dim 2^63-1 refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/head-dim-2e63.json
+has err "'head_dim' is '9223372036854775807', above 65536"
+one_line_err
+expect 2 "hf config: hidden_size 2^62 refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/hidden-2e62.json
+has err "'hidden_size' is '4611686018427387904', above 1048576"
 expect 2 "heads do not divide" -- "$mp" estimate --family llama --layers 2 --hidden 100 --heads 3 --vocab 100
 has err "heads '3' do not divide the hidden size '100'"
 expect 2 "zero-3 on one gpu" -- "$mp" estimate --model gpt2 --zero 3
