@@ -216,6 +216,10 @@ has err "'head_dim' is '9223372036854775807', above 65536"
 one_line_err
 expect 2 "hf config: hidden_size 2^62 refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/hidden-2e62.json
 has err "'hidden_size' is '4611686018427387904', above 1048576"
+# DeepSeek's first_k_dense_replace beyond the layers counted negative parameters
+expect 2 "hf config: more dense layers than layers refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/dense-beyond-layers.json
+has err "dense layers '50' must be from 0 to the layers '2'"
+one_line_err
 expect 2 "heads do not divide" -- "$mp" estimate --family llama --layers 2 --hidden 100 --heads 3 --vocab 100
 has err "heads '3' do not divide the hidden size '100'"
 expect 2 "zero-3 on one gpu" -- "$mp" estimate --model gpt2 --zero 3
