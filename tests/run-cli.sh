@@ -428,6 +428,14 @@ assert a+b==full, (a, b, full)
     printf 'layers 2\n' > "$tmp/bad2.cfg"
     expect 2 "malformed config line" -- "$mt" --config "$tmp/bad2.cfg"
     has err "expected 'key = value'"
+    # a line is read whole: one of 1100 bytes was cut into two lines, a NUL ended one early
+    { printf 'data = '; head -c 1100 /dev/zero | tr '\0' a; printf '\n'; } > "$tmp/long.cfg"
+    expect 2 "a config line over 1022 bytes" -- "$mt" --config "$tmp/long.cfg"
+    has err "config '$tmp/long.cfg' line 1 is longer than 1022 bytes"
+    one_line_err
+    printf 'layers = 2\nheads = 4\000 junk\n' > "$tmp/nul.cfg"
+    expect 2 "a config line holding a NUL" -- "$mt" --config "$tmp/nul.cfg"
+    has err "line 2 holds a NUL byte"
     expect 2 "impossible value" -- "$mt" --config "$tmp/small.cfg" --heads 5
     expect 2 "missing data file" -- "$mt" --config "$tmp/small.cfg" --data "$tmp/nope.txt"
     has err "nope.txt"

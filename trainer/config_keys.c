@@ -130,7 +130,9 @@ int mt_config_key(mt_run_keys *k, const char *key, const char *v, const char *wh
 {
     const mp_opt *row = mp_opt_find(mt_config_keys(), key);
     if (!row) {
-        snprintf(err, MT_KEYS_ERR_LEN, "unknown key '%.400s' in %.600s", key, where ? where : "the options");
+        char quoted[400];
+        snprintf(err, MT_KEYS_ERR_LEN, "unknown key '%s' in %.600s", mp_quote(key, quoted, sizeof quoted),
+                 where ? where : "the options");
         return -1;
     }
     char why[MP_OPT_ERR_LEN];
@@ -150,28 +152,36 @@ static char *trim(char *s)
     return s;
 }
 
-/* Lines are read as fgets reads them into 1024 bytes: at most 1023 at a time. */
-#define LINE_MAX_READ 1023
+/* The longest line, its newline apart. */
+#define LINE_MAX_LEN 1022
 
 int mt_config_parse(const char *text, size_t len, const char *name, mt_run_keys *k, char *err)
 {
-    char line[LINE_MAX_READ + 1];
+    char line[LINE_MAX_LEN + 2];
     int lineno = 0;
     for (size_t at = 0; at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
-        size_t take = nl ? (size_t)(nl - (text + at)) + 1 : len - at;
-        if (take > LINE_MAX_READ) take = LINE_MAX_READ;
-        memcpy(line, text + at, take);
-        line[take] = 0;
-        at += take;
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
         lineno++;
+        /* Read as fgets read them, a longer line was cut into lines of 1023 bytes, and a
+         * NUL ended one early: a path was cut short, or the rest read as a line of its own. */
+        if (n > LINE_MAX_LEN || memchr(text + at, 0, n)) {
+            snprintf(err, MT_KEYS_ERR_LEN, "config '%.400s' line %d %s", name, lineno,
+                     n > LINE_MAX_LEN ? "is longer than 1022 bytes" : "holds a NUL byte");
+            return -1;
+        }
+        memcpy(line, text + at, n);
+        line[n] = 0;
+        at += n + (nl != NULL);
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         char *s = trim(line);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            snprintf(err, MT_KEYS_ERR_LEN, "config '%.400s' line %d: expected 'key = value', got '%s'", name, lineno, s);
+            char quoted[600];
+            snprintf(err, MT_KEYS_ERR_LEN, "config '%.400s' line %d: expected 'key = value', got '%s'", name, lineno,
+                     mp_quote(s, quoted, sizeof quoted));
             return -1;
         }
         *eq = 0;
