@@ -1,6 +1,6 @@
 # memplan — build, test, benchmark, install.
 #   make                 build bin/memplan, bin/memtrain, bin/memtop
-#   make check           unit + CLI tests, then the same tests under ASan/UBSan
+#   make check           unit + CLI tests (and fuzz-brief), then the same tests under ASan/UBSan
 #   make bench           benchmarks (stable, parseable "bench:" lines)
 #   make validate        memtrain measured against memplan's prediction, 20 configurations
 #   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
@@ -8,7 +8,7 @@
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
-#   make fuzz-brief      the same for FUZZ_BRIEF_SECONDS=5 each (skipped without clang)
+#   make fuzz-brief      the same for FUZZ_BRIEF_SECONDS=5 each (make check runs it; skipped without clang)
 #   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
 #   make MPI=no BUILD=build-nompi      memtrain without MPI (one process; found: mpicc or pkg-config ompi-c)
 
@@ -149,7 +149,12 @@ test-published: $(BIN)/memplan
 ifeq ($(SANITIZE),)
 	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
 endif
+# Then the fuzz harnesses, briefly, once per check (their build is sanitized already),
+# after the other tests, whose timings two fuzzers at once would skew.
 test: test-unit test-cli test-validate test-pytorch test-published
+ifeq ($(SANITIZE),)
+	@$(MAKE) -s --no-print-directory fuzz-brief
+endif
 
 $(COUNTER): tests/validation/mpcount.c
 	@mkdir -p $(dir $@)
@@ -201,12 +206,12 @@ fuzz-build: $(FUZZ_BINS)
 fuzz:
 	@mkdir -p $(FUZZ)
 	@$(FUZZ_PROBE) || { echo "fuzz: clang with libFuzzer not found (FUZZ_CC=$(FUZZ_CC))"; exit 1; }
-	@$(MAKE) --no-print-directory fuzz-build
+	@$(MAKE) -s --no-print-directory fuzz-build
 	@FUZZ_RATE=1 fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS)
 fuzz-brief:
 	@mkdir -p $(FUZZ)
 	@if $(FUZZ_PROBE); then \
-	    $(MAKE) --no-print-directory fuzz-build && fuzz/run.sh $(FUZZ) $(FUZZ_BRIEF_SECONDS); \
+	    $(MAKE) -s --no-print-directory fuzz-build && fuzz/run.sh $(FUZZ) $(FUZZ_BRIEF_SECONDS); \
 	else echo "skip fuzz: clang with libFuzzer not found"; fi
 
 validate: $(PROGS)
