@@ -1,12 +1,14 @@
 # memplan — build, test, benchmark, install.
 #   make                 build bin/memplan, bin/memtrain, bin/memtop
-#   make check           unit + CLI tests, then the same tests under ASan/UBSan
+#   make check           unit + CLI tests (and fuzz-brief), then the same tests under ASan/UBSan
 #   make bench           benchmarks (stable, parseable "bench:" lines)
 #   make validate        memtrain measured against memplan's prediction, 20 configurations
 #   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
 #   make validate-ddp    PyTorch data parallel (gloo, 2 and 4 ranks, DDP and ZeRO-1) per rank against memplan
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
+#   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
+#   make fuzz-brief      the same for FUZZ_BRIEF_SECONDS=5 each (make check runs it; skipped without clang)
 #   make SANITIZE=address,undefined   a sanitizer build (into build-san/)
 #   make MPI=no BUILD=build-nompi      memtrain without MPI (one process; found: mpicc or pkg-config ompi-c)
 
@@ -75,7 +77,7 @@ PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
 .PHONY: all check test test-unit test-cli examples test-validate test-pytorch bench validate validate-pytorch validate-ddp \
-        validate-published test-published \
+        validate-published test-published fuzz fuzz-brief fuzz-build \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
 
@@ -147,7 +149,12 @@ test-published: $(BIN)/memplan
 ifeq ($(SANITIZE),)
 	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
 endif
+# Then the fuzz harnesses, briefly, once per check (their build is sanitized already),
+# after the other tests, whose timings two fuzzers at once would skew.
 test: test-unit test-cli test-validate test-pytorch test-published
+ifeq ($(SANITIZE),)
+	@$(MAKE) -s --no-print-directory fuzz-brief
+endif
 
 $(COUNTER): tests/validation/mpcount.c
 	@mkdir -p $(dir $@)
@@ -163,6 +170,49 @@ bench: $(PROGS) $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LINK) $(TRAIN_LIBS)
+
+# ---------- fuzzing: libFuzzer harnesses (fuzz/), built by clang into build-fuzz/ ----------
+# Every object is clang's, instrumented for the fuzzer's coverage and ASan/UBSan (no gcc
+# object meets the fuzzer runtime); each harness links the parsers it feeds.
+FUZZ_CC    ?= clang
+FUZZ       := build-fuzz
+FUZZ_SECONDS ?= 120
+FUZZ_BRIEF_SECONDS ?= 5
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+# (clang, unlike gcc, reads the vocabulary's {{row}} initialisers as missing fields)
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter \
+              -Wno-missing-field-initializers \
+              $(FUZZ_SAN) -Iplanner -Itrainer -Itui -Ifuzz $(shell pkg-config --cflags jansson 2>/dev/null) \
+              -DMEMPLAN_DATADIR=\"$(PREFIX)/share/memplan/profiles\"
+FUZZ_NAMES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS  := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_NAMES))
+FUZZ_LIB   := $(FUZZ)/libfuzzed.a
+FUZZ_LIB_SRC := $(LIB_SRC) tui/metrics.c tui/history.c trainer/config.c trainer/config_keys.c
+# Does clang link a libFuzzer program here?
+FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
+             $(FUZZ_CC) -fsanitize=fuzzer -x c - -o $(FUZZ)/probe >/dev/null 2>&1
+
+$(FUZZ)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FUZZ_LIB): $(patsubst %.c,$(FUZZ)/obj/%.o,$(FUZZ_LIB_SRC))
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(FUZZ)/bin/fuzz_%: $(FUZZ)/obj/fuzz/fuzz_%.o $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PLAN_LIBS)
+fuzz-build: $(FUZZ_BINS)
+
+fuzz:
+	@mkdir -p $(FUZZ)
+	@$(FUZZ_PROBE) || { echo "fuzz: clang with libFuzzer not found (FUZZ_CC=$(FUZZ_CC))"; exit 1; }
+	@$(MAKE) -s --no-print-directory fuzz-build
+	@FUZZ_RATE=1 fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS)
+fuzz-brief:
+	@mkdir -p $(FUZZ)
+	@if $(FUZZ_PROBE); then \
+	    $(MAKE) -s --no-print-directory fuzz-build && fuzz/run.sh $(FUZZ) $(FUZZ_BRIEF_SECONDS); \
+	else echo "skip fuzz: clang with libFuzzer not found"; fi
 
 validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
@@ -187,6 +237,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/memplan
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ)/obj -name '*.d' 2>/dev/null)

@@ -519,7 +519,8 @@ static void est_peak(est_ctx *c)
     e->logits_bytes = pk <= 1 ? c->logits_fwd + (pk == 1 ? c->logits_bwd : 0) : 0;
     e->total_bytes = e->phases[pk].total;
     double rounded = e->total_bytes;
-    if (fw->round_bytes > 0) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
+    /* a rounding below one byte is none (a profile's 1e-300 made it infinite) */
+    if (fw->round_bytes >= 1) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
     e->reserved_bytes = rounded * (1 + fw->frag);
     e->device_bytes = e->reserved_bytes + fw->context_bytes;
     /* Overhead: what the device holds beyond the tensors themselves. */

@@ -18,13 +18,21 @@ static json_t *first_key(json_t *root, const char *const *names)
     return NULL;
 }
 
-/* Read an integer field; 0 if absent. -1 (with err) if present but not a positive integer. */
-static int get_int(json_t *root, const char *const *names, int64_t *out, const char *path, char *err)
+/* Read an integer field; 0 if absent. -1 (with err) if present but not a positive
+ * integer up to `max`: the range of memplan's flag for the same dimension
+ * (planner/cmd/args.c), since a width near 2^63 overflowed the shape's
+ * arithmetic (heads x head_dim, 8 x hidden) as signed 64-bit integers. */
+static int get_int(json_t *root, const char *const *names, int64_t max, int64_t *out, const char *path, char *err)
 {
     json_t *v = first_key(root, names);
     if (!v) return 0;
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
         snprintf(err, MP_ERR_LEN, "config '%.150s': '%s' must be a positive integer", path, names[0]);
+        return -1;
+    }
+    if (json_integer_value(v) > max) {
+        snprintf(err, MP_ERR_LEN, "config '%.150s': '%s' is '%lld', above %lld", path, names[0],
+                 (long long)json_integer_value(v), (long long)max);
         return -1;
     }
     *out = json_integer_value(v);
@@ -37,15 +45,14 @@ static bool get_bool(json_t *root, const char *name, bool dflt)
     return v && json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-static json_t *load_config(const char *path, char *err)
+/* The parsed text as a JSON object, or NULL with err (root NULL: jansson's je says why). */
+static json_t *config_object(json_t *root, const json_error_t *je, const char *path, char *err)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
     if (!root) {
-        if (je.line <= 0 || strstr(je.text, "unable to open"))
-            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je.text);
+        if (je->line <= 0 || strstr(je->text, "unable to open"))
+            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je->text);
         else
-            snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je.line, je.text);
+            snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je->line, je->text);
         return NULL;
     }
     if (!json_is_object(root)) {
@@ -74,20 +81,20 @@ static int read_shape(json_t *root, mp_model *m, const char *path, char *err)
     static const char *const k_sffn[] = {"shared_expert_intermediate_size", NULL};
     static const char *const k_dense[] = {"first_k_dense_replace", NULL};
     int rc = 0;
-    rc |= get_int(root, k_layers, &m->layers, path, err);
-    rc |= rc ? 0 : get_int(root, k_hidden, &m->hidden, path, err);
-    rc |= rc ? 0 : get_int(root, k_heads, &m->heads, path, err);
-    rc |= rc ? 0 : get_int(root, k_kv, &m->kv_heads, path, err);
-    rc |= rc ? 0 : get_int(root, k_hd, &m->head_dim, path, err);
-    rc |= rc ? 0 : get_int(root, k_ffn, &m->ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_vocab, &m->vocab, path, err);
-    rc |= rc ? 0 : get_int(root, k_pos, &m->max_pos, path, err);
-    rc |= rc ? 0 : get_int(root, k_experts, &m->experts, path, err);
-    rc |= rc ? 0 : get_int(root, k_topk, &m->top_k, path, err);
-    rc |= rc ? 0 : get_int(root, k_eff, &m->expert_ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_shared, &m->shared_experts, path, err);
-    rc |= rc ? 0 : get_int(root, k_sffn, &m->shared_ffn, path, err);
-    rc |= rc ? 0 : get_int(root, k_dense, &m->dense_layers, path, err);
+    rc |= get_int(root, k_layers, 100000, &m->layers, path, err);
+    rc |= rc ? 0 : get_int(root, k_hidden, 1 << 20, &m->hidden, path, err);
+    rc |= rc ? 0 : get_int(root, k_heads, 1 << 16, &m->heads, path, err);
+    rc |= rc ? 0 : get_int(root, k_kv, 1 << 16, &m->kv_heads, path, err);
+    rc |= rc ? 0 : get_int(root, k_hd, 1 << 16, &m->head_dim, path, err);
+    rc |= rc ? 0 : get_int(root, k_ffn, 1 << 22, &m->ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_vocab, 1 << 24, &m->vocab, path, err);
+    rc |= rc ? 0 : get_int(root, k_pos, 1 << 24, &m->max_pos, path, err);
+    rc |= rc ? 0 : get_int(root, k_experts, 4096, &m->experts, path, err);
+    rc |= rc ? 0 : get_int(root, k_topk, 4096, &m->top_k, path, err);
+    rc |= rc ? 0 : get_int(root, k_eff, 1 << 22, &m->expert_ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_shared, 64, &m->shared_experts, path, err);
+    rc |= rc ? 0 : get_int(root, k_sffn, 1 << 22, &m->shared_ffn, path, err);
+    rc |= rc ? 0 : get_int(root, k_dense, 100000, &m->dense_layers, path, err);
     if (rc) return -1;
     const char *missing = !m->layers ? "num_hidden_layers" : !m->hidden ? "hidden_size"
                         : !m->heads ? "num_attention_heads" : !m->vocab ? "vocab_size" : NULL;
@@ -196,12 +203,10 @@ static void file_label(const char *given, bool folder, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(n - start > 63 ? 63 : n - start), given + start);
 }
 
-int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
+/* The model of a parsed config.json (its reference is taken): `given` is what
+ * the user named (a file or a folder), `path` the file read. */
+static int model_from_json(json_t *file, const char *given, const char *path, mp_model *m, char *err)
 {
-    char folder_config[4096];
-    const char *path = config_path(given, folder_config, sizeof folder_config);
-    json_t *file = load_config(path, err);
-    if (!file) return -1;
     bool nested;
     json_t *root = text_model(file, path, &nested, err);
     if (!root) {
@@ -241,4 +246,22 @@ int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
              nested ? " (its text_config: the language model only)" : "");
     json_decref(file);
     return mp_model_finish(m, err);
+}
+
+int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
+{
+    char folder_config[4096];
+    const char *path = config_path(given, folder_config, sizeof folder_config);
+    json_error_t je;
+    json_t *file = config_object(json_load_file(path, 0, &je), &je, path, err);
+    if (!file) return -1;
+    return model_from_json(file, given, path, m, err);
+}
+
+int mp_model_from_hf_json(const char *text, size_t len, const char *name, mp_model *m, char *err)
+{
+    json_error_t je;
+    json_t *file = config_object(json_loadb(text, len, 0, &je), &je, name, err);
+    if (!file) return -1;
+    return model_from_json(file, name, name, m, err);
 }

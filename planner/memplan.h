@@ -107,6 +107,9 @@ int mp_model_finish(mp_model *m, char *err);
 int mp_model_from_params(double params, mp_model *m, char *err);
 /* A Hugging Face config.json. */
 int mp_model_from_hf_config(const char *path, mp_model *m, char *err);
+/* The same from a config.json's text in memory; `name` stands for its path in
+ * errors and labels the model when the config names none. */
+int mp_model_from_hf_json(const char *text, size_t len, const char *name, mp_model *m, char *err);
 void mp_param_count(const mp_model *m, mp_params *p);
 
 /* A linear module inside one layer, for LoRA counting. */
@@ -534,7 +537,11 @@ int mp_write_file_atomic(const char *path, const char *data, size_t len, char *e
 /* The same with the file's permission bits (0644, 0755). */
 int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err);
 /* Print "PROG: error: MESSAGE" and, with a hint, " (HINT)", as one line on stderr:
- * the form every command's errors take. */
+ * the form every command's errors take (control characters written as mp_quote does). */
 void mp_verror(const char *prog, const char *hint, const char *fmt, va_list ap);
+/* `s` as a message quotes it: '\n', '\r', '\t' and other control characters
+ * written as \n, \r, \t, \xNN, so that the message stays one line; cut with "..."
+ * to fit `len` bytes (at least 4). Returns buf. */
+const char *mp_quote(const char *s, char *buf, size_t len);
 
 #endif

@@ -69,6 +69,12 @@ int mp_model_finish(mp_model *m, char *err)
                  (long long)m->top_k, (long long)m->experts);
         return -1;
     }
+    /* DeepSeek's first_k_dense_replace beyond the layers left a negative count of MoE layers */
+    if (m->dense_layers < 0 || m->dense_layers > m->layers) {
+        snprintf(err, MP_ERR_LEN, "dense layers '%lld' must be from 0 to the layers '%lld'",
+                 (long long)m->dense_layers, (long long)m->layers);
+        return -1;
+    }
     if (m->experts && !m->expert_ffn) m->expert_ffn = m->ffn;
     if (m->shared_experts && !m->shared_ffn) m->shared_ffn = m->shared_experts * m->expert_ffn;
     if (!m->name[0])

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Messages quote the value as given, on one line (mp_quote). */
+#define QUOTED(s) mp_quote(s, quoted, sizeof quoted)
+
 /* ---------- vocabularies ---------- */
 
 static const char *vocab_name(const mp_vocab *v, int i)
@@ -40,8 +43,8 @@ int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *e
             if (!strcmp(value, vocab_name(v, k))) i = k;
     }
     if (i < 0) {
-        char list[512];
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", value, o->name,
+        char list[512], quoted[1024];
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", QUOTED(value), o->name,
                  mp_opt_choices(o, v, list, sizeof list));
     }
     return i;
@@ -72,17 +75,17 @@ static void store_real(void *field, size_t size, double v)
 /* A number from lo to hi, whole when `integer`. */
 static int read_number(const mp_opt *o, const char *v, bool integer, double *out, char *err)
 {
-    char *end;
+    char *end, quoted[1024];
     errno = 0;
     double d = strtod(v, &end);
     bool bad = !*v || *end || errno || !isfinite(d) || d < o->lo || d > o->hi;
     if (integer && (bad || d != floor(d))) {
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (an integer from %lld to %lld)", v, o->name,
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (an integer from %lld to %lld)", QUOTED(v), o->name,
                  (long long)o->lo, (long long)o->hi);
         return -1;
     }
     if (bad) {
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%g to %g)", v, o->name, o->lo, o->hi);
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%g to %g)", QUOTED(v), o->name, o->lo, o->hi);
         return -1;
     }
     *out = d;
@@ -92,12 +95,12 @@ static int read_number(const mp_opt *o, const char *v, bool integer, double *out
 /* 0 to 0.99, or a percentage. */
 static int read_fraction(const mp_opt *o, const char *v, double *out, char *err)
 {
-    char *end;
+    char *end, quoted[1024];
     errno = 0;
     double h = strtod(v, &end);
     if (end != v && *end == '%' && !end[1]) h /= 100, end++;
     if (end == v || *end || errno || !(h >= 0 && h < 1)) {
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (0 to 0.99, or 0%% to 99%%)", v, o->name);
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (0 to 0.99, or 0%% to 99%%)", QUOTED(v), o->name);
         return -1;
     }
     *out = h;
@@ -109,7 +112,8 @@ static int read_bool(const mp_opt *o, const char *v, int64_t *out, char *err)
     if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) *out = 1;
     else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")) *out = 0;
     else {
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (0 or 1)", v, o->name);
+        char quoted[1024];
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (0 or 1)", QUOTED(v), o->name);
         return -1;
     }
     return 0;
@@ -230,15 +234,16 @@ int mp_opt_next(mp_opt_parser *p, const mp_opt **row, char *err)
 {
     int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
     if (c == -1) return MP_OPT_DONE;
+    char quoted[1024];
     if (c == ':') {
-        snprintf(err, MP_OPT_ERR_LEN, "option '%s' needs a value", p->argv[optind - 1]);
+        snprintf(err, MP_OPT_ERR_LEN, "option '%s' needs a value", QUOTED(p->argv[optind - 1]));
         return MP_OPT_BAD;
     }
     int i = c >= 256 ? c - 256 : -1;
     for (int k = 0; k < p->n && i < 0 && c != '?'; k++)
         if (p->rows[k]->short_name == c) i = k;
     if (i < 0 || i >= p->n) {
-        snprintf(err, MP_OPT_ERR_LEN, "unknown option '%s'", p->argv[optind - 1]);
+        snprintf(err, MP_OPT_ERR_LEN, "unknown option '%s'", QUOTED(p->argv[optind - 1]));
         return MP_OPT_UNKNOWN;
     }
     if (mp_opt_read(p->rows[i], optarg, p->bases[i], p->pinned, err)) return MP_OPT_BAD;

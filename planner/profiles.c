@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,6 @@ static const char *field(const csv_table *t, char **row, const char *name)
 static double num(const csv_table *t, char **row, const char *name)
 {
     return strtod(field(t, row, name), NULL);
-}
-static double num_or(const csv_table *t, char **row, const char *name, double absent)
-{
-    const char *v = field(t, row, name);
-    return v[0] ? strtod(v, NULL) : absent;
 }
 static int64_t inum(const csv_table *t, char **row, const char *name)
 {
@@ -228,14 +224,31 @@ static mp_fw_kind framework_kind(const char *name)
     return MP_FW_OTHER;
 }
 
-static void framework_from_row(const csv_table *t, char **row, mp_framework *f)
+/* A profile's figures multiply model sizes: a cell that is not a number (strtod
+ * read "abc" as 0, "nan" and "1e999" as themselves) or is beyond any memory
+ * made every estimate under the profile NaN or infinite. */
+#define FW_VALUE_MAX 1e12
+
+static int framework_from_row(const csv_table *t, char **row, mp_framework *f, const char *path, char *err)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
     f->kind = framework_kind(f->name);
-    for (int i = 0; i < fw_ncolumns; i++)
-        fw_set(f, &fw_columns[i], num_or(t, row, fw_columns[i].name, fw_columns[i].absent));
+    for (int i = 0; i < fw_ncolumns; i++) {
+        const char *v = field(t, row, fw_columns[i].name);
+        char *end = (char *)v;
+        double d = v[0] ? strtod(v, &end) : fw_columns[i].absent;
+        while (isspace((unsigned char)*end)) end++;
+        if ((v[0] && (end == v || *end)) || !(fabs(d) <= FW_VALUE_MAX)) {
+            char qname[48], qv[48];
+            snprintf(err, MP_ERR_LEN, "profile '%.100s': framework '%s': %s '%s' is not a number from -1e12 to 1e12",
+                     path, mp_quote(f->name, qname, sizeof qname), fw_columns[i].name, mp_quote(v, qv, sizeof qv));
+            return -1;
+        }
+        fw_set(f, &fw_columns[i], d);
+    }
     snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
+    return 0;
 }
 
 static int load_frameworks(const char *dir, char *err)
@@ -252,7 +265,10 @@ static int load_frameworks(const char *dir, char *err)
         char **row = t.rows[r];
         mp_framework *f = &frameworks[nframeworks];
         if (!field(&t, row, "name")[0]) continue;
-        framework_from_row(&t, row, f);
+        if (framework_from_row(&t, row, f, path, err)) {
+            csv_table_free(&t);
+            return -1;
+        }
         nframeworks++;
     }
     csv_table_free(&t);
@@ -368,9 +384,9 @@ int mp_model_lookup(const char *name, mp_model *m, char *err)
             *m = models[i];
             return 0;
         }
-    char near[160];
+    char near[160], quoted[96];
     suggest(name, model_name_at, nmodels, near, sizeof near);
-    snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", name, near);
+    snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 
@@ -384,8 +400,10 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         /* A GPU's memory is never a count of bytes: "24" is a forgotten unit. */
         size_t len = strlen(name);
         if (isdigit((unsigned char)name[len - 1]) || name[len - 1] == '.') {
-            snprintf(err, MP_ERR_LEN, "GPU size '%.32s' has no unit: say %.32sGB (10^9 bytes) or %.32sGiB (2^30 bytes)",
-                     name, name, name);
+            char quoted[36];
+            mp_quote(name, quoted, sizeof quoted);
+            snprintf(err, MP_ERR_LEN, "GPU size '%s' has no unit: say %sGB (10^9 bytes) or %sGiB (2^30 bytes)",
+                     quoted, quoted, quoted);
             return -1;
         }
         memset(g, 0, sizeof *g);
@@ -408,10 +426,10 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
             *g = gpus[i];
             return 0;
         }
-    char near[160];
+    char near[160], quoted[64];
     suggest(name, gpu_name_at, ngpus, near, sizeof near);
     snprintf(err, MP_ERR_LEN, "unknown GPU '%s'%s (memplan list gpus, or a size such as 24GB)",
-             name, near);
+             mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 
@@ -425,9 +443,9 @@ int mp_framework_lookup(const char *name, mp_framework *f, char *err)
         }
     /* a path: a profile written by memplan calibrate */
     if (strchr(name, '/') || strstr(name, ".csv")) return mp_framework_load_file(name, f, err);
-    char near[160];
+    char near[160], quoted[64];
     suggest(name, framework_name_at, nframeworks, near, sizeof near);
-    snprintf(err, MP_ERR_LEN, "unknown framework '%s'%s", name, near);
+    snprintf(err, MP_ERR_LEN, "unknown framework '%s'%s", mp_quote(name, quoted, sizeof quoted), near);
     return -1;
 }
 
@@ -461,7 +479,7 @@ int mp_framework_load_file(const char *path, mp_framework *f, char *err)
         csv_table_free(&t);
         return -1;
     }
-    framework_from_row(&t, t.rows[0], f);
+    int rc = framework_from_row(&t, t.rows[0], f, path, err);
     csv_table_free(&t);
-    return 0;
+    return rc;
 }

@@ -37,8 +37,8 @@ static int read_lora_targets(const mp_opt *o, const char *value, void *base, cha
 {
     unsigned bits;
     if (mp_lora_targets_parse(value, &bits)) {
-        char list[128];
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", value, o->name,
+        char list[128], quoted[1024];
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", mp_quote(value, quoted, sizeof quoted), o->name,
                  mp_opt_choices(o, o->vocab, list, sizeof list));
         return -1;
     }

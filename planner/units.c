@@ -21,8 +21,12 @@ static const struct unit size_units[] = {
     {"K", 1e3, "decimal kB"},   {"B", 1.0, "bytes"},       {"", 1.0, "bytes"},
 };
 
+/* Messages quote the value as typed, on one line (mp_quote). */
+#define QUOTED(s) mp_quote(s, quoted, sizeof quoted)
+
 int mp_parse_size(const char *text, double *bytes, char *how, char *err)
 {
+    char quoted[160];
     if (!text || !*text) {
         snprintf(err, MP_ERR_LEN, "empty size");
         return -1;
@@ -33,7 +37,7 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err)
     char *end;
     double v = strtod(p, &end);
     if (end == p || errno == ERANGE || !isfinite(v)) {
-        snprintf(err, MP_ERR_LEN, "invalid size '%s'", text);
+        snprintf(err, MP_ERR_LEN, "invalid size '%s'", QUOTED(text));
         return -1;
     }
     while (isspace((unsigned char)*end)) end++;
@@ -46,24 +50,25 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err)
         }
     }
     if (!u) {
-        snprintf(err, MP_ERR_LEN, "invalid size '%s' (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", text);
+        snprintf(err, MP_ERR_LEN, "invalid size '%s' (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", QUOTED(text));
         return -1;
     }
     double b = v * u->scale;
     if (v <= 0 || !isfinite(b) || b > 1e18) {
-        snprintf(err, MP_ERR_LEN, "invalid size '%s' (must be positive and below 1 EB)", text);
+        snprintf(err, MP_ERR_LEN, "invalid size '%s' (must be positive and below 1 EB)", QUOTED(text));
         return -1;
     }
     *bytes = b;
     if (how) {
         char num[48];
-        snprintf(how, 64, "%s read as %s (%s bytes)", text, u->kind, mp_fmt_count(b, num, sizeof num));
+        snprintf(how, 64, "%s read as %s (%s bytes)", QUOTED(text), u->kind, mp_fmt_count(b, num, sizeof num));
     }
     return 0;
 }
 
 int mp_parse_count(const char *text, double *count, char *err)
 {
+    char quoted[160];
     if (!text || !*text) {
         snprintf(err, MP_ERR_LEN, "empty count");
         return -1;
@@ -72,7 +77,7 @@ int mp_parse_count(const char *text, double *count, char *err)
     char *end;
     double v = strtod(text, &end);
     if (end == text || errno == ERANGE || !isfinite(v)) {
-        snprintf(err, MP_ERR_LEN, "invalid count '%s'", text);
+        snprintf(err, MP_ERR_LEN, "invalid count '%s'", QUOTED(text));
         return -1;
     }
     double scale = 1;
@@ -85,13 +90,13 @@ int mp_parse_count(const char *text, double *count, char *err)
         default: scale = 0;
         }
         if (scale == 0 || end[1]) {
-            snprintf(err, MP_ERR_LEN, "invalid count '%s' (e.g. 7e9, 7B, 125M)", text);
+            snprintf(err, MP_ERR_LEN, "invalid count '%s' (e.g. 7e9, 7B, 125M)", QUOTED(text));
             return -1;
         }
     }
     double c = v * scale;
     if (c <= 0 || !isfinite(c) || c > 1e15) {
-        snprintf(err, MP_ERR_LEN, "invalid count '%s' (must be positive and below 1e15)", text);
+        snprintf(err, MP_ERR_LEN, "invalid count '%s' (must be positive and below 1e15)", QUOTED(text));
         return -1;
     }
     *count = c;

@@ -180,6 +180,13 @@ for v in 12XB -5GB 1e400; do
 done
 expect 2 "empty size" -- "$mp" --params 7e9 --gpu ""
 one_line_err
+# a value holding a newline is quoted on one line (found by fuzz/fuzz_units.c)
+expect 2 "a size with a newline" -- "$mp" --params 7e9 --gpu "$(printf '12\nXB')"
+has err "invalid size '12\nXB'"
+one_line_err
+expect 2 "a flag value with a newline" -- "$mp" estimate --model gpt2 --batch "$(printf '4\nx')"
+has err "invalid value '4\nx' for --batch"
+one_line_err
 expect 2 "unknown model" -- "$mp" --model llama-2-7x --gpu 12GB
 has err "unknown model 'llama-2-7x'"
 has err "llama-2-7b"
@@ -202,6 +209,17 @@ expect 2 "broken config" -- "$mp" estimate --hf-config tests/data/broken-config.
 has err "not valid JSON"
 expect 2 "partial config" -- "$mp" estimate --hf-config tests/data/partial-config.json
 has err "lacks 'hidden_size'"
+# a width near 2^63 overflowed the shape's int64 arithmetic (heads x head_dim): each key has
+# the range of its flag (fuzz/corpus/hfconfig/head-dim-2e63.json, hidden-2e62.json)
+expect 2 "hf config: head_dim 2^63-1 refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/head-dim-2e63.json
+has err "'head_dim' is '9223372036854775807', above 65536"
+one_line_err
+expect 2 "hf config: hidden_size 2^62 refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/hidden-2e62.json
+has err "'hidden_size' is '4611686018427387904', above 1048576"
+# DeepSeek's first_k_dense_replace beyond the layers counted negative parameters
+expect 2 "hf config: more dense layers than layers refused" -- "$mp" estimate --hf-config fuzz/corpus/hfconfig/dense-beyond-layers.json
+has err "dense layers '50' must be from 0 to the layers '2'"
+one_line_err
 expect 2 "heads do not divide" -- "$mp" estimate --family llama --layers 2 --hidden 100 --heads 3 --vocab 100
 has err "heads '3' do not divide the hidden size '100'"
 expect 2 "zero-3 on one gpu" -- "$mp" estimate --model gpt2 --zero 3
@@ -280,6 +298,22 @@ for r in csv.DictReader(l for l in open(syn) if not l.startswith("#")):
 assert n == 8, n
 EOF
 then ok "--framework OUT.csv reproduces the fitted predictions"; else bad "calibrated profile does not load back"; fi
+# a profile's cells are numbers (fuzz/corpus/framework_csv/nan-estimate: strtod took "nan",
+# "abc" as 0, "1e999" as inf, and every estimate under the profile was NaN or infinite)
+hdr=$(head -n 1 profiles/frameworks.csv)
+printf '%s\npt-nan,512,8,512,nan,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/nan.csv"
+expect 2 "a profile with frag nan refused" -- "$mp" estimate --model gpt2 --framework "$tmp/nan.csv"
+has err "framework 'pt-nan': frag 'nan' is not a number from -1e12 to 1e12"
+one_line_err
+printf '%s\npt-abc,abc,8,512,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/abc.csv"
+expect 2 "a profile with a word for a number refused" -- "$mp" estimate --model gpt2 --framework "$tmp/abc.csv"
+has err "context_mib 'abc' is not a number"
+# a rounding below one byte is none, not an infinite reservation
+printf '%s\npt-tiny,512,8,1e-300,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/tiny.csv"
+expect 0 "a profile rounding to 1e-300 bytes" -- "$mp" estimate --model gpt2 --framework "$tmp/tiny.csv" --format json
+if python3 -c "
+import json, math; d=json.load(open('$tmp/out')); assert math.isfinite(d['device_bytes']) and d['device_bytes'] > 0, d['device_bytes']
+"; then ok "its estimate is finite"; else bad "estimate under a 1e-300 rounding"; fi
 expect 0 "calibrate text report" -- "$mp" calibrate "$syn"
 has out "act_scale"
 has out "kept from pytorch"
@@ -394,6 +428,14 @@ assert a+b==full, (a, b, full)
     printf 'layers 2\n' > "$tmp/bad2.cfg"
     expect 2 "malformed config line" -- "$mt" --config "$tmp/bad2.cfg"
     has err "expected 'key = value'"
+    # a line is read whole: one of 1100 bytes was cut into two lines, a NUL ended one early
+    { printf 'data = '; head -c 1100 /dev/zero | tr '\0' a; printf '\n'; } > "$tmp/long.cfg"
+    expect 2 "a config line over 1022 bytes" -- "$mt" --config "$tmp/long.cfg"
+    has err "config '$tmp/long.cfg' line 1 is longer than 1022 bytes"
+    one_line_err
+    printf 'layers = 2\nheads = 4\000 junk\n' > "$tmp/nul.cfg"
+    expect 2 "a config line holding a NUL" -- "$mt" --config "$tmp/nul.cfg"
+    has err "line 2 holds a NUL byte"
     expect 2 "impossible value" -- "$mt" --config "$tmp/small.cfg" --heads 5
     expect 2 "missing data file" -- "$mt" --config "$tmp/small.cfg" --data "$tmp/nope.txt"
     has err "nope.txt"

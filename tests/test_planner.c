@@ -194,6 +194,13 @@ static void test_units(void)
     CHECK(mp_parse_count("7e9", &n, err) == 0 && n == 7e9, "7e9 parameters");
     CHECK(mp_parse_count("125M", &n, err) == 0 && n == 125e6, "125M parameters");
     CHECK(mp_parse_count("7X", &n, err) == -1, "7X refused");
+    /* a value holding a newline (fuzz/corpus/units/newline-in-value): refused on one line, quoted */
+    CHECK(mp_parse_size("12\nXB", &b, NULL, err) == -1 && !strchr(err, '\n') && strstr(err, "'12\\nXB'"),
+          "a size with a newline: one line: %s", err);
+    CHECK(mp_parse_count("7\n", &n, err) == -1 && !strchr(err, '\n') && strstr(err, "'7\\n'"),
+          "a count with a newline: one line: %s", err);
+    char q[8];
+    CHECK(!strcmp(mp_quote("a\tb\x01", q, sizeof q), "a\\tb..."), "mp_quote escapes and cuts to fit: %s", q);
 }
 
 static void test_hf_configs(void)

@@ -11,6 +11,7 @@
  * 1 a runtime failure.
  */
 #include "checkpoint.h"
+#include "config_keys.h"
 #include "dist.h"
 #include "memplan.h"
 #include "metrics_format.h"
@@ -81,178 +82,20 @@ static const mp_opt run_rows[] = {
 #undef R
 
 /* ---------- config keys: rows, as memplan's flags are ----------
- * The names memplan --emit memtrain writes, also accepted as --key. The planner's
- * settings are the library's own rows (settings_options.c), aimed at memtrain's
- * config and limited to the values memtrain implements; the rest are memtrain's. */
-
-/* What the keys fill: the trainer's config and the run's own values. */
-typedef struct run_keys {
-    mt_config c;
-    int64_t steps;   /* optimizer steps (default 20) */
-    int tied;        /* -1: as the family has it; else the 0/1 given */
-} run_keys;
-
-/* The values of a setting memtrain implements, for its choices and its parsing. */
-#define MEMTRAIN_VALUES(fn, type)                                                  \
-    static const char *fn##_choice(int i)                                          \
-    {                                                                              \
-        for (int v = 0, k = 0; mp_##fn##_value(v); v++)                            \
-            if (mp_##fn##_value(v)->memtrain && k++ == i) return mp_##fn##_value(v)->name; \
-        return NULL;                                                               \
-    }                                                                              \
-    static int fn##_implemented(const char *s, int *out)                           \
-    {                                                                              \
-        type t;                                                                    \
-        if (mp_##fn##_parse(s, &t) || !mp_##fn##_value((int)t)->memtrain) return -1; \
-        *out = (int)t;                                                             \
-        return 0;                                                                  \
-    }                                                                              \
-    static mp_vocab fn##_values = {0, NULL, fn##_choice, fn##_implemented};
-MEMTRAIN_VALUES(precision, mp_precision)
-MEMTRAIN_VALUES(optimizer, mp_optimizer)
-MEMTRAIN_VALUES(ckpt, mp_ckpt)
-MEMTRAIN_VALUES(attention, mp_attention)
-MEMTRAIN_VALUES(ce, mp_ce)
-MEMTRAIN_VALUES(quant, mp_quant)
-MEMTRAIN_VALUES(loader, mp_loader)
-
-static int count_choices(mp_vocab *v)
-{
-    while (v->name(v->n)) v->n++;
-    return v->n;
-}
-
-/* the families config.c names (mt_family_name, mt_family_parse) */
-static const char *family_choice(int v) { return mt_family_name((mt_family)v); }
-static int family_of(const char *s, int *v)
-{
-    mt_family f;
-    if (mt_family_parse(s, &f)) return -1;
-    *v = (int)f;
-    return 0;
-}
-static const mp_vocab families = {MT_NFAMILY, NULL, family_choice, family_of};
-
-static int read_data_path(const mp_opt *o, const char *value, void *base, char *err)
-{
-    mt_config *c = &((run_keys *)base)->c;
-    if (strlen(value) >= sizeof c->data_path) {
-        snprintf(err, MP_OPT_ERR_LEN, "path too long for --%s", o->name);
-        return -1;
-    }
-    snprintf(c->data_path, sizeof c->data_path, "%s", value);
-    return 0;
-}
-
-#define K(field) MP_OPT_AT(run_keys, field)
-/* memtrain's own keys: the model's shape, the data and the optimizer's hyper-parameters. */
-static const mp_opt own_keys[] = {
-    {"family", MP_OPT_ENUM, K(c.family), .vocab = &families, .or_last = true},
-    {"layers", MP_OPT_INT, K(c.layers), .lo = 1, .hi = 1000},
-    {"hidden", MP_OPT_INT, K(c.hidden), .lo = 1, .hi = 1 << 16},
-    {"heads", MP_OPT_INT, K(c.heads), .lo = 1, .hi = 4096},
-    {"kv-heads", MP_OPT_INT, K(c.kv_heads), .lo = 0, .hi = 4096},
-    {"ffn", MP_OPT_INT, K(c.ffn), .lo = 0, .hi = 1 << 20},
-    {"vocab", MP_OPT_INT, K(c.vocab), .lo = 1, .hi = 1 << 20},
-    {"max-pos", MP_OPT_INT, K(c.max_pos), .lo = 0, .hi = 1 << 20},
-    {"tied", MP_OPT_INT, K(tied), .lo = 0, .hi = 1},
-    {"lora-alpha", MP_OPT_FLOAT, K(c.lora_alpha), .lo = 0, .hi = 1e6},
-    {"data", MP_OPT_CUSTOM, K(c.data_path), .read = read_data_path},
-    {"lr", MP_OPT_FLOAT, K(c.opt.lr), .lo = 0, .hi = 10},
-    {"weight-decay", MP_OPT_FLOAT, K(c.opt.weight_decay), .lo = 0, .hi = 10},
-    {"momentum", MP_OPT_FLOAT, K(c.opt.momentum), .lo = 0, .hi = 1},
-    {"seed", MP_OPT_INT, K(c.seed), .lo = 0, .hi = 2147483647},
-    {"loss-scale", MP_OPT_FLOAT, K(c.loss_scale), .lo = 1, .hi = 1e30},
-    {"steps", MP_OPT_INT, K(steps), .lo = 0, .hi = 100000000},
-    {"attn-tile", MP_OPT_INT, K(c.attn_tile), .lo = 1, .hi = 4096},
-    {0},
-};
-
-/* A planner setting's shared row, aimed at memtrain's field, with memtrain's
- * range (0: the row's) and the values memtrain implements (NULL: the row's). */
-static mp_opt setting_key(const char *name, size_t offset, size_t size, double hi, const mp_vocab *values)
-{
-    mp_opt r = *mp_opt_find(mp_settings_opts, name);
-    r.offset = offset, r.size = size, r.pin = 0;
-    if (hi > 0) r.hi = hi;
-    if (values) r.vocab = values;
-    return r;
-}
-
-/* Every key, in the order --help lists them (built once). */
-static const mp_opt *config_keys(void)
-{
-    static mp_opt keys[48];
-    if (keys[0].name) return keys;
-    mp_vocab *values[] = {&precision_values, &optimizer_values, &ckpt_values, &attention_values,
-                          &ce_values, &quant_values, &loader_values};
-    for (size_t i = 0; i < sizeof values / sizeof *values; i++) count_choices(values[i]);
-    int n = 0;
-    for (int i = 0; i < 9; i++) keys[n++] = own_keys[i]; /* the model's shape */
-    keys[n++] = setting_key("precision", K(c.precision), 0, &precision_values);
-    keys[n++] = setting_key("optimizer", K(c.optimizer), 0, &optimizer_values);
-    keys[n++] = setting_key("adam8-block", K(c.opt.block), 1 << 20, NULL);
-    keys[n++] = setting_key("checkpointing", K(c.checkpointing), 0, &ckpt_values);
-    keys[n++] = setting_key("attention", K(c.attention), 0, &attention_values);
-    keys[n++] = setting_key("batch", K(c.batch), 1 << 16, NULL);
-    keys[n++] = setting_key("accum", K(c.accum), 1 << 16, NULL);
-    keys[n++] = setting_key("seq", K(c.seq), 1 << 20, NULL);
-    keys[n++] = setting_key("ce", K(c.ce), 0, &ce_values);
-    keys[n++] = setting_key("ce-chunk", K(c.ce_chunk), 1 << 24, NULL);
-    keys[n++] = setting_key("lora-rank", K(c.lora_rank), 1 << 16, NULL);
-    keys[n++] = setting_key("lora-targets", K(c.lora_targets), 0, NULL);
-    keys[n++] = setting_key("quant", K(c.quant), 0, &quant_values);
-    keys[n++] = setting_key("loader", K(c.loader), 0, &loader_values);
-    keys[n++] = setting_key("shuffle-buffer", K(c.shuffle_buffer), 1 << 24, NULL);
-    keys[n++] = setting_key("zero", K(c.zero), 1, NULL);
-    for (int i = 9; own_keys[i].name; i++) keys[n++] = own_keys[i];
-    return keys;
-}
-#undef K
+ * The names memplan --emit memtrain writes, also accepted as --key
+ * (config_keys.c: the rows and the config file's lines). */
 
 /* Apply one key = value. `where` names a config file's line, or is NULL for --key. */
-static int apply_key(run_keys *k, const char *key, const char *v, const char *where)
+static int apply_key(mt_run_keys *k, const char *key, const char *v, const char *where)
 {
-    const mp_opt *row = mp_opt_find(config_keys(), key);
-    if (!row) return usage_error("unknown key '%s' in %s", key, where ? where : "the options");
-    char err[MP_OPT_ERR_LEN];
-    if (mp_opt_read(row, v, k, NULL, err))
-        return where ? usage_error("%s: %s", where, err) : usage_error("%s", err);
-    return 0;
+    char err[MT_KEYS_ERR_LEN];
+    return mt_config_key(k, key, v, where, err) ? usage_error("%s", err) : 0;
 }
 
-static char *trim(char *s)
+static int read_config(const char *path, mt_run_keys *k)
 {
-    while (*s == ' ' || *s == '\t') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) *--e = 0;
-    return s;
-}
-
-static int read_config(const char *path, run_keys *k)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return usage_error("cannot open config '%s': %s", path, strerror(errno));
-    char line[1024];
-    int lineno = 0, rc = 0;
-    while (!rc && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char *s = trim(line);
-        if (!*s) continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            rc = usage_error("config '%s' line %d: expected 'key = value', got '%s'", path, lineno, s);
-            break;
-        }
-        *eq = 0;
-        char where[600];
-        snprintf(where, sizeof where, "config '%.400s' line %d", path, lineno);
-        rc = apply_key(k, trim(s), trim(eq + 1), where);
-    }
-    fclose(f);
-    return rc;
+    char err[MT_KEYS_ERR_LEN];
+    return mt_config_read(path, k, err) ? usage_error("%s", err) : 0;
 }
 
 static void usage(FILE *f)
@@ -266,7 +109,7 @@ static void usage(FILE *f)
     const mp_opt_group run = {"run options (also --steps N, optimizer steps, default 20; --version):", run_rows, NULL, NULL};
     mp_opt_help(f, &run, 1, 100);
     fputs("config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n", f);
-    const mp_opt *keys = config_keys();
+    const mp_opt *keys = mt_config_keys();
     for (int i = 0; keys[i].name; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", keys[i].name);
     fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit\n", f);
 }
@@ -406,7 +249,7 @@ static json_t *components_json(const double v[MP_NCOMP])
 
 /* The run's options and the config file, then the keys given as --KEY (the
  * command line wins over the file). -1: go on; else the exit status. */
-static int parse_args(int argc, char **argv, run_opts *o, run_keys *k)
+static int parse_args(int argc, char **argv, run_opts *o, mt_run_keys *k)
 {
     char err[MP_OPT_ERR_LEN];
     for (int pass = 0; pass < 2; pass++) {
@@ -416,7 +259,7 @@ static int parse_args(int argc, char **argv, run_opts *o, run_keys *k)
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
             if (!strcmp(a, "--version")) return puts("memtrain 1.0 (memplan; metrics format v1)"), 0;
             if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s' (memtrain --help)", a);
-            const mp_opt *run = mp_opt_find(run_rows, a + 2), *key = mp_opt_find(config_keys(), a + 2);
+            const mp_opt *run = mp_opt_find(run_rows, a + 2), *key = mp_opt_find(mt_config_keys(), a + 2);
             if (!run && !key) return usage_error("unknown option '%s' (memtrain --help)", a);
             if (run && run->kind == MP_OPT_FLAG) {
                 o->quiet = true;
@@ -619,7 +462,7 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
 static int run(int argc, char **argv, int rank, int ranks)
 {
     run_opts o = {0};
-    run_keys keys = {.steps = 20, .tied = -1};
+    mt_run_keys keys = {.steps = 20, .tied = -1};
     mt_config_default(&keys.c);
     size_t baseline_rss = mt_rss_bytes();
     int parsed = parse_args(argc, argv, &o, &keys);
