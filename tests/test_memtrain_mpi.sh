@@ -136,6 +136,15 @@ expect 2 "zero = 2 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --z
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
 has err "'2' for --zero"
 
+# a plan for 2 ranks launched on another count would change its global batch
+"$mp" estimate --family gpt2 --layers 2 --hidden 64 --heads 4 --vocab 256 --max-pos 64 --seq 32 --batch 2 --gpus 2 \
+    --zero 1 --global-batch 8 --framework memtrain --emit memtrain -o "$tmp/two.cfg" >/dev/null
+expect 2 "a 2-rank plan launched on 4 ranks is refused" -- $run -np 4 "$mt" --config "$tmp/two.cfg" --steps 1 --quiet
+has err "planned for ranks = '2' (global batch 2 x 2 x 2), launched as 4: use mpirun -np 2"
+if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
+expect 2 "and on one process" -- "$mt" --config "$tmp/two.cfg" --steps 1 --quiet
+has err "launched as 1"
+
 # checkpoints of a data-parallel run: one shard per rank and a manifest; resume on the same
 # rank count continues bit-identically; a damaged, missing or foreign checkpoint is refused
 for zero in 0 1; do

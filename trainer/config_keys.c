@@ -81,6 +81,8 @@ static const mp_opt own_keys[] = {
     {"seed", MP_OPT_INT, K(c.seed), .lo = 0, .hi = 2147483647},
     {"loss-scale", MP_OPT_FLOAT, K(c.loss_scale), .lo = 1, .hi = 1e30},
     {"steps", MP_OPT_INT, K(steps), .lo = 0, .hi = 100000000},
+    {"ranks", MP_OPT_INT, K(ranks), .lo = 1, .hi = 1 << 20,
+     .help = "the data-parallel rank count the plan's global batch is for; launching another is refused"},
     {"attn-tile", MP_OPT_INT, K(c.attn_tile), .lo = 1, .hi = 4096},
     {0},
 };

@@ -23,6 +23,7 @@ typedef struct mt_run_keys {
     mt_config c;
     int64_t steps;   /* optimizer steps (default 20) */
     int tied;        /* -1: as the family has it; else the 0/1 given */
+    int64_t ranks;   /* the rank count the config was planned for (0: any) */
 } mt_run_keys;
 
 /* Every key, in the order --help lists them (built once; not thread-safe). */

@@ -470,6 +470,11 @@ static int run(int argc, char **argv, int rank, int ranks)
     mt_config c = keys.c;
     c.rank = rank, c.ranks = ranks;
     char err[MT_ERR_LEN];
+    /* the config's global batch is ranks x batch x accum: another launch would change it */
+    if (keys.ranks && keys.ranks != ranks)
+        return usage_error("the config is planned for ranks = '%lld' (global batch %lld x %d x %d), launched as %d: "
+                           "use mpirun -np %lld", (long long)keys.ranks, (long long)keys.ranks, c.batch, c.accum,
+                           ranks, (long long)keys.ranks);
     if (!mt_dist_built() && c.zero > 0)
         return usage_error("zero = '%d' needs MPI, and this memtrain was built without it (install libopenmpi-dev, "
                            "rebuild, launch with mpirun)", c.zero);

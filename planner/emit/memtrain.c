@@ -31,6 +31,6 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
     /* data parallel: batch is per rank; the rank count is the launcher's (memtrain
      * implements ZeRO 0 and 1, and refuses a higher stage with its reason) */
     if (s->gpus > 1)
-        sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\n", (long long)s->gpus,
-            s->zero);
+        sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\nranks = %lld\n",
+            (long long)s->gpus, s->zero, (long long)s->gpus);
 }
