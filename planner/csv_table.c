@@ -82,6 +82,7 @@ int csv_table_col(const csv_table *t, const char *name)
 int csv_table_read(const char *path, const char *what, csv_table *t, char *err)
 {
     memset(t, 0, sizeof *t);
+    if (mp_check_input_file(what, path, 256.0 * 1048576, err)) return -1; /* measurements, profiles */
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, MP_ERR_LEN, "cannot open %s '%.180s': %s", what, path, strerror(errno));

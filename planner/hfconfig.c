@@ -252,6 +252,7 @@ int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
 {
     char folder_config[4096];
     const char *path = config_path(given, folder_config, sizeof folder_config);
+    if (mp_check_input_file("config", path, 16.0 * 1048576, err)) return -1;
     json_error_t je;
     json_t *file = config_object(json_load_file(path, 0, &je), &je, path, err);
     if (!file) return -1;

@@ -543,5 +543,9 @@ void mp_verror(const char *prog, const char *hint, const char *fmt, va_list ap);
  * written as \n, \r, \t, \xNN, so that the message stays one line; cut with "..."
  * to fit `len` bytes (at least 4). Returns buf. */
 const char *mp_quote(const char *s, char *buf, size_t len);
+/* An input file `path` (a `what` such as "config"), before it is opened: 0 for
+ * a regular file of at most max_bytes or one that does not exist (its open
+ * says why), else -1 with err (a device or a pipe would be read forever). */
+int mp_check_input_file(const char *what, const char *path, double max_bytes, char *err);
 
 #endif

@@ -562,6 +562,17 @@ if python3 -c "
 import json; s = json.load(open('$tmp/out'))['settings']
 assert s['batch'] * s['accum'] * 2 == 12, s
 "; then ok "micro-batch x accumulation x 2 GPUs = 12"; else bad "global batch split"; fi
+# an input that is no regular file (a device, a pipe) is refused, not read forever
+expect 2 "--framework /dev/zero refused" -- "$mp" estimate --model gpt2 --framework /dev/zero
+has err "'/dev/zero' is not a regular file"
+one_line_err
+mkfifo "$tmp/fifo"
+expect 2 "--hf-config on a pipe refused" -- "$mp" estimate --hf-config "$tmp/fifo"
+has err "is not a regular file"
+if [ -x "$bin/memtrain" ]; then
+    expect 2 "memtrain --config /dev/zero refused" -- "$bin/memtrain" --config /dev/zero
+    has err "config '/dev/zero' is not a regular file"
+fi
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null

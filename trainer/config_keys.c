@@ -196,6 +196,11 @@ int mt_config_parse(const char *text, size_t len, const char *name, mt_run_keys 
 
 int mt_config_read(const char *path, mt_run_keys *k, char *err)
 {
+    char why[MP_ERR_LEN];
+    if (mp_check_input_file("config", path, 1048576, why)) {
+        snprintf(err, MT_KEYS_ERR_LEN, "%s", why);
+        return -1;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, MT_KEYS_ERR_LEN, "cannot open config '%.400s': %s", path, strerror(errno));
