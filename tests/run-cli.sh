@@ -573,6 +573,23 @@ if [ -x "$bin/memtrain" ]; then
     expect 2 "memtrain --config /dev/zero refused" -- "$bin/memtrain" --config /dev/zero
     has err "config '/dev/zero' is not a regular file"
 fi
+# LoRA counts against PEFT's own published print_trainable_parameters outputs
+# (tests/data/engines/peft_trainable_examples.csv rows with a memplan profile): trainable, and
+# all = the base model's parameters + the adapters'
+if python3 - "$mp" tests/data/engines/peft_trainable_examples.csv <<'PY'
+import csv, json, subprocess, sys
+mp, path = sys.argv[1], sys.argv[2]
+rows = [r for r in csv.DictReader(l for l in open(path) if not l.startswith('#')) if r['profile']]
+assert rows
+for r in rows:
+    out = subprocess.run([mp, 'estimate', '--model', r['profile'], '--lora-rank', r['r'], '--lora-targets',
+                          r['memplan_targets'], '--format', 'json'], capture_output=True, text=True, check=True)
+    e = json.loads(out.stdout)
+    assert e['trainable_params'] == int(r['trainable_params']), (r['model_id'], e['trainable_params'])
+    assert e['params'] + e['trainable_params'] == int(r['all_params']), (r['model_id'], e['params'])
+PY
+then ok "LoRA counts equal PEFT's published print_trainable_parameters (opt-6.7b r=16 q,v: 8,388,608 of 6,666,862,592)"
+else bad "LoRA counts against PEFT's published examples"; fi
 # one naming rule (issue 13): sizes are the screen's label + _bytes, settings their flag's name,
 # in every CSV and JSON (estimate, sweep, ladder, table)
 "$mp" estimate --model gpt2 --gpu 24GB --format csv > "$tmp/e.csv" 2>/dev/null
