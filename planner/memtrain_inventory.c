@@ -191,7 +191,8 @@ static void parameter_quantities(memtrain_dims *d)
     q[MEMTRAIN_Q_NTRAIN] = d->lora_rank ? q[MEMTRAIN_Q_NLORA] : q[MEMTRAIN_Q_NBASE];
     size_t ranks = d->ranks > 1 ? d->ranks : 1;
     q[MEMTRAIN_Q_SHARD] = d->zero >= 1 ? cdiv(q[MEMTRAIN_Q_NTRAIN], ranks) : q[MEMTRAIN_Q_NTRAIN];
-    q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < MEMTRAIN_BUCKET ? q[MEMTRAIN_Q_NTRAIN] : MEMTRAIN_BUCKET;
+    size_t bucket = d->holds & IF(ZERO2) ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
+    q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < bucket ? q[MEMTRAIN_Q_NTRAIN] : bucket;
     q[MEMTRAIN_Q_ADAM8_BLOCKS] = d->adam8_block ? cdiv(q[MEMTRAIN_Q_SHARD], d->adam8_block) : 0;
     q[MEMTRAIN_Q_VEC] = n_vec > n_fvec ? n_vec : n_fvec;
 }
@@ -320,6 +321,7 @@ static const char *quantity_name_in(const memtrain_dims *d, int q)
     bool sharded = d->zero >= 1 && d->ranks > 1;
     if (sharded && q == MEMTRAIN_Q_SHARD) return "ceil(n_train/ranks)";
     if (sharded && q == MEMTRAIN_Q_ADAM8_BLOCKS) return "ceil(ceil(n_train/ranks)/block)";
+    if ((d->holds & IF(ZERO2)) && q == MEMTRAIN_Q_BUCKET) return "min(n_train,2^18)";
     return quantity_name(q);
 }
 

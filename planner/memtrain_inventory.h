@@ -23,7 +23,8 @@
  * shard the trainable parameters one rank's optimizer updates (ZeRO-1: n_train
  * split over the ranks, the first n_train mod ranks one more, so the heaviest
  * rank's ceil(n_train/ranks); else n_train), bucket = min(n_train, 2^20) the
- * fp32 elements one all-reduce of 16-bit gradients goes through; ZeRO-2:
+ * fp32 elements one all-reduce of 16-bit gradients goes through (ZeRO-2:
+ * min(n_train, 2^18), one reduce-scatter's); ZeRO-2:
  * n_layer = n_lin + n_vec (one layer's gradients, the slot every layer's
  * backward writes and reduce-scatters) and n_outer = n_base - L n_layer (the
  * embeddings', final norm's and untied head's, reduce-scattered once per
@@ -94,6 +95,9 @@ enum {
 #define MEMTRAIN_READ_BYTES 65536
 /* fp32 elements of the data-parallel all-reduce bucket (at most) */
 #define MEMTRAIN_BUCKET ((size_t)1 << 20)
+/* ZeRO-2: elements of one reduce-scatter (at most), the bucket's size then: OpenMPI's
+ * reduce-scatter keeps temporaries of the whole count outside memtrain's allocator */
+#define MEMTRAIN_RS_BUCKET ((size_t)1 << 18)
 
 typedef enum {
     MEMTRAIN_PERSISTENT,  /* from creation to the end */

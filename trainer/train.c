@@ -91,12 +91,14 @@ static int dist_setup(mt_trainer *t, const mt_group *g)
 /* The all-reduce bucket (the inventory's row comm.bucket): 16-bit gradients only. */
 static int dist_bucket(mt_trainer *t, const mt_group *g)
 {
+    /* ZeRO-2: also the most one reduce-scatter sums (fp32 ones too, in place) */
+    size_t most = t->gshard ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
     if (t->cfg.ranks > 1 && g->dt != MT_F32 && g->n) {
-        t->bucket_n = g->n < MEMTRAIN_BUCKET ? g->n : MEMTRAIN_BUCKET;
+        t->bucket_n = g->n < most ? g->n : most;
         if (!(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
             return -1;
     } else {
-        t->bucket_n = MEMTRAIN_BUCKET;
+        t->bucket_n = most;
     }
     return 0;
 }
