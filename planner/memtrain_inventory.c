@@ -23,7 +23,9 @@
 const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_PARAMS] = ROW("params", WEIGHTS, PERSISTENT, P, MODEL, ALWAYS, 1, NBASE, 1, 1),
     [MEMTRAIN_MASTER] = ROW("master", MASTER, PERSISTENT, F32, MODEL, IF(MIXED) | IF(FULL_FT), 1, NBASE, 1, 1),
-    [MEMTRAIN_GRADS] = ROW("grads", GRADIENTS, PERSISTENT, P, MODEL, IF(FULL_FT), 1, NBASE, 1, 1),
+    [MEMTRAIN_GRADS] = ROW("grads", GRADIENTS, PERSISTENT, P, MODEL, IF(GRADS_FULL), 1, NBASE, 1, 1),
+    [MEMTRAIN_GRAD_LAYER] = ROW("grads.layer", GRADIENTS, PERSISTENT, P, MODEL, IF(ZERO2), 1, NLAYER, 1, 1),
+    [MEMTRAIN_GRAD_OUTER] = ROW("grads.outer", GRADIENTS, PERSISTENT, P, MODEL, IF(ZERO2), 1, NOUTER, 1, 1),
     [MEMTRAIN_NF4] = ROW("nf4", OTHER, PERSISTENT, NF4_STORE, MODEL, IF(QLORA), 1, L, 1, 1),
     [MEMTRAIN_NF4_CODES] = ROW("nf4.codes", WEIGHTS, PERSISTENT, NF4, NF4, IF(QLORA), L, NLIN, 1, 1),
     [MEMTRAIN_NF4_ABSMAX] = ROW("nf4.absmax", WEIGHTS, PERSISTENT, F32, NF4, IF(NF4), L, NF4_BLOCKS, 1, 1),
@@ -87,6 +89,7 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_TARGETS] = ROW("targets", DATA, PERSISTENT, I32, TRAINER, ALWAYS, 1, N, 1, 1),
 
     [MEMTRAIN_COMM_BUCKET] = ROW("comm.bucket", COMM, PERSISTENT, F32, DIST, IF(DP) | IF(MIXED), 1, BUCKET, 1, 1),
+    [MEMTRAIN_GRAD_SHARD] = ROW("grads.shard", GRADIENTS, PERSISTENT, F32, DIST, IF(ZERO2), 1, SHARD, 1, 1),
 
     [MEMTRAIN_RES] = ROW("res", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, L1, N, C, 1),
     [MEMTRAIN_LNF] = ROW("lnf", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, 1, N, C, 1),
@@ -136,6 +139,7 @@ static unsigned conditions(const memtrain_dims *d)
 {
     unsigned h = d->precision != MP_FP32 ? IF(MIXED) : 0;
     h |= d->lora_rank ? IF(LORA) : IF(FULL_FT);
+    h |= d->lora_rank ? 0 : d->zero >= 2 ? IF(ZERO2) : IF(GRADS_FULL);
     h |= d->quant == MP_QUANT_NF4 ? IF(QLORA) | IF(NF4) : 0;
     h |= d->quant == MP_QUANT_NF4_DQ ? IF(QLORA) | IF(NF4_DQ) : 0;
     h |= d->attention == MP_ATTN_EAGER ? IF(EAGER) : IF(FLASH);
@@ -177,6 +181,8 @@ static void parameter_quantities(memtrain_dims *d)
     size_t n_all = d->V * C + (d->gpt2 ? d->maxpos * C : 0) + L * (n_lin + n_vec) + n_fvec +
                    (d->gpt2 ? 0 : d->V * C);
     q[MEMTRAIN_Q_NLIN] = n_lin;
+    q[MEMTRAIN_Q_NLAYER] = n_lin + n_vec;
+    q[MEMTRAIN_Q_NOUTER] = n_all - L * (n_lin + n_vec);
     q[MEMTRAIN_Q_NBASE] = n_all - (d->holds & IF(QLORA) ? L * n_lin : 0);
     q[MEMTRAIN_Q_NF4_BLOCKS] = cdiv(n_lin, 64);
     q[MEMTRAIN_Q_NF4_SCALES] = cdiv(q[MEMTRAIN_Q_NF4_BLOCKS], 256) + 1;
@@ -185,7 +191,8 @@ static void parameter_quantities(memtrain_dims *d)
     q[MEMTRAIN_Q_NTRAIN] = d->lora_rank ? q[MEMTRAIN_Q_NLORA] : q[MEMTRAIN_Q_NBASE];
     size_t ranks = d->ranks > 1 ? d->ranks : 1;
     q[MEMTRAIN_Q_SHARD] = d->zero >= 1 ? cdiv(q[MEMTRAIN_Q_NTRAIN], ranks) : q[MEMTRAIN_Q_NTRAIN];
-    q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < MEMTRAIN_BUCKET ? q[MEMTRAIN_Q_NTRAIN] : MEMTRAIN_BUCKET;
+    size_t bucket = d->holds & IF(ZERO2) ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
+    q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < bucket ? q[MEMTRAIN_Q_NTRAIN] : bucket;
     q[MEMTRAIN_Q_ADAM8_BLOCKS] = d->adam8_block ? cdiv(q[MEMTRAIN_Q_SHARD], d->adam8_block) : 0;
     q[MEMTRAIN_Q_VEC] = n_vec > n_fvec ? n_vec : n_fvec;
 }
@@ -301,7 +308,8 @@ static const char *quantity_name(int q)
         [MEMTRAIN_Q_ATTN] = "attention scratch", [MEMTRAIN_Q_CE_ROWS] = "min(ce_chunk,N)",
         [MEMTRAIN_Q_NSLOT] = "slots", [MEMTRAIN_Q_SOURCE] = "S", [MEMTRAIN_Q_READ] = "65536",
         [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer", [MEMTRAIN_Q_SHARD] = "n_train",
-        [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)",
+        [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)", [MEMTRAIN_Q_NLAYER] = "n_layer",
+        [MEMTRAIN_Q_NOUTER] = "n_outer",
     };
     return q >= 0 && q < MEMTRAIN_NQ && names[q] ? names[q] : "?";
 }
@@ -313,6 +321,7 @@ static const char *quantity_name_in(const memtrain_dims *d, int q)
     bool sharded = d->zero >= 1 && d->ranks > 1;
     if (sharded && q == MEMTRAIN_Q_SHARD) return "ceil(n_train/ranks)";
     if (sharded && q == MEMTRAIN_Q_ADAM8_BLOCKS) return "ceil(ceil(n_train/ranks)/block)";
+    if ((d->holds & IF(ZERO2)) && q == MEMTRAIN_Q_BUCKET) return "min(n_train,2^18)";
     return quantity_name(q);
 }
 

@@ -23,7 +23,12 @@
  * shard the trainable parameters one rank's optimizer updates (ZeRO-1: n_train
  * split over the ranks, the first n_train mod ranks one more, so the heaviest
  * rank's ceil(n_train/ranks); else n_train), bucket = min(n_train, 2^20) the
- * fp32 elements one all-reduce of 16-bit gradients goes through.
+ * fp32 elements one all-reduce of 16-bit gradients goes through (ZeRO-2:
+ * min(n_train, 2^18), one reduce-scatter's); ZeRO-2:
+ * n_layer = n_lin + n_vec (one layer's gradients, the slot every layer's
+ * backward writes and reduce-scatters) and n_outer = n_base - L n_layer (the
+ * embeddings', final norm's and untied head's, reduce-scattered once per
+ * micro-batch).
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -51,7 +56,8 @@ int memtrain_tag_component(int tag);
 /* Every row, in allocation order. */
 enum {
     /* parameters: model_setup.c, the NF4 stores by quant.c, one per layer */
-    MEMTRAIN_PARAMS, MEMTRAIN_MASTER, MEMTRAIN_GRADS, MEMTRAIN_NF4, MEMTRAIN_NF4_CODES,
+    MEMTRAIN_PARAMS, MEMTRAIN_MASTER, MEMTRAIN_GRADS, MEMTRAIN_GRAD_LAYER, MEMTRAIN_GRAD_OUTER,
+    MEMTRAIN_NF4, MEMTRAIN_NF4_CODES,
     MEMTRAIN_NF4_ABSMAX, MEMTRAIN_NF4_ABSMAX_Q, MEMTRAIN_NF4_SCALES, MEMTRAIN_DEQ, MEMTRAIN_LW,
     MEMTRAIN_LMASTER, MEMTRAIN_LGRAD,
     /* the model's workspaces */
@@ -71,8 +77,9 @@ enum {
     /* data (data.c) and the batch (train.c) */
     MEMTRAIN_TEXT, MEMTRAIN_TOK, MEMTRAIN_READ_CHUNK, MEMTRAIN_SHUF, MEMTRAIN_INPUTS,
     MEMTRAIN_TARGETS,
-    /* data parallel (dist.c): the fp32 bucket 16-bit gradients are all-reduced through */
-    MEMTRAIN_COMM_BUCKET,
+    /* data parallel (dist.c): the fp32 bucket 16-bit gradients are all-reduced through;
+     * ZeRO-2: this rank's shard of the summed gradients (train.c) */
+    MEMTRAIN_COMM_BUCKET, MEMTRAIN_GRAD_SHARD,
     /* one micro-batch's forward (model.c), freed by its backward */
     MEMTRAIN_RES, MEMTRAIN_LNF, MEMTRAIN_LNF_MEAN, MEMTRAIN_LNF_RSTD, MEMTRAIN_LOGITS,
     MEMTRAIN_CE_LSE,
@@ -88,6 +95,9 @@ enum {
 #define MEMTRAIN_READ_BYTES 65536
 /* fp32 elements of the data-parallel all-reduce bucket (at most) */
 #define MEMTRAIN_BUCKET ((size_t)1 << 20)
+/* ZeRO-2: elements of one reduce-scatter (at most), the bucket's size then: OpenMPI's
+ * reduce-scatter keeps temporaries of the whole count outside memtrain's allocator */
+#define MEMTRAIN_RS_BUCKET ((size_t)1 << 18)
 
 typedef enum {
     MEMTRAIN_PERSISTENT,  /* from creation to the end */
@@ -126,6 +136,8 @@ enum {
     MEMTRAIN_IF_LOAD_MEMORY = 1u << 15, MEMTRAIN_IF_LOAD_STREAM = 1u << 16,
     MEMTRAIN_IF_BUILTIN_CORPUS = 1u << 17,
     MEMTRAIN_IF_DP = 1u << 18, /* more than one rank */
+    MEMTRAIN_IF_ZERO2 = 1u << 19,      /* ZeRO-2 (full fine-tuning): gradients reduce-scattered */
+    MEMTRAIN_IF_GRADS_FULL = 1u << 20, /* full fine-tuning without ZeRO-2: every gradient kept */
 };
 
 /* The quantities element counts are products of. */
@@ -137,7 +149,7 @@ enum {
     MEMTRAIN_Q_NLORA, MEMTRAIN_Q_MODULES, MEMTRAIN_Q_NTRAIN, MEMTRAIN_Q_ADAM8_BLOCKS,
     MEMTRAIN_Q_BLOCK, MEMTRAIN_Q_TILE, MEMTRAIN_Q_VEC, MEMTRAIN_Q_ATTN, MEMTRAIN_Q_CE_ROWS,
     MEMTRAIN_Q_NSLOT, MEMTRAIN_Q_SOURCE, MEMTRAIN_Q_READ, MEMTRAIN_Q_SHUFFLE,
-    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET,
+    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER,
     MEMTRAIN_NQ
 };
 
@@ -177,7 +189,8 @@ typedef struct memtrain_dims {
     size_t shuffle_buffer;
     size_t source_bytes;      /* the data file's size; 0: the built-in corpus */
     size_t ranks;             /* data-parallel ranks (0 or 1: one process) */
-    int zero;                 /* 0: replicated; 1: optimizer state sharded over the ranks */
+    int zero;                 /* 0: replicated; 1: optimizer state sharded over the ranks;
+                                 2: and the gradients (full fine-tuning) */
     /* filled by memtrain_dims_finish */
     unsigned holds;           /* the MEMTRAIN_IF_* conditions that hold */
     size_t q[MEMTRAIN_NQ];    /* every quantity */

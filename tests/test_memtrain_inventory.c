@@ -150,6 +150,23 @@ static void test_data_parallel(void)
     memtrain_dims_finish(&d);
     tag_sums(&d, t, &mb);
     CHECK(t[MEMTRAIN_TAG_COMM] == 0, "one process: no communication buffer");
+    /* ZeRO-2: one layer's gradients (12 C^2 + 13 C), the embeddings' and final norm's
+     * (V C + maxpos C + 2 C) and the fp32 shard, ceil(n/4), instead of all n */
+    d = gpt2_124m();
+    d.ranks = 4, d.zero = 2;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_GRADIENTS] == 4.0 * (7087872 + 39385344) + 4.0 * 31109952 &&
+              t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 31109952 && t[MEMTRAIN_TAG_COMM] == 0,
+          "ZeRO-2 on 4 ranks, fp32: gradients %.0f bytes (ZeRO-1: 497759232), no bucket",
+          t[MEMTRAIN_TAG_GRADIENTS]);
+    d.precision = MP_MIXED_BF16;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_GRADIENTS] == 2.0 * (7087872 + 39385344) + 4.0 * 31109952 &&
+              t[MEMTRAIN_TAG_COMM] == 4.0 * 262144,
+          "ZeRO-2 on 4 ranks, bf16: 16-bit slot and others, fp32 shard (%.0f); a 1 MiB bucket (%.0f)",
+          t[MEMTRAIN_TAG_GRADIENTS], t[MEMTRAIN_TAG_COMM]);
 }
 
 int main(void)

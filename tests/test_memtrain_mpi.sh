@@ -1,7 +1,7 @@
 #!/bin/sh
 # memtrain data parallel over MPI (OpenMPI), on 2 and 4 ranks: the same model as one
-# process with the same global batch (losses within 1e-5 relative, fp32), ZeRO-0 and
-# ZeRO-1, both loaders; every rank's measured memory against the planner's per-rank
+# process with the same global batch (losses within 1e-5 relative, fp32), ZeRO-0,
+# ZeRO-1 and ZeRO-2, both loaders; every rank's measured memory against the planner's per-rank
 # prediction (components within 1%, total within 0.5%); the report's `ranks` array;
 # one metrics file per rank; bad input refused with exit 2.
 # usage: tests/test_memtrain_mpi.sh [BINDIR]  (skipped when mpirun or an MPI build is missing)
@@ -40,7 +40,7 @@ for np in 2 4; do
     for loader in memory stream; do
         "$mt" --config "$tmp/small.cfg" --batch $((2 * np)) --accum 2 --loader $loader --steps 6 --quiet \
             --report "$tmp/one.json" || bad "one process, batch $((2 * np))"
-        for zero in 0 1; do
+        for zero in 0 1 2; do
             what="$np ranks, ZeRO-$zero, $loader loader"
             expect 0 "$what runs" -- $run -np $np "$mt" --config "$tmp/small.cfg" --accum 2 --loader $loader \
                 --zero $zero --steps 6 --quiet --report "$tmp/dp.json"
@@ -52,7 +52,7 @@ for np in 2 4; do
 done
 
 # llama (untied head, no learned positions, grouped-query attention)
-for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2"; do
+for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2" "--zero 2 --accum 2"; do
     "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 --tied 0 $extra --zero 0 --batch 4 --steps 4 \
         --quiet --report "$tmp/one.json" || bad "llama, one process"
     expect 0 "2 ranks, llama $extra runs" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 \
@@ -64,14 +64,16 @@ done
 # every rank's memory against the prediction, and the report's ranks
 "$mp" estimate --family gpt2 --layers 2 --hidden 128 --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 \
     --framework memtrain --emit memtrain -o "$tmp/mid.cfg" >/dev/null
-for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-fp16 adamw-8bit"; do
+for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-fp16 adamw-8bit" \
+    "2 2 fp32 adamw" "4 2 mixed-bf16 adamw" "2 2 mixed-fp16 adamw-8bit"; do
     set -- $case
     what="$1 ranks, ZeRO-$2, $3, $4"
     expect 0 "$what runs" -- $run -np "$1" "$mt" --config "$tmp/mid.cfg" --zero "$2" --precision "$3" \
         --optimizer "$4" --steps 3 --quiet --report "$tmp/r.json" --metrics "$tmp/m.csv"
-    if python3 - "$tmp/r.json" "$1" "$3" <<'EOP' 2>"$tmp/err"
+    if python3 - "$tmp/r.json" "$1" "$3" "$2" <<'EOP' 2>"$tmp/err"
 import json, sys
 r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); mixed = sys.argv[3].startswith("mixed")
+zero2 = sys.argv[4] == "2"
 ranks = r["ranks"]
 assert [e["rank"] for e in ranks] == list(range(n)), "ranks"
 for e in ranks:
@@ -82,9 +84,11 @@ for e in ranks:
         assert abs(got - want) <= 0.01 * want, (e["rank"], k, got, want)
     assert abs(e["measured_peak_bytes"] - e["predicted_peak_bytes"]) <= 0.005 * e["predicted_peak_bytes"], e["rank"]
     # 16-bit gradients go through an fp32 bucket of min(n, 2^20) elements: here the
-    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place
+    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2
+    # reduce-scatters at most 2^18 elements at a time (fp32 in place), through 2^18 here
     tags = e["measured_tags"]
-    assert tags["comm"] == (tags["master"] if mixed else 0), ("comm", tags["comm"], tags["master"])
+    want = (4 << 18 if zero2 else tags["master"]) if mixed else 0
+    assert tags["comm"] == want, ("comm", tags["comm"], want)
 EOP
     then ok "$what: every rank within 1% per component, 0.5% total"; else bad "$what: $(tail -1 "$tmp/err")"; fi
     k=0 files=0
@@ -110,6 +114,22 @@ for e in json.load(open('$tmp/z1.json'))['ranks']:
     assert abs(e['measured_tags']['optimizer'] - a / 4) <= 8, (e['rank'], e['measured_tags']['optimizer'], a)
 "; then ok "ZeRO-1 on 4 ranks: each holds a quarter of the optimizer state"; else bad "ZeRO-1 optimizer shard"; fi
 
+# ZeRO-2 shards the gradients: each of 4 ranks holds one layer's (n_layer = 12 C^2 + 13 C), the
+# embeddings' and final norm's (n_outer = V C + 64 C + 2 C) and a quarter of all of them in fp32
+$run -np 4 "$mt" --config "$tmp/mid.cfg" --zero 2 --steps 1 --quiet --report "$tmp/z2.json"
+if python3 -c "
+import json
+C, V, L = 128, 2048, 2
+n_layer, n_outer = 12 * C * C + 13 * C, V * C + 64 * C + 2 * C
+n = L * n_layer + n_outer
+z1 = json.load(open('$tmp/z1.json'))['ranks']; z2 = json.load(open('$tmp/z2.json'))['ranks']
+for a, b in zip(z1, z2):
+    assert a['measured_tags']['gradients'] == 4 * n, (a['rank'], a['measured_tags']['gradients'], 4 * n)
+    assert b['measured_tags']['gradients'] == 4 * (n_layer + n_outer) + 4 * n // 4, (b['rank'], b['measured_tags']['gradients'])
+    assert b['measured_tags']['gradients'] < a['measured_tags']['gradients']
+"; then ok "ZeRO-2 on 4 ranks: each holds one layer's gradients, the others' and a quarter of all in fp32"
+else bad "ZeRO-2 gradient shard"; fi
+
 # the plan memplan writes for N GPUs and a ZeRO stage runs as it is under mpirun
 expect 0 "memplan --gpus 2 --zero 1 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
     --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 1 \
@@ -123,6 +143,18 @@ import json
 for e in json.load(open('$tmp/z1e.json'))['ranks']:
     assert abs(e['measured']['optimizer'] - e['predicted']['optimizer']) <= 0.01 * e['predicted']['optimizer']
 "; then ok "its optimizer shard is what memplan predicted, on each rank"; else bad "emitted plan's shard"; fi
+expect 0 "memplan --gpus 2 --zero 2 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
+    --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 2 \
+    --emit memtrain -o "$tmp/z2.cfg"
+if grep -q '^zero = 2$' "$tmp/z2.cfg"; then ok "the plan says zero = 2"; else bad "the emitted plan lacks zero = 2"; fi
+expect 0 "the emitted ZeRO-2 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z2.cfg" --steps 2 --quiet \
+    --report "$tmp/z2e.json"
+if python3 -c "
+import json
+for e in json.load(open('$tmp/z2e.json'))['ranks']:
+    for k in ('gradients', 'optimizer'):
+        assert abs(e['measured'][k] - e['predicted'][k]) <= 0.01 * e['predicted'][k], (k, e)
+"; then ok "its gradient and optimizer shards are what memplan predicted, on each rank"; else bad "emitted ZeRO-2 plan"; fi
 
 if [ $sanitized = yes ]; then
     ASAN_OPTIONS=detect_leaks=1 $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 1 --steps 2 --quiet \
@@ -132,9 +164,12 @@ if [ $sanitized = yes ]; then
 fi
 
 # bad input: one line from memtrain, exit 2
-expect 2 "zero = 2 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --steps 1
+expect 2 "zero = 3 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
-has err "'2' for --zero"
+has err "zero = 3 is not implemented in memtrain"
+expect 2 "zero = 2 with LoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --lora-rank 4 --steps 1
+if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
+has err "zero = 2 with LoRA is not implemented in memtrain"
 
 # a plan for 2 ranks launched on another count would change its global batch
 "$mp" estimate --family gpt2 --layers 2 --hidden 64 --heads 4 --vocab 256 --max-pos 64 --seq 32 --batch 2 --gpus 2 \
@@ -147,7 +182,7 @@ has err "launched as 1"
 
 # checkpoints of a data-parallel run: one shard per rank and a manifest; resume on the same
 # rank count continues bit-identically; a damaged, missing or foreign checkpoint is refused
-for zero in 0 1; do
+for zero in 0 1 2; do
     $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero --steps 6 --quiet --report "$tmp/full.json" \
         || bad "ZeRO-$zero: 6 steps"
     expect 0 "ZeRO-$zero: 3 steps with a checkpoint" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero \

@@ -134,6 +134,8 @@ static void predict(const mt_config *c, pred *p)
     p->persist[MT_WEIGHTS] = n_base * P + n_lora * P + L * nf4;
     p->persist[MT_MASTER] = mixed ? 4 * n_train : 0;
     p->persist[MT_GRADIENTS] = P * n_train;
+    if (c->zero == 2 && full_ft) /* ZeRO-2: one layer's gradients, the others', the fp32 shard (all: one rank) */
+        p->persist[MT_GRADIENTS] = P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec)) + 4 * n_train;
     double n = n_train, blk = c->opt.block;
     switch (c->optimizer) {
     case MP_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
@@ -346,6 +348,22 @@ int main(void)
     c.optimizer = MP_ADAMW_8BIT;
     c.opt.block = 100;
     check_config(&c, "gpt2 accum=3 adamw-8bit block 100");
-    CHECK(nconf == 41, "%d configurations checked", nconf);
+    /* ZeRO-2 on one process: the layer slot, the other gradients, the fp32 shard */
+    base(&c, MT_GPT2);
+    c.zero = 2;
+    c.accum = 2;
+    check_config(&c, "gpt2 zero=2 accum=2 fp32");
+    base(&c, MT_LLAMA);
+    c.zero = 2;
+    c.precision = MP_MIXED_BF16;
+    c.checkpointing = MP_CKPT_FULL;
+    check_config(&c, "llama zero=2 mixed-bf16 full-ckpt");
+    base(&c, MT_GPT2);
+    c.zero = 2;
+    c.precision = MP_MIXED_FP16;
+    c.ce = MP_CE_CHUNKED;
+    c.optimizer = MP_ADAMW_8BIT;
+    check_config(&c, "gpt2 zero=2 mixed-fp16 chunked adamw-8bit");
+    CHECK(nconf == 44, "%d configurations checked", nconf);
     return check_summary();
 }

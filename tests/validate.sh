@@ -40,6 +40,7 @@ gpt2-full-ckpt-bf16|$g --precision mixed-bf16 --checkpointing full --optimizer a
 llama-lora-flash|$l --precision fp32 --lora-rank 4 --lora-targets q,v --attention flash --optimizer adamw
 llama-qlora-8bit|$l --precision mixed-bf16 --lora-rank 4 --quant nf4-dq --optimizer adamw-8bit --ce chunked --ce-chunk 16
 gpt2-dp2-zero1-bf16|$g --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 1 MPI
+gpt2-dp2-zero2-fp32|$g --precision fp32 --optimizer adamw --gpus 2 --zero 2 MPI
 EOC
 else
 cat > "$tmp/configs" <<EOC
@@ -68,6 +69,9 @@ gpt2-dp4-zero1-fp32|$G --precision fp32 --optimizer adamw --gpus 4 --zero 1 MPI
 gpt2-dp2-zero1-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 1 MPI
 llama-dp4-zero1-8bit-fp16|$Lm --precision mixed-fp16 --optimizer adamw-8bit --gpus 4 --zero 1 MPI
 llama-dp2-zero1-lora|$Lm --precision fp32 --optimizer adamw --lora-rank 8 --lora-targets q,v --gpus 2 --zero 1 MPI
+gpt2-dp2-zero2-fp32|$G --precision fp32 --optimizer adamw --gpus 2 --zero 2 MPI
+gpt2-dp4-zero2-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 4 --zero 2 MPI
+llama-dp4-zero2-fp16-accum|$Lm --precision mixed-fp16 --optimizer adamw --accum 2 --gpus 4 --zero 2 MPI
 EOC
 fi
 

@@ -65,7 +65,8 @@ typedef struct mt_config {
     char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
     /* data parallel: this process's rank of `ranks` (set by the launcher, not a key) */
     int rank, ranks;
-    int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1) */
+    int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1); 2: and the
+                          gradients, reduce-scattered layer by layer (ZeRO-2, full fine-tuning) */
     /* misc */
     uint64_t seed;
     float init_std;    /* default 0.02 */

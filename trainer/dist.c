@@ -1,7 +1,8 @@
 /*
  * dist.c — data parallel over MPI (see dist.h). The gradients are summed after
  * the backward of the step's last micro-batch (no overlap with the backward):
- * fp32 in place, 16-bit converted through one fp32 bucket (MT_COMM).
+ * fp32 in place, 16-bit converted through one fp32 bucket (MT_COMM). ZeRO-2
+ * reduce-scatters each layer's gradients right after its backward instead.
  */
 #include "dist.h"
 
@@ -97,6 +98,44 @@ int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t b
     return 0;
 }
 
+int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_t total, float *acc,
+                               float *bucket, size_t bucket_n)
+{
+    int rank = 0, ranks = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    int *counts = mt_alloc_n(MT_OTHER, (size_t)ranks, sizeof(int));
+    if (!counts) return -1;
+    size_t my_lo, my_n, step = bucket_n < (size_t)INT_MAX ? bucket_n : (size_t)INT_MAX;
+    mt_dist_shard(total, rank, ranks, &my_lo, &my_n);
+    int rc = MPI_SUCCESS;
+    for (size_t c = 0; c < n && rc == MPI_SUCCESS; c += step) {
+        size_t k = n - c < step ? n - c : step, a = off + c, b = a + k;
+        for (int r = 0; r < ranks; r++) {
+            size_t lo, cnt;
+            mt_dist_shard(total, r, ranks, &lo, &cnt);
+            size_t x = a > lo ? a : lo, y = b < lo + cnt ? b : lo + cnt;
+            counts[r] = x < y ? (int)(y - x) : 0;
+        }
+        float *buf;
+        if (dt == MT_F32) {
+            buf = (float *)g + c;
+        } else {
+            buf = bucket;
+            mt_to_f32(bucket, (char *)g + c * mt_dtype_size(dt), dt, k);
+        }
+        /* in place: the chunk is the input, this rank's part comes back at its start */
+        rc = MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS && counts[rank]) {
+            float *dst = acc + ((a > my_lo ? a : my_lo) - my_lo);
+            for (int i = 0; i < counts[rank]; i++)
+                dst[i] += buf[i];
+        }
+    }
+    mt_free(counts);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed("reduce-scatter of the gradients", rc);
+}
+
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
 {
     size_t esize = mt_dtype_size(dt);
@@ -148,6 +187,14 @@ int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t b
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
 {
     (void)w, (void)dt, (void)n, (void)ranks;
+    return 0;
+}
+int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_t total, float *acc,
+                               float *bucket, size_t bucket_n)
+{
+    (void)total, (void)bucket, (void)bucket_n;
+    for (size_t i = 0; i < n; i++)
+        acc[off + i] += mt_load1(g, dt, i);
     return 0;
 }
 double mt_dist_sum(double v) { return v; }

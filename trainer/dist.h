@@ -34,6 +34,14 @@ void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count);
 /* Sum `grad` (n elements of dt) over the ranks, in place: fp32 directly in
  * buckets of `bucket_n`, 16-bit through the fp32 `bucket` (bucket_n elements). */
 int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n);
+/* ZeRO-2: `g` holds the elements [off, off + n) of a vector of `total` elements
+ * (n of dt) on every rank; sum them over the ranks and add this rank's part
+ * (its shard by mt_dist_shard, [lo, lo + count)) into `acc` (fp32, acc[0] is
+ * element lo). One MPI_Reduce_scatter per chunk: the shards are contiguous and
+ * in rank order, each rank receives its overlap. fp32 is reduced in place (`g`
+ * is overwritten), 16-bit through the fp32 `bucket` (bucket_n elements). */
+int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_t total, float *acc,
+                               float *bucket, size_t bucket_n);
 /* Every rank's shard of `w` (n elements of dt, split by mt_dist_shard) to all,
  * in place. */
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks);

@@ -96,7 +96,7 @@ static void grads_begin(mt_model *m, size_t l, const int *ts, size_t nts, layer_
         if (!n)
             continue;
         if (!m->mixed) {
-            g->v[t] = (float *)m->grads + pcopy_off(m, t, l);
+            g->v[t] = (float *)pg(m, t, l).p;
         } else {
             g->v[t] = m->gvec + m->vec_off[t];
             mt_to_f32(g->v[t], pg(m, t, l).p, m->pdt, n);
@@ -113,6 +113,33 @@ static void grads_end(mt_model *m, size_t l, const int *ts, size_t nts, const la
         if (g->v[t])
             mt_from_f32(pg(m, t, l).p, m->pdt, g->v[t], m->info[t].per_layer);
     }
+}
+
+/* ZeRO-2: hand the gradients of the tensors `ts` (layer l's copies; the slot
+ * buffer they live in) to the sink, then zero that buffer. */
+static int grads_hand_over(mt_model *m, size_t l, const int *ts, size_t nts, void *buf, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < nts && rc == 0; i++) {
+        int t = ts[i];
+        size_t per = m->info[t].per_layer;
+        if (per && m->sink)
+            rc = m->sink(m->sink_ctx, pcopy_off(m, t, l), pg(m, t, l).p, per);
+    }
+    memset(buf, 0, n * psz(m));
+    return rc;
+}
+
+static const int layer_tensors[] = {MT_P_LN1W, MT_P_LN1B, MT_P_WQKV, MT_P_BQKV, MT_P_WO,   MT_P_BO,
+                                    MT_P_LN2W, MT_P_LN2B, MT_P_WFC,  MT_P_BFC,  MT_P_WPROJ, MT_P_BPROJ};
+static const int outer_tensors[] = {MT_P_WTE, MT_P_WPE, MT_P_LNFW, MT_P_LNFB, MT_P_HEAD};
+#define NLAYER_TENSORS (sizeof layer_tensors / sizeof layer_tensors[0])
+#define NOUTER_TENSORS (sizeof outer_tensors / sizeof outer_tensors[0])
+
+void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx)
+{
+    m->sink = sink;
+    m->sink_ctx = ctx;
 }
 
 /* ---------- activation views ---------- */
@@ -516,11 +543,17 @@ int mt_model_backward(mt_model *m)
         layer_bwd(m, l, &w, &g, &a, m->dres);
         grads_end(m, l, layer_vecs, NLAYER_VECS, &g);
         free_layer(m, l);
+        if (m->glayer && grads_hand_over(m, l, layer_tensors, NLAYER_TENSORS, m->glayer, m->nlayer_g) != 0) {
+            mt_model_release(m);
+            return -1;
+        }
     }
 
     /* embeddings */
     mt_encoder_bwd(pg(m, MT_P_WTE, 0), pg(m, MT_P_WPE, 0), m->dres, m->inputs, d->B, d->T, C);
     m->active = false;
+    if (m->glayer && grads_hand_over(m, 0, outer_tensors, NOUTER_TENSORS, m->gouter, m->nouter_g) != 0)
+        return -1;
     return 0;
 }
 
@@ -528,6 +561,10 @@ void mt_model_zero_grad(mt_model *m)
 {
     if (m->grads)
         memset(m->grads, 0, m->nbase * psz(m));
+    if (m->glayer) {
+        memset(m->glayer, 0, m->nlayer_g * psz(m));
+        memset(m->gouter, 0, m->nouter_g * psz(m));
+    }
     if (m->lgrad)
         memset(m->lgrad, 0, m->nlora * psz(m));
 }

@@ -77,6 +77,12 @@ enum {
 
 typedef struct mt_model mt_model;
 
+/* ZeRO-2: where the backward hands its gradients: n elements of the parameter
+ * storage type at `g`, the flat trainable vector's [off, off + n). The sink may
+ * overwrite them (they are zeroed after). Every rank calls it in the same
+ * order. Returns 0, or -1 with a message. */
+typedef int (*mt_grad_sink)(void *ctx, size_t off, void *g, size_t n);
+
 /* The config must have been through mt_config_finish(). */
 int mt_model_create(const mt_config *c, mt_model **out);
 void mt_model_free(mt_model *m);
@@ -100,6 +106,10 @@ int mt_model_backward(mt_model *m);
 /* Free saved activations without a backward (after an evaluation forward). */
 void mt_model_release(mt_model *m);
 void mt_model_zero_grad(mt_model *m);
+/* ZeRO-2 (zero = 2): the sink the backward hands each layer's gradients to, right
+ * after that layer, and the other gradients at its end. Without a sink they are
+ * dropped. */
+void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx);
 
 /* The trainable parameters as one flat group (base model, or the LoRA
  * adapters when lora_rank > 0). */

@@ -32,6 +32,7 @@ void mt_model_inventory(const mt_model *m, memtrain_dims *v)
     v->lora_rank = d->r, v->lora_targets = c->lora_targets;
     v->quant = c->quant, v->loader = c->loader;
     v->shuffle_buffer = (size_t)c->shuffle_buffer;
+    v->zero = c->zero; /* ZeRO-2: the layer slot instead of every gradient */
     memtrain_dims_finish(v);
 }
 
@@ -46,6 +47,7 @@ typedef struct row_field {
 static const row_field row_fields[MEMTRAIN_NROWS] = {
     [MEMTRAIN_PARAMS] = KEPT_IN(params),     [MEMTRAIN_MASTER] = KEPT_IN(master),
     [MEMTRAIN_GRADS] = ZEROED_IN(grads),     [MEMTRAIN_NF4] = ZEROED_IN(nf4),
+    [MEMTRAIN_GRAD_LAYER] = ZEROED_IN(glayer), [MEMTRAIN_GRAD_OUTER] = ZEROED_IN(gouter),
     [MEMTRAIN_DEQ] = KEPT_IN(deq),           [MEMTRAIN_LW] = KEPT_IN(lw),
     [MEMTRAIN_LMASTER] = KEPT_IN(lmaster),   [MEMTRAIN_LGRAD] = ZEROED_IN(lgrad),
     [MEMTRAIN_TILE_W] = KEPT_IN(tiles.w),    [MEMTRAIN_TILE_G] = KEPT_IN(tiles.g),

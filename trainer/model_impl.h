@@ -36,7 +36,15 @@ struct mt_model {
     size_t nbase;         /* elements in `params` */
     void *params;         /* MT_WEIGHTS */
     float *master;        /* MT_MASTER (mixed, full fine-tuning) */
-    void *grads;          /* MT_GRADIENTS (full fine-tuning) */
+    void *grads;          /* MT_GRADIENTS (full fine-tuning without ZeRO-2) */
+    /* ZeRO-2 (MT_GRADIENTS): one layer's gradients, every layer's backward writes
+     * them and hands them to the sink, and the embeddings', final norm's and
+     * head's, handed at the end of each backward; both zeroed after */
+    void *glayer, *gouter;
+    size_t goff[MT_NPARAM]; /* a tensor's element offset in glayer (layer tensors) or gouter */
+    size_t nlayer_g, nouter_g; /* their elements */
+    mt_grad_sink sink;
+    void *sink_ctx;
     mt_seg segs[MT_NPARAM];
     size_t nsegs;
     /* QLoRA: layer l's linears [Wqkv | Wo | Wfc | Wproj] in one NF4 store */
@@ -115,10 +123,14 @@ static inline mt_wref pw(const mt_model *m, int t, size_t l)
     return mt_w((char *)m->params + pcopy_off(m, t, l) * psz(m), m->pdt);
 }
 
+static inline bool layer_tensor(int t) { return t >= MT_P_LN1W && t <= MT_P_BPROJ; }
+
 static inline mt_gref pg(const mt_model *m, int t, size_t l)
 {
     if (!m->base_trainable || !m->info[t].per_layer)
         return mt_g(NULL, m->pdt);
+    if (m->glayer) /* ZeRO-2: layer l's gradients are in the layer slot while it runs */
+        return mt_g((char *)(layer_tensor(t) ? m->glayer : m->gouter) + m->goff[t] * psz(m), m->pdt);
     return mt_g((char *)m->grads + pcopy_off(m, t, l) * psz(m), m->pdt);
 }
 

@@ -183,6 +183,13 @@ static void param_table(mt_model *m)
         off += n;
     }
     m->nbase = off;
+    /* ZeRO-2: the offsets in the layer slot and in the other gradients' buffer */
+    m->nlayer_g = m->nouter_g = 0;
+    for (int t = 0; t < MT_NPARAM; t++) {
+        size_t *n = layer_tensor(t) ? &m->nlayer_g : &m->nouter_g;
+        m->goff[t] = *n;
+        *n += m->info[t].per_layer;
+    }
     /* fp32 staging offsets of the vectors */
     size_t vo = 0, vf = 0;
     for (size_t i = 0; i < NLAYER_VECS; i++) {
@@ -229,7 +236,9 @@ static int check_layout(const mt_model *m, const memtrain_dims *inv)
                 {MEMTRAIN_DEQ, m->qlora ? m->qn : 0},
                 {MEMTRAIN_LW, m->nlora},
                 {MEMTRAIN_LORA_U, m->lora.n ? m->d.N * m->d.r : 0},
-                {MEMTRAIN_ATTN_WS, attn}};
+                {MEMTRAIN_ATTN_WS, attn},
+                {MEMTRAIN_GRAD_LAYER, m->cfg.zero >= 2 && m->base_trainable ? m->nlayer_g : 0},
+                {MEMTRAIN_GRAD_OUTER, m->cfg.zero >= 2 && m->base_trainable ? m->nouter_g : 0}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (memtrain_elems(inv, need[i].row) != need[i].want)
             return mt_error("model: the inventory's %s has %zu elements, the model needs %zu",
@@ -351,7 +360,7 @@ void mt_model_param_set(mt_model *m, int t, size_t i, float v)
 float mt_model_grad_get(const mt_model *m, int t, size_t i)
 {
     if (!m->grads || (m->qlora && m->info[t].linear))
-        return 0.0f;
+        return 0.0f; /* ZeRO-2: the gradients are in the trainer's shard */
     return mt_load1(m->grads, m->pdt, m->poff[t] + i);
 }
 

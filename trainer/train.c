@@ -32,7 +32,25 @@ struct mt_trainer {
     size_t shard_nsegs;
     float *bucket;
     size_t bucket_n;
+    /* ZeRO-2: the summed gradients of this rank's shard, fp32, over the step's
+     * micro-batches (the inventory's grads.shard; zero between steps) */
+    float *gshard;
+    size_t gtotal;
 };
+
+/* ZeRO-2: the backward's gradients [off, off + n) summed over the ranks into the
+ * shards (one process: added into all of them). */
+static int grad_sink(void *ctx, size_t off, void *g, size_t n)
+{
+    mt_trainer *t = ctx;
+    mt_dtype dt = mt_model_dtype(t->model);
+    if (t->cfg.ranks < 2) {
+        for (size_t i = 0; i < n; i++)
+            t->gshard[off + i] += mt_load1(g, dt, i);
+        return 0;
+    }
+    return mt_dist_reduce_scatter_add(g, dt, off, n, t->gtotal, t->gshard, t->bucket, t->bucket_n);
+}
 
 /* The weight-decay segments clipped to [lo, lo+n), made relative to lo. */
 static int shard_segments(mt_trainer *t, const mt_group *g)
@@ -50,26 +68,37 @@ static int shard_segments(mt_trainer *t, const mt_group *g)
     return 0;
 }
 
-/* The shard the optimizer updates, and its segments (ZeRO-1 over several ranks). */
+/* The shard the optimizer updates, and its segments (ZeRO-1 and 2 over several
+ * ranks); ZeRO-2: the shard's gradients, and the model's sink into them. */
 static int dist_setup(mt_trainer *t, const mt_group *g)
 {
     const mt_config *c = &t->cfg;
     t->shard_lo = 0, t->shard_n = g->n;
-    if (c->zero < 1 || c->ranks < 2)
-        return 0; /* the optimizer takes the model's segments */
-    mt_dist_shard(g->n, c->rank, c->ranks, &t->shard_lo, &t->shard_n);
-    return shard_segments(t, g);
+    if (c->zero >= 1 && c->ranks >= 2) {
+        mt_dist_shard(g->n, c->rank, c->ranks, &t->shard_lo, &t->shard_n);
+        if (shard_segments(t, g) != 0)
+            return -1;
+    }
+    if (c->zero >= 2) {
+        t->gtotal = g->n;
+        if (!(t->gshard = mt_calloc(MT_GRADIENTS, t->shard_n * sizeof(float))))
+            return -1;
+        mt_model_set_grad_sink(t->model, grad_sink, t);
+    }
+    return 0;
 }
 
 /* The all-reduce bucket (the inventory's row comm.bucket): 16-bit gradients only. */
 static int dist_bucket(mt_trainer *t, const mt_group *g)
 {
+    /* ZeRO-2: also the most one reduce-scatter sums (fp32 ones too, in place) */
+    size_t most = t->gshard ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
     if (t->cfg.ranks > 1 && g->dt != MT_F32 && g->n) {
-        t->bucket_n = g->n < MEMTRAIN_BUCKET ? g->n : MEMTRAIN_BUCKET;
+        t->bucket_n = g->n < most ? g->n : most;
         if (!(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
             return -1;
     } else {
-        t->bucket_n = MEMTRAIN_BUCKET;
+        t->bucket_n = most;
     }
     return 0;
 }
@@ -162,23 +191,40 @@ void mt_trainer_free(mt_trainer *t)
     mt_free(t->inputs);
     mt_free(t->targets);
     mt_free(t->bucket);
+    mt_free(t->gshard);
     mt_free(t->shard_segs);
     mt_free(t);
 }
 
-/* The update: this rank's shard (all of it unless ZeRO-1), then every rank's
- * updated shard to all. Gradients end zeroed. */
+/* The update: this rank's shard (all of it unless ZeRO-1 or 2), from the
+ * gradients' shard under ZeRO-2, then every rank's updated shard to all.
+ * Gradients end zeroed. */
 static int update(mt_trainer *t, const mt_group *g, float scale)
 {
     size_t lo = t->shard_lo, es = mt_dtype_size(g->dt);
     float *w = g->master ? g->master : (float *)g->w;
     char *w16 = g->master ? (char *)g->w + lo * es : NULL;
     bool whole = t->shard_n == g->n;
-    mt_optim_step(&t->opt, w + lo, (char *)g->grad + lo * es, g->dt, 1.0f / scale, w16, g->dt, whole);
+    if (t->gshard)
+        mt_optim_step(&t->opt, w + lo, t->gshard, MT_F32, 1.0f / scale, w16, g->dt, true);
+    else
+        mt_optim_step(&t->opt, w + lo, (char *)g->grad + lo * es, g->dt, 1.0f / scale, w16, g->dt, whole);
     if (whole)
         return 0;
     mt_model_zero_grad(t->model);
     return mt_dist_allgather(g->w, g->dt, g->n, t->cfg.ranks);
+}
+
+/* Whether the step's gradients are finite (fp16 loss scaling): under ZeRO-2
+ * each rank holds its shard, and every rank must decide alike. */
+static bool grads_finite(mt_trainer *t, const mt_group *g)
+{
+    if (!t->scaler.enabled)
+        return true;
+    if (!t->gshard)
+        return mt_all_finite(g->grad, g->dt, g->n);
+    bool mine = mt_all_finite(t->gshard, MT_F32, t->shard_n);
+    return t->cfg.ranks < 2 ? mine : mt_dist_sum(mine ? 0.0 : 1.0) == 0.0;
 }
 
 int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
@@ -201,15 +247,18 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     mt_group g;
     mt_model_trainable(t->model, &g);
     if (ranks > 1) {
-        if (mt_dist_allreduce(g.grad, g.dt, g.n, t->bucket, t->bucket_n) != 0)
+        /* ZeRO-2: already reduce-scattered by the backward */
+        if (!t->gshard && mt_dist_allreduce(g.grad, g.dt, g.n, t->bucket, t->bucket_n) != 0)
             return fail(err, "data parallel");
         sum = mt_dist_sum(sum) / ranks;
     }
-    bool finite = !t->scaler.enabled || mt_all_finite(g.grad, g.dt, g.n);
+    bool finite = grads_finite(t, &g);
     bool skip = mt_scaler_update(&t->scaler, finite);
-    if (skip)
+    if (skip) {
         mt_model_zero_grad(t->model);
-    else if (update(t, &g, scale) != 0)
+        if (t->gshard)
+            memset(t->gshard, 0, t->shard_n * sizeof(float));
+    } else if (update(t, &g, scale) != 0)
         return fail(err, "data parallel");
     t->step++;
     r->loss = (float)(sum / accum);
@@ -344,5 +393,7 @@ int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
     t->scaler.good_steps = (int)h[6];
     t->scaler.skipped = (long)h[7];
     mt_model_zero_grad(t->model);
+    if (t->gshard)
+        memset(t->gshard, 0, t->shard_n * sizeof(float));
     return 0;
 }
