@@ -501,6 +501,12 @@ def f(b):
 print(f(v['current']), f(v['peak']), f(v['predicted']) if v['predicted'] is not None else 'N/A')")
     set -- $want
     case $l in *"$1 $2"*"$3 $4"*"$5 $6"*) ok "memtrain: weights on screen match the file ($want)";; *) bad "memtrain weights: '$l' vs '$want'";; esac
+    # W: the what-if view on the run's plan, read from its header; W again: back
+    keys W
+    expect "memtop what-if" "W: the what-if view opens on the run"
+    expect "memtrain-gpt2-2x64" "W: the run's model, from its header"
+    keys W
+    expect "step 300/300" "W again: back to the run"
     keys q
     # memtop -- memtrain
     start "'$memtop' --interval 200 -- '$bin/memtrain' --config '$tmp/plan.cfg' --steps 200 --quiet"

@@ -177,6 +177,11 @@ static FILE *metrics_open(const char *path, const mt_config *c, long steps, doub
             mt_family_name(c->family), mp_precision_name(c->precision), mp_optimizer_name(c->optimizer),
             mp_ckpt_name(c->checkpointing), mp_attention_name(c->attention), c->batch, c->accum, c->seq,
             mp_ce_name(c->ce), c->lora_rank, mp_quant_name(c->quant), mp_loader_name(c->loader));
+    /* the model's shape, for memtop's what-if view on the run (tui/run_plan.c) */
+    char tg[64];
+    fprintf(f, " layers=%d hidden=%d heads=%d kv-heads=%d ffn=%d vocab=%d max-pos=%d tied=%d ce-chunk=%d"
+               " lora-targets=%s", c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab, c->max_pos,
+            c->family == MT_GPT2, c->ce_chunk, mp_lora_targets_name(c->lora_targets, tg, sizeof tg));
     /* data parallel: which rank's file this is */
     if (c->ranks > 1) fprintf(f, " zero=%d rank=%d ranks=%d", c->zero, c->rank, c->ranks);
     fputc('\n', f);

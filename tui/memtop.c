@@ -45,6 +45,7 @@
 #include "runset.h"
 #include "snapshot.h"
 #include "snapshot_text.h"
+#include "run_plan.h"
 #include "whatif.h"
 
 #define EXIT_RUNTIME 1
@@ -607,6 +608,33 @@ static void select_rank(app *a, int step)
     mtop_runset_table(&a->rs, a->rank_sel, &a->table);
 }
 
+/* W: the what-if view on the followed run's plan (the shown rank's header),
+ * and back to the run. */
+static void toggle_run_whatif(app *a)
+{
+    static mtop_whatif run_w; /* large: off the stack */
+    if (!a->following) {
+        snprintf(a->message, sizeof a->message, "no run followed: W opens the what-if view of a run");
+        return;
+    }
+    if (a->view == MTOP_VIEW_WHATIF) {
+        a->view = MTOP_VIEW_RUN;
+        relayout(a);
+        return;
+    }
+    mp_model m;
+    mp_settings s;
+    char err[MP_ERR_LEN];
+    if (!a->rs.n || mtop_plan_of_run(&shown_slot(a)->f.parser.meta, &m, &s, err)) {
+        snprintf(a->message, sizeof a->message, "%.150s", a->rs.n ? err : "no run header yet");
+        return;
+    }
+    mtop_whatif_init(&run_w, &m, &s, NULL, a->o->headroom);
+    a->w = &run_w;
+    a->view = MTOP_VIEW_WHATIF;
+    relayout(a);
+}
+
 /* Returns false to quit. */
 static bool key(app *a, int ch)
 {
@@ -634,6 +662,7 @@ static bool key(app *a, int ch)
     case MTOP_ACT_NEXT: a->sel = (a->sel + 1) % ncomp; break;
     case MTOP_ACT_PREV: a->sel = (a->sel + ncomp - 1) % ncomp; break;
     case MTOP_ACT_REDRAW: clearok(curscr, TRUE); break;
+    case MTOP_ACT_WHATIF_RUN: toggle_run_whatif(a); break;
     case MTOP_ACT_RANK_NEXT: select_rank(a, 1); break;
     case MTOP_ACT_RANK_PREV: select_rank(a, -1); break;
     case MTOP_ACT_NONE:

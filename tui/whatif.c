@@ -27,6 +27,7 @@ const mtop_keydef mtop_keys[] = {
     {12, "C-l", BOTH, MTOP_ACT_REDRAW, "redraw the screen"},
     {'r', "r", RUN, MTOP_ACT_RANK_NEXT, "select the next rank (a multi-rank run; it opens on the heaviest)"},
     {'R', "R", RUN, MTOP_ACT_RANK_PREV, "select the previous rank"},
+    {'W', "W", BOTH, MTOP_ACT_WHATIF_RUN, "the what-if view on the followed run's plan (from its header); again: back"},
     {'+', "+", WHATIF, MTOP_ACT_BATCH_UP, "micro-batch + 1"},
     {'=', "=", WHATIF, MTOP_ACT_BATCH_UP, "micro-batch + 1"},
     {'-', "-", WHATIF, MTOP_ACT_BATCH_DOWN, "micro-batch - 1"},

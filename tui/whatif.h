@@ -20,6 +20,8 @@ typedef enum {
     MTOP_ACT_QUIT, MTOP_ACT_HELP, MTOP_ACT_NEXT, MTOP_ACT_PREV, MTOP_ACT_REDRAW,
     /* run view only: a multi-rank run's rank whose panels are shown */
     MTOP_ACT_RANK_NEXT, MTOP_ACT_RANK_PREV,
+    /* the what-if view on the followed run's plan, and back */
+    MTOP_ACT_WHATIF_RUN,
     /* what-if only */
     MTOP_ACT_BATCH_UP, MTOP_ACT_BATCH_DOWN, MTOP_ACT_ACCUM_UP, MTOP_ACT_ACCUM_DOWN,
     MTOP_ACT_SEQ_UP, MTOP_ACT_SEQ_DOWN, MTOP_ACT_PRECISION, MTOP_ACT_OPTIMIZER,
