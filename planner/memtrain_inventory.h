@@ -32,7 +32,8 @@
  * parameters (shard = ceil(n_base/ranks)), (prefetch+1) layer slots of n_layer the
  * layers' weights are all-gathered into (the one in use and the one gathered
  * ahead) and n_outer for the embeddings', final norm's and head's weights,
- * all-gathered at the start of each forward (kept, like the slots).
+ * all-gathered at the start of each forward (kept, like the slots); in mixed
+ * precision the fp32 master weights are this rank's shard too (master.shard).
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -60,7 +61,8 @@ int memtrain_tag_component(int tag);
 /* Every row, in allocation order. */
 enum {
     /* parameters: model_setup.c, the NF4 stores by quant.c, one per layer */
-    MEMTRAIN_PARAMS, MEMTRAIN_PARAM_SHARD, MEMTRAIN_PARAM_LAYER, MEMTRAIN_PARAM_OUTER, MEMTRAIN_MASTER, MEMTRAIN_GRADS, MEMTRAIN_GRAD_LAYER, MEMTRAIN_GRAD_OUTER,
+    MEMTRAIN_PARAMS, MEMTRAIN_PARAM_SHARD, MEMTRAIN_PARAM_LAYER, MEMTRAIN_PARAM_OUTER, MEMTRAIN_MASTER,
+    MEMTRAIN_MASTER_SHARD, MEMTRAIN_GRADS, MEMTRAIN_GRAD_LAYER, MEMTRAIN_GRAD_OUTER,
     MEMTRAIN_NF4, MEMTRAIN_NF4_CODES,
     MEMTRAIN_NF4_ABSMAX, MEMTRAIN_NF4_ABSMAX_Q, MEMTRAIN_NF4_SCALES, MEMTRAIN_DEQ, MEMTRAIN_LW,
     MEMTRAIN_LMASTER, MEMTRAIN_LGRAD,

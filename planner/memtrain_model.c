@@ -43,10 +43,6 @@ static int check_supported(const mp_model *m, const mp_settings *s, char *err)
         snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO-%d for full fine-tuning, not with LoRA", s->zero);
         return -1;
     }
-    if (s->zero == 3 && s->precision != MP_FP32) {
-        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO-3 in fp32 only, not in mixed precision");
-        return -1;
-    }
     return 0;
 }
 

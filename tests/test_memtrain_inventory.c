@@ -182,6 +182,13 @@ static void test_data_parallel(void)
     CHECK(strcmp(f, "(prefetch+1) x n_layer x P") == 0, "params.layer is %s", f);
     memtrain_row_formula(&d, MEMTRAIN_PARAM_SHARD, f, sizeof f);
     CHECK(strcmp(f, "ceil(n_train/ranks) x P") == 0, "params.shard is %s", f);
+    d.precision = MP_MIXED_BF16;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_WEIGHTS] == 2.0 * (31109952 + 2 * 7087872 + 39385344) &&
+              t[MEMTRAIN_TAG_MASTER] == 4.0 * 31109952,
+          "ZeRO-3 on 4 ranks, bf16: 16-bit weights %.0f, the master weights' shard %.0f",
+          t[MEMTRAIN_TAG_WEIGHTS], t[MEMTRAIN_TAG_MASTER]);
 }
 
 int main(void)

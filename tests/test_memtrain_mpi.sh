@@ -67,7 +67,7 @@ done
     --framework memtrain --emit memtrain -o "$tmp/mid.cfg" >/dev/null
 for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-fp16 adamw-8bit" \
     "2 2 fp32 adamw" "4 2 mixed-bf16 adamw" "2 2 mixed-fp16 adamw-8bit" "2 3 fp32 adamw" "4 3 fp32 adamw" \
-    "4 3 fp32 sgd-momentum"; do
+    "4 3 fp32 sgd-momentum" "2 3 mixed-bf16 adamw" "4 3 mixed-fp16 adamw-8bit"; do
     set -- $case
     what="$1 ranks, ZeRO-$2, $3, $4"
     expect 0 "$what runs" -- $run -np "$1" "$mt" --config "$tmp/mid.cfg" --zero "$2" --precision "$3" \
@@ -75,7 +75,7 @@ for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-
     if python3 - "$tmp/r.json" "$1" "$3" "$2" <<'EOP' 2>"$tmp/err"
 import json, sys
 r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); mixed = sys.argv[3].startswith("mixed")
-zero2 = sys.argv[4] == "2"
+zero2 = sys.argv[4] in ("2", "3")
 ranks = r["ranks"]
 assert [e["rank"] for e in ranks] == list(range(n)), "ranks"
 for e in ranks:
@@ -86,8 +86,8 @@ for e in ranks:
         assert abs(got - want) <= 0.01 * want, (e["rank"], k, got, want)
     assert abs(e["measured_peak_bytes"] - e["predicted_peak_bytes"]) <= 0.005 * e["predicted_peak_bytes"], e["rank"]
     # 16-bit gradients go through an fp32 bucket of min(n, 2^20) elements: here the
-    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2
-    # reduce-scatters at most 2^18 elements at a time (fp32 in place), through 2^18 here
+    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2 and 3
+    # reduce-scatter at most 2^18 elements at a time (fp32 in place), through 2^18 here
     tags = e["measured_tags"]
     want = (4 << 18 if zero2 else tags["master"]) if mixed else 0
     assert tags["comm"] == want, ("comm", tags["comm"], want)
@@ -186,9 +186,20 @@ for e in json.load(open('$tmp/z3e.json'))['ranks']:
     for k in ('weights', 'gradients', 'optimizer'):
         assert abs(e['measured'][k] - e['predicted'][k]) <= 0.01 * e['predicted'][k], (k, e)
 "; then ok "its parameter, gradient and optimizer shards are what memplan predicted, on each rank"; else bad "emitted ZeRO-3 plan"; fi
-expect 2 "memplan refuses ZeRO-3 in mixed precision for memtrain" -- "$mp" estimate --family gpt2 --layers 2 \
-    --hidden 128 --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 3 \
-    --precision mixed-bf16 --emit memtrain -o "$tmp/z3m.cfg"
+# mixed precision: ZeRO-3 steps the same master shards as ZeRO-2 and gathers the same 16-bit
+# weights, so its losses are ZeRO-2's exactly (fp16: with loss scaling)
+for case in "2 mixed-bf16" "4 mixed-bf16" "2 mixed-fp16" "4 mixed-fp16"; do
+    set -- $case
+    $run -np $1 "$mt" --config "$tmp/small.cfg" --precision $2 --accum 2 --zero 2 --steps 6 --quiet \
+        --report "$tmp/m2.json" || bad "$1 ranks, ZeRO-2, $2"
+    $run -np $1 "$mt" --config "$tmp/small.cfg" --precision $2 --accum 2 --zero 3 --steps 6 --quiet \
+        --report "$tmp/m3.json" || bad "$1 ranks, ZeRO-3, $2"
+    if python3 -c "
+import json
+a = json.load(open('$tmp/m2.json'))['losses']; b = json.load(open('$tmp/m3.json'))['losses']
+assert len(a) == 6 and a == b, (a, b)
+"; then ok "$1 ranks, $2: ZeRO-3's losses equal ZeRO-2's exactly"; else bad "$1 ranks, $2: ZeRO-3's losses differ from ZeRO-2's"; fi
+done
 expect 0 "the emitted ZeRO-2 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z2.cfg" --steps 2 --quiet \
     --report "$tmp/z2e.json"
 if python3 -c "
@@ -209,10 +220,10 @@ fi
 expect 2 "zero = 3 with LoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --lora-rank 4 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
 has err "zero = 3 with LoRA or QLoRA is not implemented in memtrain"
-expect 2 "zero = 3 in mixed precision is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 \
-    --precision mixed-bf16 --steps 1
+expect 2 "zero = 3 with QLoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --lora-rank 4 \
+    --quant nf4 --precision mixed-bf16 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
-has err "zero = 3 in mixed precision is not implemented in memtrain"
+has err "zero = 3 with LoRA or QLoRA is not implemented in memtrain"
 expect 2 "zero = 2 with LoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --lora-rank 4 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
 has err "zero = 2 with LoRA is not implemented in memtrain"
@@ -245,6 +256,20 @@ assert m['ranks'] == 2 and m['step'] == 3 and [s['file'] for s in m['shards']] =
 "; then ok "ZeRO-$zero, 2 ranks: resumed losses equal the uninterrupted run exactly; the manifest names both shards"
     else bad "ZeRO-$zero: resume of a 2-rank run is not bit-identical"; fi
 done
+# ZeRO-3 in fp16: each rank's state holds its 16-bit and master shards and the loss scaler
+$run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --precision mixed-fp16 --steps 6 --quiet --report "$tmp/full.json" \
+    || bad "ZeRO-3 fp16: 6 steps"
+expect 0 "ZeRO-3 fp16: 3 steps with a checkpoint" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 \
+    --precision mixed-fp16 --steps 3 --quiet --save "$tmp/ck3h" --report "$tmp/a.json"
+expect 0 "ZeRO-3 fp16: resumed to 6" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --precision mixed-fp16 \
+    --steps 6 --quiet --resume "$tmp/ck3h" --report "$tmp/b.json"
+if python3 -c "
+import json
+full = json.load(open('$tmp/full.json'))['losses']
+a = json.load(open('$tmp/a.json'))['losses']; b = json.load(open('$tmp/b.json'))['losses']
+assert a + b == full, (a, b, full)
+"; then ok "ZeRO-3 fp16, 2 ranks: resumed losses equal the uninterrupted run exactly"
+else bad "ZeRO-3 fp16: resume is not bit-identical"; fi
 expect 0 "--save-every keeps the newest checkpoint's shards only" -- $run -np 2 "$mt" --config "$tmp/small.cfg" \
     --steps 4 --save-every 2 --quiet --save "$tmp/cke"
 if [ "$(ls "$tmp/cke" | grep -c '\.bin$')" = 2 ] && ls "$tmp/cke" | grep -q step00000004.rank1-of-2.bin; then

@@ -368,7 +368,8 @@ int main(void)
     c.ce = MP_CE_CHUNKED;
     c.optimizer = MP_ADAMW_8BIT;
     check_config(&c, "gpt2 zero=2 mixed-fp16 chunked adamw-8bit");
-    /* ZeRO-3 on one process: the shard is every parameter, plus the two layer slots and the outer weights */
+    /* ZeRO-3 on one process: the shard is every parameter (and every master weight), plus the two
+     * layer slots and the outer weights */
     base(&c, MT_GPT2);
     c.zero = 3;
     c.accum = 2;
@@ -378,6 +379,11 @@ int main(void)
     c.checkpointing = MP_CKPT_FULL;
     c.optimizer = MP_SGD_MOMENTUM;
     check_config(&c, "llama zero=3 full-ckpt sgd-momentum fp32");
-    CHECK(nconf == 46, "%d configurations checked", nconf);
+    base(&c, MT_GPT2);
+    c.zero = 3;
+    c.precision = MP_MIXED_FP16;
+    c.ce = MP_CE_CHUNKED;
+    check_config(&c, "gpt2 zero=3 mixed-fp16 chunked");
+    CHECK(nconf == 47, "%d configurations checked", nconf);
     return check_summary();
 }

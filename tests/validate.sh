@@ -75,6 +75,7 @@ gpt2-dp4-zero2-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 4 --zero 
 llama-dp4-zero2-fp16-accum|$Lm --precision mixed-fp16 --optimizer adamw --accum 2 --gpus 4 --zero 2 MPI
 gpt2-dp2-zero3-fp32|$G --precision fp32 --optimizer adamw --gpus 2 --zero 3 MPI
 gpt2-dp4-zero3-fp32|$G --precision fp32 --optimizer adamw --gpus 4 --zero 3 MPI
+gpt2-dp2-zero3-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 3 MPI
 llama-dp4-zero3-ckpt-accum|$Lm --precision fp32 --optimizer adamw --checkpointing full --accum 2 --gpus 4 --zero 3 MPI
 EOC
 fi

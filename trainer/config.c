@@ -87,8 +87,6 @@ int mt_config_finish(mt_config *c, char *err)
         return FAIL("zero = 2 with LoRA is not implemented in memtrain (ZeRO-2 shards full fine-tuning's gradients)");
     if (c->zero == 3 && (c->lora_rank || c->quant != MP_QUANT_NONE))
         return FAIL("zero = 3 with LoRA or QLoRA is not implemented in memtrain (ZeRO-3 shards full fine-tuning's parameters)");
-    if (c->zero == 3 && c->precision != MP_FP32)
-        return FAIL("zero = 3 in mixed precision is not implemented in memtrain (ZeRO-3 runs in fp32)");
     if (!c->max_pos)
         c->max_pos = c->seq;
     if (c->family == MT_GPT2 && c->seq > c->max_pos)

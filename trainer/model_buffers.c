@@ -48,7 +48,7 @@ typedef struct row_field {
 static const row_field row_fields[MEMTRAIN_NROWS] = {
     [MEMTRAIN_PARAMS] = KEPT_IN(params),     [MEMTRAIN_MASTER] = KEPT_IN(master),
     [MEMTRAIN_PARAM_SHARD] = ZEROED_IN(pshard), [MEMTRAIN_PARAM_LAYER] = KEPT_IN(wslots),
-    [MEMTRAIN_PARAM_OUTER] = KEPT_IN(wouter),
+    [MEMTRAIN_PARAM_OUTER] = KEPT_IN(wouter), [MEMTRAIN_MASTER_SHARD] = ZEROED_IN(mshard),
     [MEMTRAIN_GRADS] = ZEROED_IN(grads),     [MEMTRAIN_NF4] = ZEROED_IN(nf4),
     [MEMTRAIN_GRAD_LAYER] = ZEROED_IN(glayer), [MEMTRAIN_GRAD_OUTER] = ZEROED_IN(gouter),
     [MEMTRAIN_DEQ] = KEPT_IN(deq),           [MEMTRAIN_LW] = KEPT_IN(lw),

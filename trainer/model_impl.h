@@ -46,10 +46,11 @@ struct mt_model {
      * every change of the parameters, kept for the step) */
     bool zero3;
     void *pshard, *wslots, *wouter;
+    float *mshard;        /* MT_MASTER: the master weights' shard (mixed precision) */
     size_t plo, pn;
     size_t wheld[MEMTRAIN_PREFETCH + 1];
     bool outer_held;
-    float *master;        /* MT_MASTER (mixed, full fine-tuning) */
+    float *master;        /* MT_MASTER (mixed, full fine-tuning, not ZeRO-3) */
     void *grads;          /* MT_GRADIENTS (full fine-tuning without ZeRO-2) */
     /* ZeRO-2 (MT_GRADIENTS): one layer's gradients, every layer's backward writes
      * them and hands them to the sink, and the embeddings', final norm's and

@@ -96,6 +96,8 @@ static int init_params(mt_model *m)
                     size_t y = b < m->plo + m->pn ? b : m->plo + m->pn;
                     if (x < y)
                         mt_from_f32((char *)m->pshard + (x - m->plo) * psz(m), m->pdt, st.buf + (x - a), y - x);
+                    if (x < y && m->mshard)
+                        memcpy(m->mshard + (x - m->plo), st.buf + (x - a), (y - x) * sizeof(float));
                 } else {
                     mt_from_f32((char *)m->params + (base + i0) * psz(m), m->pdt, st.buf, n);
                 }
@@ -245,6 +247,7 @@ static int check_layout(const mt_model *m, const memtrain_dims *inv)
                 {MEMTRAIN_PARAM_SHARD, m->zero3 ? (m->nbase + ranks - 1) / ranks : 0},
                 {MEMTRAIN_PARAM_LAYER, m->zero3 ? (MEMTRAIN_PREFETCH + 1) * m->nlayer_g : 0},
                 {MEMTRAIN_PARAM_OUTER, m->zero3 ? m->nouter_g : 0},
+                {MEMTRAIN_MASTER_SHARD, m->zero3 && m->mixed ? (m->nbase + ranks - 1) / ranks : 0},
                 {MEMTRAIN_DEQ, m->qlora ? m->qn : 0},
                 {MEMTRAIN_LW, m->nlora},
                 {MEMTRAIN_LORA_U, m->lora.n ? m->d.N * m->d.r : 0},
@@ -293,7 +296,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
                                                     : MT_F32;
     m->qlora = c->quant != MP_QUANT_NONE;
     m->base_trainable = c->lora_rank == 0;
-    m->zero3 = c->zero >= 3 && m->base_trainable && !m->mixed;
+    m->zero3 = c->zero >= 3 && m->base_trainable;
     mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
     m->nlora = d->L * m->lora.per_layer;
@@ -346,8 +349,8 @@ void mt_model_trainable(mt_model *m, mt_group *g)
         *g = (mt_group){m->nlora, m->lw, m->lmaster, m->lgrad, m->pdt, &m->lseg, 1};
     } else {
         /* ZeRO-3: w is this rank's shard, [plo, plo + pn) of the n */
-        *g = (mt_group){m->nbase, m->zero3 ? m->pshard : m->params, m->master, m->grads, m->pdt, m->segs,
-                        m->nsegs};
+        *g = (mt_group){m->nbase, m->zero3 ? m->pshard : m->params, m->zero3 ? m->mshard : m->master,
+                        m->grads, m->pdt, m->segs, m->nsegs};
     }
 }
 
@@ -380,6 +383,8 @@ void mt_model_param_set(mt_model *m, int t, size_t i, float v)
         size_t e = m->poff[t] + i;
         if (e >= m->plo && e < m->plo + m->pn)
             mt_store1(m->pshard, m->pdt, e - m->plo, v);
+        if (e >= m->plo && e < m->plo + m->pn && m->mshard)
+            m->mshard[e - m->plo] = v;
         mt_model_params_changed(m);
         return;
     }
@@ -422,6 +427,8 @@ size_t mt_model_state_size(const mt_model *m)
     size_t P = psz(m), n = m->pn * P + m->nlora * P; /* pn: nbase, or ZeRO-3's shard */
     if (m->master)
         n += m->nbase * sizeof(float);
+    if (m->mshard)
+        n += m->pn * sizeof(float);
     if (m->lmaster)
         n += m->nlora * sizeof(float);
     for (size_t l = 0; m->nf4 && l < m->d.L; l++)
@@ -437,6 +444,10 @@ void mt_model_state_save(const mt_model *m, uint8_t *buf)
     if (m->master) {
         memcpy(buf, m->master, m->nbase * sizeof(float));
         buf += m->nbase * sizeof(float);
+    }
+    if (m->mshard) {
+        memcpy(buf, m->mshard, m->pn * sizeof(float));
+        buf += m->pn * sizeof(float);
     }
     if (m->nlora) {
         memcpy(buf, m->lw, m->nlora * P);
@@ -461,6 +472,10 @@ void mt_model_state_load(mt_model *m, const uint8_t *buf)
     if (m->master) {
         memcpy(m->master, buf, m->nbase * sizeof(float));
         buf += m->nbase * sizeof(float);
+    }
+    if (m->mshard) {
+        memcpy(m->mshard, buf, m->pn * sizeof(float));
+        buf += m->pn * sizeof(float);
     }
     if (m->nlora) {
         memcpy(m->lw, buf, m->nlora * P);

@@ -207,7 +207,9 @@ static int update(mt_trainer *t, const mt_group *g, float scale)
     char *w16 = g->master ? (char *)g->w + lo * es : NULL;
     bool whole = t->shard_n == g->n;
     if (t->cfg.zero >= 3) { /* ZeRO-3: g->w is the shard; the next forward gathers the layers */
-        mt_optim_step(&t->opt, g->w, t->gshard, MT_F32, 1.0f / scale, NULL, g->dt, true);
+        /* mixed precision: the master shard, and the 16-bit shard from it */
+        mt_optim_step(&t->opt, g->master ? g->master : (float *)g->w, t->gshard, MT_F32, 1.0f / scale,
+                      g->master ? g->w : NULL, g->dt, true);
         mt_model_params_changed(t->model);
         return 0;
     }
