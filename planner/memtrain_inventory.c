@@ -21,8 +21,12 @@
      when, MEMTRAIN_Q_##copies, {MEMTRAIN_Q_##f0, MEMTRAIN_Q_##f1, MEMTRAIN_Q_##f2}, drops}
 
 const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
-    [MEMTRAIN_PARAMS] = ROW("params", WEIGHTS, PERSISTENT, P, MODEL, ALWAYS, 1, NBASE, 1, 1),
-    [MEMTRAIN_MASTER] = ROW("master", MASTER, PERSISTENT, F32, MODEL, IF(MIXED) | IF(FULL_FT), 1, NBASE, 1, 1),
+    [MEMTRAIN_PARAMS] = ROW("params", WEIGHTS, PERSISTENT, P, MODEL, IF(PARAMS_FULL), 1, NBASE, 1, 1),
+    [MEMTRAIN_PARAM_SHARD] = ROW("params.shard", WEIGHTS, PERSISTENT, P, MODEL, IF(ZERO3), 1, SHARD, 1, 1),
+    [MEMTRAIN_PARAM_LAYER] = ROW("params.layer", WEIGHTS, PERSISTENT, P, MODEL, IF(ZERO3), 1, WSLOTS, NLAYER, 1),
+    [MEMTRAIN_PARAM_OUTER] = ROW("params.outer", WEIGHTS, PERSISTENT, P, MODEL, IF(ZERO3), 1, NOUTER, 1, 1),
+    [MEMTRAIN_MASTER] = ROW("master", MASTER, PERSISTENT, F32, MODEL, IF(MIXED) | IF(FULL_FT) | IF(PARAMS_FULL), 1, NBASE, 1, 1),
+    [MEMTRAIN_MASTER_SHARD] = ROW("master.shard", MASTER, PERSISTENT, F32, MODEL, IF(MIXED) | IF(ZERO3), 1, SHARD, 1, 1),
     [MEMTRAIN_GRADS] = ROW("grads", GRADIENTS, PERSISTENT, P, MODEL, IF(GRADS_FULL), 1, NBASE, 1, 1),
     [MEMTRAIN_GRAD_LAYER] = ROW("grads.layer", GRADIENTS, PERSISTENT, P, MODEL, IF(ZERO2), 1, NLAYER, 1, 1),
     [MEMTRAIN_GRAD_OUTER] = ROW("grads.outer", GRADIENTS, PERSISTENT, P, MODEL, IF(ZERO2), 1, NOUTER, 1, 1),
@@ -140,6 +144,7 @@ static unsigned conditions(const memtrain_dims *d)
     unsigned h = d->precision != MP_FP32 ? IF(MIXED) : 0;
     h |= d->lora_rank ? IF(LORA) : IF(FULL_FT);
     h |= d->lora_rank ? 0 : d->zero >= 2 ? IF(ZERO2) : IF(GRADS_FULL);
+    h |= !d->lora_rank && d->zero >= 3 ? IF(ZERO3) : IF(PARAMS_FULL);
     h |= d->quant == MP_QUANT_NF4 ? IF(QLORA) | IF(NF4) : 0;
     h |= d->quant == MP_QUANT_NF4_DQ ? IF(QLORA) | IF(NF4_DQ) : 0;
     h |= d->attention == MP_ATTN_EAGER ? IF(EAGER) : IF(FLASH);
@@ -183,6 +188,7 @@ static void parameter_quantities(memtrain_dims *d)
     q[MEMTRAIN_Q_NLIN] = n_lin;
     q[MEMTRAIN_Q_NLAYER] = n_lin + n_vec;
     q[MEMTRAIN_Q_NOUTER] = n_all - L * (n_lin + n_vec);
+    q[MEMTRAIN_Q_WSLOTS] = MEMTRAIN_PREFETCH + 1;
     q[MEMTRAIN_Q_NBASE] = n_all - (d->holds & IF(QLORA) ? L * n_lin : 0);
     q[MEMTRAIN_Q_NF4_BLOCKS] = cdiv(n_lin, 64);
     q[MEMTRAIN_Q_NF4_SCALES] = cdiv(q[MEMTRAIN_Q_NF4_BLOCKS], 256) + 1;
@@ -309,7 +315,7 @@ static const char *quantity_name(int q)
         [MEMTRAIN_Q_NSLOT] = "slots", [MEMTRAIN_Q_SOURCE] = "S", [MEMTRAIN_Q_READ] = "65536",
         [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer", [MEMTRAIN_Q_SHARD] = "n_train",
         [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)", [MEMTRAIN_Q_NLAYER] = "n_layer",
-        [MEMTRAIN_Q_NOUTER] = "n_outer",
+        [MEMTRAIN_Q_NOUTER] = "n_outer", [MEMTRAIN_Q_WSLOTS] = "(prefetch+1)",
     };
     return q >= 0 && q < MEMTRAIN_NQ && names[q] ? names[q] : "?";
 }

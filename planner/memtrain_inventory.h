@@ -28,7 +28,12 @@
  * n_layer = n_lin + n_vec (one layer's gradients, the slot every layer's
  * backward writes and reduce-scatters) and n_outer = n_base - L n_layer (the
  * embeddings', final norm's and untied head's, reduce-scattered once per
- * micro-batch).
+ * micro-batch). ZeRO-3 (full fine-tuning) keeps this rank's shard of the
+ * parameters (shard = ceil(n_base/ranks)), (prefetch+1) layer slots of n_layer the
+ * layers' weights are all-gathered into (the one in use and the one gathered
+ * ahead) and n_outer for the embeddings', final norm's and head's weights,
+ * all-gathered at the start of each forward (kept, like the slots); in mixed
+ * precision the fp32 master weights are this rank's shard too (master.shard).
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -56,7 +61,8 @@ int memtrain_tag_component(int tag);
 /* Every row, in allocation order. */
 enum {
     /* parameters: model_setup.c, the NF4 stores by quant.c, one per layer */
-    MEMTRAIN_PARAMS, MEMTRAIN_MASTER, MEMTRAIN_GRADS, MEMTRAIN_GRAD_LAYER, MEMTRAIN_GRAD_OUTER,
+    MEMTRAIN_PARAMS, MEMTRAIN_PARAM_SHARD, MEMTRAIN_PARAM_LAYER, MEMTRAIN_PARAM_OUTER, MEMTRAIN_MASTER,
+    MEMTRAIN_MASTER_SHARD, MEMTRAIN_GRADS, MEMTRAIN_GRAD_LAYER, MEMTRAIN_GRAD_OUTER,
     MEMTRAIN_NF4, MEMTRAIN_NF4_CODES,
     MEMTRAIN_NF4_ABSMAX, MEMTRAIN_NF4_ABSMAX_Q, MEMTRAIN_NF4_SCALES, MEMTRAIN_DEQ, MEMTRAIN_LW,
     MEMTRAIN_LMASTER, MEMTRAIN_LGRAD,
@@ -98,6 +104,9 @@ enum {
 /* ZeRO-2: elements of one reduce-scatter (at most), the bucket's size then: OpenMPI's
  * reduce-scatter keeps temporaries of the whole count outside memtrain's allocator */
 #define MEMTRAIN_RS_BUCKET ((size_t)1 << 18)
+/* ZeRO-3: layers gathered ahead of the one in use (the layer slots are this + 1);
+ * each all-gather moves at most MEMTRAIN_RS_BUCKET elements, like a reduce-scatter */
+#define MEMTRAIN_PREFETCH 1
 
 typedef enum {
     MEMTRAIN_PERSISTENT,  /* from creation to the end */
@@ -138,6 +147,8 @@ enum {
     MEMTRAIN_IF_DP = 1u << 18, /* more than one rank */
     MEMTRAIN_IF_ZERO2 = 1u << 19,      /* ZeRO-2 (full fine-tuning): gradients reduce-scattered */
     MEMTRAIN_IF_GRADS_FULL = 1u << 20, /* full fine-tuning without ZeRO-2: every gradient kept */
+    MEMTRAIN_IF_ZERO3 = 1u << 21,       /* ZeRO-3 (full fine-tuning): parameters sharded, gathered per layer */
+    MEMTRAIN_IF_PARAMS_FULL = 1u << 22, /* not ZeRO-3: every parameter kept */
 };
 
 /* The quantities element counts are products of. */
@@ -149,7 +160,7 @@ enum {
     MEMTRAIN_Q_NLORA, MEMTRAIN_Q_MODULES, MEMTRAIN_Q_NTRAIN, MEMTRAIN_Q_ADAM8_BLOCKS,
     MEMTRAIN_Q_BLOCK, MEMTRAIN_Q_TILE, MEMTRAIN_Q_VEC, MEMTRAIN_Q_ATTN, MEMTRAIN_Q_CE_ROWS,
     MEMTRAIN_Q_NSLOT, MEMTRAIN_Q_SOURCE, MEMTRAIN_Q_READ, MEMTRAIN_Q_SHUFFLE,
-    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER,
+    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER, MEMTRAIN_Q_WSLOTS,
     MEMTRAIN_NQ
 };
 
@@ -190,7 +201,7 @@ typedef struct memtrain_dims {
     size_t source_bytes;      /* the data file's size; 0: the built-in corpus */
     size_t ranks;             /* data-parallel ranks (0 or 1: one process) */
     int zero;                 /* 0: replicated; 1: optimizer state sharded over the ranks;
-                                 2: and the gradients (full fine-tuning) */
+                                 2: and the gradients (full fine-tuning); 3: and the parameters */
     /* filled by memtrain_dims_finish */
     unsigned holds;           /* the MEMTRAIN_IF_* conditions that hold */
     size_t q[MEMTRAIN_NQ];    /* every quantity */

@@ -35,12 +35,12 @@ static int check_supported(const mp_model *m, const mp_settings *s, char *err)
         snprintf(err, MP_ERR_LEN, "memtrain runs dense models, data parallel only, without int8");
         return -1;
     }
-    if (s->zero > 2) {
-        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO stages 0, 1 and 2, not '%d'", s->zero);
+    if (s->zero > 3) {
+        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO stages 0 to 3, not '%d'", s->zero);
         return -1;
     }
-    if (s->zero == 2 && s->lora_rank > 0) {
-        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO-2 for full fine-tuning, not with LoRA");
+    if (s->zero >= 2 && s->lora_rank > 0) {
+        snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO-%d for full fine-tuning, not with LoRA", s->zero);
         return -1;
     }
     return 0;

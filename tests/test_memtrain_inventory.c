@@ -167,6 +167,28 @@ static void test_data_parallel(void)
               t[MEMTRAIN_TAG_COMM] == 4.0 * 262144,
           "ZeRO-2 on 4 ranks, bf16: 16-bit slot and others, fp32 shard (%.0f); a 1 MiB bucket (%.0f)",
           t[MEMTRAIN_TAG_GRADIENTS], t[MEMTRAIN_TAG_COMM]);
+    /* ZeRO-3: the parameters' shard, ceil(n/4), two layer slots and the embeddings' and
+     * final norm's weights instead of all n; gradients as ZeRO-2 */
+    d = gpt2_124m();
+    d.ranks = 4, d.zero = 3;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_WEIGHTS] == 4.0 * (31109952 + 2 * 7087872 + 39385344) &&
+              t[MEMTRAIN_TAG_GRADIENTS] == 4.0 * (7087872 + 39385344) + 4.0 * 31109952 &&
+              t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 31109952 && t[MEMTRAIN_TAG_COMM] == 0,
+          "ZeRO-3 on 4 ranks, fp32: weights %.0f bytes (ZeRO-2: 497759232)", t[MEMTRAIN_TAG_WEIGHTS]);
+    char f[128];
+    memtrain_row_formula(&d, MEMTRAIN_PARAM_LAYER, f, sizeof f);
+    CHECK(strcmp(f, "(prefetch+1) x n_layer x P") == 0, "params.layer is %s", f);
+    memtrain_row_formula(&d, MEMTRAIN_PARAM_SHARD, f, sizeof f);
+    CHECK(strcmp(f, "ceil(n_train/ranks) x P") == 0, "params.shard is %s", f);
+    d.precision = MP_MIXED_BF16;
+    memtrain_dims_finish(&d);
+    tag_sums(&d, t, &mb);
+    CHECK(t[MEMTRAIN_TAG_WEIGHTS] == 2.0 * (31109952 + 2 * 7087872 + 39385344) &&
+              t[MEMTRAIN_TAG_MASTER] == 4.0 * 31109952,
+          "ZeRO-3 on 4 ranks, bf16: 16-bit weights %.0f, the master weights' shard %.0f",
+          t[MEMTRAIN_TAG_WEIGHTS], t[MEMTRAIN_TAG_MASTER]);
 }
 
 int main(void)

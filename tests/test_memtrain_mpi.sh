@@ -1,7 +1,7 @@
 #!/bin/sh
 # memtrain data parallel over MPI (OpenMPI), on 2 and 4 ranks: the same model as one
 # process with the same global batch (losses within 1e-5 relative, fp32), ZeRO-0,
-# ZeRO-1 and ZeRO-2, both loaders; every rank's measured memory against the planner's per-rank
+# ZeRO-1, ZeRO-2 and ZeRO-3, both loaders; every rank's measured memory against the planner's per-rank
 # prediction (components within 1%, total within 0.5%); the report's `ranks` array;
 # one metrics file per rank; bad input refused with exit 2.
 # usage: tests/test_memtrain_mpi.sh [BINDIR]  (skipped when mpirun or an MPI build is missing)
@@ -40,7 +40,7 @@ for np in 2 4; do
     for loader in memory stream; do
         "$mt" --config "$tmp/small.cfg" --batch $((2 * np)) --accum 2 --loader $loader --steps 6 --quiet \
             --report "$tmp/one.json" || bad "one process, batch $((2 * np))"
-        for zero in 0 1 2; do
+        for zero in 0 1 2 3; do
             what="$np ranks, ZeRO-$zero, $loader loader"
             expect 0 "$what runs" -- $run -np $np "$mt" --config "$tmp/small.cfg" --accum 2 --loader $loader \
                 --zero $zero --steps 6 --quiet --report "$tmp/dp.json"
@@ -52,7 +52,8 @@ for np in 2 4; do
 done
 
 # llama (untied head, no learned positions, grouped-query attention)
-for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2" "--zero 2 --accum 2"; do
+for extra in "--checkpointing full" "--attention flash --zero 1 --accum 2" "--zero 2 --accum 2" \
+    "--zero 3 --accum 2 --checkpointing full"; do
     "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 --tied 0 $extra --zero 0 --batch 4 --steps 4 \
         --quiet --report "$tmp/one.json" || bad "llama, one process"
     expect 0 "2 ranks, llama $extra runs" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --family llama --kv-heads 2 \
@@ -65,7 +66,8 @@ done
 "$mp" estimate --family gpt2 --layers 2 --hidden 128 --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 \
     --framework memtrain --emit memtrain -o "$tmp/mid.cfg" >/dev/null
 for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-fp16 adamw-8bit" \
-    "2 2 fp32 adamw" "4 2 mixed-bf16 adamw" "2 2 mixed-fp16 adamw-8bit"; do
+    "2 2 fp32 adamw" "4 2 mixed-bf16 adamw" "2 2 mixed-fp16 adamw-8bit" "2 3 fp32 adamw" "4 3 fp32 adamw" \
+    "4 3 fp32 sgd-momentum" "2 3 mixed-bf16 adamw" "4 3 mixed-fp16 adamw-8bit"; do
     set -- $case
     what="$1 ranks, ZeRO-$2, $3, $4"
     expect 0 "$what runs" -- $run -np "$1" "$mt" --config "$tmp/mid.cfg" --zero "$2" --precision "$3" \
@@ -73,7 +75,7 @@ for case in "2 1 mixed-bf16 adamw" "4 0 fp32 adamw" "4 1 fp32 adamw" "2 1 mixed-
     if python3 - "$tmp/r.json" "$1" "$3" "$2" <<'EOP' 2>"$tmp/err"
 import json, sys
 r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); mixed = sys.argv[3].startswith("mixed")
-zero2 = sys.argv[4] == "2"
+zero2 = sys.argv[4] in ("2", "3")
 ranks = r["ranks"]
 assert [e["rank"] for e in ranks] == list(range(n)), "ranks"
 for e in ranks:
@@ -84,8 +86,8 @@ for e in ranks:
         assert abs(got - want) <= 0.01 * want, (e["rank"], k, got, want)
     assert abs(e["measured_peak_bytes"] - e["predicted_peak_bytes"]) <= 0.005 * e["predicted_peak_bytes"], e["rank"]
     # 16-bit gradients go through an fp32 bucket of min(n, 2^20) elements: here the
-    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2
-    # reduce-scatters at most 2^18 elements at a time (fp32 in place), through 2^18 here
+    # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2 and 3
+    # reduce-scatter at most 2^18 elements at a time (fp32 in place), through 2^18 here
     tags = e["measured_tags"]
     want = (4 << 18 if zero2 else tags["master"]) if mixed else 0
     assert tags["comm"] == want, ("comm", tags["comm"], want)
@@ -130,6 +132,31 @@ for a, b in zip(z1, z2):
 "; then ok "ZeRO-2 on 4 ranks: each holds one layer's gradients, the others' and a quarter of all in fp32"
 else bad "ZeRO-2 gradient shard"; fi
 
+# ZeRO-3 shards the parameters: with 8 layers each rank holds its shard of all of them, two
+# layer slots (the layer in use and the one gathered ahead, n_layer each) and the embeddings'
+# and final norm's (n_outer), against every parameter under ZeRO-2; the gradients as ZeRO-2
+"$mp" estimate --family gpt2 --layers 8 --hidden 128 --heads 4 --vocab 256 --max-pos 64 --seq 64 --batch 2 \
+    --framework memtrain --emit memtrain -o "$tmp/deep.cfg" >/dev/null
+for np in 2 4; do
+    $run -np $np "$mt" --config "$tmp/deep.cfg" --zero 2 --steps 1 --quiet --report "$tmp/d2.json"
+    $run -np $np "$mt" --config "$tmp/deep.cfg" --zero 3 --steps 1 --quiet --report "$tmp/d3.json"
+    if python3 -c "
+import json
+C, V, L, np = 128, 256, 8, $np
+n_layer, n_outer = 12 * C * C + 13 * C, V * C + 64 * C + 2 * C
+n = L * n_layer + n_outer
+z2 = json.load(open('$tmp/d2.json'))['ranks']; z3 = json.load(open('$tmp/d3.json'))['ranks']
+for a, b in zip(z2, z3):
+    assert a['measured_tags']['weights'] == 4 * n, (a['rank'], a['measured_tags']['weights'], 4 * n)
+    want = 4 * (-(-n // np) + 2 * n_layer + n_outer)
+    assert b['measured_tags']['weights'] == want, (b['rank'], b['measured_tags']['weights'], want)
+    assert b['measured_tags']['gradients'] == a['measured_tags']['gradients']
+    for k, w in b['predicted'].items():
+        assert abs(b['measured'][k] - w) <= 0.01 * w, (b['rank'], k)
+"; then ok "ZeRO-3 on $np ranks: each holds its shard of the parameters, two layer slots and the embeddings'"
+    else bad "ZeRO-3 parameter shard on $np ranks"; fi
+done
+
 # the plan memplan writes for N GPUs and a ZeRO stage runs as it is under mpirun
 expect 0 "memplan --gpus 2 --zero 1 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
     --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 1 \
@@ -147,6 +174,32 @@ expect 0 "memplan --gpus 2 --zero 2 --emit memtrain" -- "$mp" estimate --family 
     --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 2 \
     --emit memtrain -o "$tmp/z2.cfg"
 if grep -q '^zero = 2$' "$tmp/z2.cfg"; then ok "the plan says zero = 2"; else bad "the emitted plan lacks zero = 2"; fi
+expect 0 "memplan --gpus 2 --zero 3 --emit memtrain" -- "$mp" estimate --family gpt2 --layers 2 --hidden 128 \
+    --heads 4 --vocab 2048 --max-pos 64 --seq 64 --batch 2 --framework memtrain --gpus 2 --zero 3 \
+    --emit memtrain -o "$tmp/z3.cfg"
+if grep -q '^zero = 3$' "$tmp/z3.cfg"; then ok "the plan says zero = 3"; else bad "the emitted plan lacks zero = 3"; fi
+expect 0 "the emitted ZeRO-3 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z3.cfg" --steps 2 --quiet \
+    --report "$tmp/z3e.json"
+if python3 -c "
+import json
+for e in json.load(open('$tmp/z3e.json'))['ranks']:
+    for k in ('weights', 'gradients', 'optimizer'):
+        assert abs(e['measured'][k] - e['predicted'][k]) <= 0.01 * e['predicted'][k], (k, e)
+"; then ok "its parameter, gradient and optimizer shards are what memplan predicted, on each rank"; else bad "emitted ZeRO-3 plan"; fi
+# mixed precision: ZeRO-3 steps the same master shards as ZeRO-2 and gathers the same 16-bit
+# weights, so its losses are ZeRO-2's exactly (fp16: with loss scaling)
+for case in "2 mixed-bf16" "4 mixed-bf16" "2 mixed-fp16" "4 mixed-fp16"; do
+    set -- $case
+    $run -np $1 "$mt" --config "$tmp/small.cfg" --precision $2 --accum 2 --zero 2 --steps 6 --quiet \
+        --report "$tmp/m2.json" || bad "$1 ranks, ZeRO-2, $2"
+    $run -np $1 "$mt" --config "$tmp/small.cfg" --precision $2 --accum 2 --zero 3 --steps 6 --quiet \
+        --report "$tmp/m3.json" || bad "$1 ranks, ZeRO-3, $2"
+    if python3 -c "
+import json
+a = json.load(open('$tmp/m2.json'))['losses']; b = json.load(open('$tmp/m3.json'))['losses']
+assert len(a) == 6 and a == b, (a, b)
+"; then ok "$1 ranks, $2: ZeRO-3's losses equal ZeRO-2's exactly"; else bad "$1 ranks, $2: ZeRO-3's losses differ from ZeRO-2's"; fi
+done
 expect 0 "the emitted ZeRO-2 plan runs on 2 ranks" -- $run -np 2 "$mt" --config "$tmp/z2.cfg" --steps 2 --quiet \
     --report "$tmp/z2e.json"
 if python3 -c "
@@ -164,9 +217,13 @@ if [ $sanitized = yes ]; then
 fi
 
 # bad input: one line from memtrain, exit 2
-expect 2 "zero = 3 is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --steps 1
+expect 2 "zero = 3 with LoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --lora-rank 4 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
-has err "zero = 3 is not implemented in memtrain"
+has err "zero = 3 with LoRA or QLoRA is not implemented in memtrain"
+expect 2 "zero = 3 with QLoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --lora-rank 4 \
+    --quant nf4 --precision mixed-bf16 --steps 1
+if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
+has err "zero = 3 with LoRA or QLoRA is not implemented in memtrain"
 expect 2 "zero = 2 with LoRA is refused" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 2 --lora-rank 4 --steps 1
 if [ "$(grep -c '^memtrain: error' "$tmp/err")" = 1 ]; then ok "one error line, from rank 0"; else bad "error lines"; fi
 has err "zero = 2 with LoRA is not implemented in memtrain"
@@ -182,7 +239,7 @@ has err "launched as 1"
 
 # checkpoints of a data-parallel run: one shard per rank and a manifest; resume on the same
 # rank count continues bit-identically; a damaged, missing or foreign checkpoint is refused
-for zero in 0 1 2; do
+for zero in 0 1 2 3; do
     $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero --steps 6 --quiet --report "$tmp/full.json" \
         || bad "ZeRO-$zero: 6 steps"
     expect 0 "ZeRO-$zero: 3 steps with a checkpoint" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero $zero \
@@ -199,6 +256,20 @@ assert m['ranks'] == 2 and m['step'] == 3 and [s['file'] for s in m['shards']] =
 "; then ok "ZeRO-$zero, 2 ranks: resumed losses equal the uninterrupted run exactly; the manifest names both shards"
     else bad "ZeRO-$zero: resume of a 2-rank run is not bit-identical"; fi
 done
+# ZeRO-3 in fp16: each rank's state holds its 16-bit and master shards and the loss scaler
+$run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --precision mixed-fp16 --steps 6 --quiet --report "$tmp/full.json" \
+    || bad "ZeRO-3 fp16: 6 steps"
+expect 0 "ZeRO-3 fp16: 3 steps with a checkpoint" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 \
+    --precision mixed-fp16 --steps 3 --quiet --save "$tmp/ck3h" --report "$tmp/a.json"
+expect 0 "ZeRO-3 fp16: resumed to 6" -- $run -np 2 "$mt" --config "$tmp/small.cfg" --zero 3 --precision mixed-fp16 \
+    --steps 6 --quiet --resume "$tmp/ck3h" --report "$tmp/b.json"
+if python3 -c "
+import json
+full = json.load(open('$tmp/full.json'))['losses']
+a = json.load(open('$tmp/a.json'))['losses']; b = json.load(open('$tmp/b.json'))['losses']
+assert a + b == full, (a, b, full)
+"; then ok "ZeRO-3 fp16, 2 ranks: resumed losses equal the uninterrupted run exactly"
+else bad "ZeRO-3 fp16: resume is not bit-identical"; fi
 expect 0 "--save-every keeps the newest checkpoint's shards only" -- $run -np 2 "$mt" --config "$tmp/small.cfg" \
     --steps 4 --save-every 2 --quiet --save "$tmp/cke"
 if [ "$(ls "$tmp/cke" | grep -c '\.bin$')" = 2 ] && ls "$tmp/cke" | grep -q step00000004.rank1-of-2.bin; then

@@ -136,6 +136,10 @@ static void predict(const mt_config *c, pred *p)
     p->persist[MT_GRADIENTS] = P * n_train;
     if (c->zero == 2 && full_ft) /* ZeRO-2: one layer's gradients, the others', the fp32 shard (all: one rank) */
         p->persist[MT_GRADIENTS] = P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec)) + 4 * n_train;
+    if (c->zero >= 3 && full_ft) { /* ZeRO-3 (one rank): the shard (all), two layer slots, the outer weights */
+        p->persist[MT_GRADIENTS] = P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec)) + 4 * n_train;
+        p->persist[MT_WEIGHTS] = P * n_base + 2 * P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec));
+    }
     double n = n_train, blk = c->opt.block;
     switch (c->optimizer) {
     case MP_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
@@ -364,6 +368,22 @@ int main(void)
     c.ce = MP_CE_CHUNKED;
     c.optimizer = MP_ADAMW_8BIT;
     check_config(&c, "gpt2 zero=2 mixed-fp16 chunked adamw-8bit");
-    CHECK(nconf == 44, "%d configurations checked", nconf);
+    /* ZeRO-3 on one process: the shard is every parameter (and every master weight), plus the two
+     * layer slots and the outer weights */
+    base(&c, MT_GPT2);
+    c.zero = 3;
+    c.accum = 2;
+    check_config(&c, "gpt2 zero=3 accum=2 fp32");
+    base(&c, MT_LLAMA);
+    c.zero = 3;
+    c.checkpointing = MP_CKPT_FULL;
+    c.optimizer = MP_SGD_MOMENTUM;
+    check_config(&c, "llama zero=3 full-ckpt sgd-momentum fp32");
+    base(&c, MT_GPT2);
+    c.zero = 3;
+    c.precision = MP_MIXED_FP16;
+    c.ce = MP_CE_CHUNKED;
+    check_config(&c, "gpt2 zero=3 mixed-fp16 chunked");
+    CHECK(nconf == 47, "%d configurations checked", nconf);
     return check_summary();
 }

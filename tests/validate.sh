@@ -41,6 +41,7 @@ llama-lora-flash|$l --precision fp32 --lora-rank 4 --lora-targets q,v --attentio
 llama-qlora-8bit|$l --precision mixed-bf16 --lora-rank 4 --quant nf4-dq --optimizer adamw-8bit --ce chunked --ce-chunk 16
 gpt2-dp2-zero1-bf16|$g --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 1 MPI
 gpt2-dp2-zero2-fp32|$g --precision fp32 --optimizer adamw --gpus 2 --zero 2 MPI
+gpt2-dp2-zero3-fp32|$g --precision fp32 --optimizer adamw --gpus 2 --zero 3 MPI
 EOC
 else
 cat > "$tmp/configs" <<EOC
@@ -72,6 +73,10 @@ llama-dp2-zero1-lora|$Lm --precision fp32 --optimizer adamw --lora-rank 8 --lora
 gpt2-dp2-zero2-fp32|$G --precision fp32 --optimizer adamw --gpus 2 --zero 2 MPI
 gpt2-dp4-zero2-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 4 --zero 2 MPI
 llama-dp4-zero2-fp16-accum|$Lm --precision mixed-fp16 --optimizer adamw --accum 2 --gpus 4 --zero 2 MPI
+gpt2-dp2-zero3-fp32|$G --precision fp32 --optimizer adamw --gpus 2 --zero 3 MPI
+gpt2-dp4-zero3-fp32|$G --precision fp32 --optimizer adamw --gpus 4 --zero 3 MPI
+gpt2-dp2-zero3-bf16|$G --precision mixed-bf16 --optimizer adamw --gpus 2 --zero 3 MPI
+llama-dp4-zero3-ckpt-accum|$Lm --precision fp32 --optimizer adamw --checkpointing full --accum 2 --gpus 4 --zero 3 MPI
 EOC
 fi
 

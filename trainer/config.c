@@ -80,13 +80,13 @@ int mt_config_finish(mt_config *c, char *err)
         return FAIL("vocab (%d) must be at most 65536 (tokens are stored as uint16)", c->vocab);
     if (c->batch < 1 || c->seq < 1 || c->accum < 1)
         return FAIL("batch, seq and accum must be positive");
-    if (c->zero == 3)
-        return FAIL("zero = 3 is not implemented in memtrain (it implements ZeRO stages 0, 1 and 2)");
-    if (c->ranks < 1 || c->rank < 0 || c->rank >= c->ranks || c->zero < 0 || c->zero > 2)
-        return FAIL("rank %d of %d ranks with zero = %d: memtrain implements ZeRO stages 0, 1 and 2", c->rank,
+    if (c->ranks < 1 || c->rank < 0 || c->rank >= c->ranks || c->zero < 0 || c->zero > 3)
+        return FAIL("rank %d of %d ranks with zero = %d: memtrain implements ZeRO stages 0 to 3", c->rank,
                     c->ranks, c->zero);
     if (c->zero == 2 && c->lora_rank)
         return FAIL("zero = 2 with LoRA is not implemented in memtrain (ZeRO-2 shards full fine-tuning's gradients)");
+    if (c->zero == 3 && (c->lora_rank || c->quant != MP_QUANT_NONE))
+        return FAIL("zero = 3 with LoRA or QLoRA is not implemented in memtrain (ZeRO-3 shards full fine-tuning's parameters)");
     if (!c->max_pos)
         c->max_pos = c->seq;
     if (c->family == MT_GPT2 && c->seq > c->max_pos)

@@ -66,7 +66,8 @@ typedef struct mt_config {
     /* data parallel: this process's rank of `ranks` (set by the launcher, not a key) */
     int rank, ranks;
     int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1); 2: and the
-                          gradients, reduce-scattered layer by layer (ZeRO-2, full fine-tuning) */
+                          gradients, reduce-scattered layer by layer (ZeRO-2, full fine-tuning);
+                          3: and the parameters, gathered layer by layer (ZeRO-3) */
     /* misc */
     uint64_t seed;
     float init_std;    /* default 0.02 */

@@ -122,7 +122,7 @@ const mp_opt *mt_config_keys(void)
     keys[n++] = setting_key("quant", K(c.quant), 0, &quant_values);
     keys[n++] = setting_key("loader", K(c.loader), 0, &loader_values);
     keys[n++] = setting_key("shuffle-buffer", K(c.shuffle_buffer), 1 << 24, NULL);
-    keys[n++] = setting_key("zero", K(c.zero), 3, NULL); /* 3: refused by mt_config_finish */
+    keys[n++] = setting_key("zero", K(c.zero), 3, NULL);
     for (int i = 9; own_keys[i].name; i++) keys[n++] = own_keys[i];
     return keys;
 }

@@ -156,6 +156,38 @@ int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
     return rc == MPI_SUCCESS ? 0 : mpi_failed("all-gather of the parameters", rc);
 }
 
+int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, size_t total, void *dst,
+                         size_t chunk)
+{
+    int rank = 0, ranks = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    size_t es = mt_dtype_size(dt), my_lo, my_n, step = chunk < (size_t)INT_MAX / es ? chunk : (size_t)INT_MAX / es;
+    if (!step) step = 1;
+    int *counts = mt_alloc_n(MT_OTHER, (size_t)ranks * 2, sizeof(int));
+    if (!counts) return -1;
+    int *displs = counts + ranks;
+    mt_dist_shard(total, rank, ranks, &my_lo, &my_n);
+    int rc = MPI_SUCCESS;
+    for (size_t c = 0; c < n && rc == MPI_SUCCESS; c += step) {
+        size_t k = n - c < step ? n - c : step, a = off + c, b = a + k, at = 0;
+        for (int r = 0; r < ranks; r++) {
+            size_t lo, cnt;
+            mt_dist_shard(total, r, ranks, &lo, &cnt);
+            size_t x = a > lo ? a : lo, y = b < lo + cnt ? b : lo + cnt;
+            size_t got = x < y ? y - x : 0;
+            counts[r] = (int)(got * es), displs[r] = (int)(at * es);
+            at += got;
+        }
+        size_t x = a > my_lo ? a : my_lo;
+        const char *mine = counts[rank] ? (const char *)shard + (x - my_lo) * es : (const char *)shard;
+        rc = MPI_Allgatherv(mine, counts[rank], MPI_BYTE, (char *)dst + c * es, counts, displs, MPI_BYTE,
+                            MPI_COMM_WORLD);
+    }
+    mt_free(counts);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed("all-gather of a layer's parameters", rc);
+}
+
 double mt_dist_sum(double v)
 {
     double sum = v;
@@ -195,6 +227,13 @@ int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_
     (void)total, (void)bucket, (void)bucket_n;
     for (size_t i = 0; i < n; i++)
         acc[off + i] += mt_load1(g, dt, i);
+    return 0;
+}
+int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, size_t total, void *dst,
+                         size_t chunk)
+{
+    (void)total, (void)chunk;
+    memcpy(dst, (const char *)shard + off * mt_dtype_size(dt), n * mt_dtype_size(dt));
     return 0;
 }
 double mt_dist_sum(double v) { return v; }

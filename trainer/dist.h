@@ -45,6 +45,14 @@ int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_
 /* Every rank's shard of `w` (n elements of dt, split by mt_dist_shard) to all,
  * in place. */
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks);
+/* ZeRO-3: the elements [off, off + n) of a vector of `total` elements (dt)
+ * sharded over the ranks by mt_dist_shard, each rank holding its shard in
+ * `shard` (shard[0] is element lo), gathered into `dst` (n elements) on every
+ * rank. One MPI_Allgatherv per chunk of at most `chunk` elements (the shards
+ * are contiguous and in rank order, so each rank's overlap lands after the
+ * previous rank's). Without MPI: a copy from the (whole) shard. */
+int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, size_t total, void *dst,
+                         size_t chunk);
 /* Sum of one value over the ranks. */
 double mt_dist_sum(double v);
 /* Gather `len` bytes from every rank into `all` (ranks x len) on rank 0. */

@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "ce.h"
+#include "dist.h"
 #include "model_buffers.h"
 #include "ops.h"
 
@@ -55,7 +56,7 @@ static void stage_vecs(const mt_model *m, size_t l, const int *ts, size_t nts, l
         if (!n) {
             w->v[t] = NULL;
         } else if (!m->mixed) {
-            w->v[t] = (const float *)m->params + pcopy_off(m, t, l);
+            w->v[t] = (const float *)pw(m, t, l).p;
         } else {
             mt_to_f32(m->wvec + m->vec_off[t], pw(m, t, l).p, m->pdt, n);
             w->v[t] = m->wvec + m->vec_off[t];
@@ -130,11 +131,76 @@ static int grads_hand_over(mt_model *m, size_t l, const int *ts, size_t nts, voi
     return rc;
 }
 
+/* ---------- ZeRO-3: gathering the weights ---------- */
+
+void mt_model_params_changed(mt_model *m)
+{
+    for (size_t s = 0; s <= MEMTRAIN_PREFETCH; s++)
+        m->wheld[s] = SIZE_MAX;
+    m->outer_held = false;
+}
+
+/* Tensor t of layer l (the flat elements [pcopy_off, + per_layer)) from the
+ * ranks' shards into where pw() finds it. */
+static int gather_tensor(mt_model *m, int t, size_t l)
+{
+    size_t n = m->info[t].per_layer, off = pcopy_off(m, t, l);
+    void *dst = gathered_w(m, t, l);
+    if (!n)
+        return 0;
+    if (m->cfg.ranks < 2) { /* one process: the shard is every parameter */
+        memcpy(dst, (char *)m->pshard + off * psz(m), n * psz(m));
+        return 0;
+    }
+    return mt_dist_gather_range(m->pshard, m->pdt, off, n, m->nbase, dst, MEMTRAIN_RS_BUCKET);
+}
+
 static const int layer_tensors[] = {MT_P_LN1W, MT_P_LN1B, MT_P_WQKV, MT_P_BQKV, MT_P_WO,   MT_P_BO,
                                     MT_P_LN2W, MT_P_LN2B, MT_P_WFC,  MT_P_BFC,  MT_P_WPROJ, MT_P_BPROJ};
 static const int outer_tensors[] = {MT_P_WTE, MT_P_WPE, MT_P_LNFW, MT_P_LNFB, MT_P_HEAD};
 #define NLAYER_TENSORS (sizeof layer_tensors / sizeof layer_tensors[0])
 #define NOUTER_TENSORS (sizeof outer_tensors / sizeof outer_tensors[0])
+
+/* Layer l's weights into its slot, unless the slot holds them already (every
+ * rank calls this in the same order: the schedule does not depend on data). */
+static int gather_layer(mt_model *m, size_t l)
+{
+    size_t slot = l % (MEMTRAIN_PREFETCH + 1);
+    if (!m->zero3 || l >= m->d.L || m->wheld[slot] == l)
+        return 0;
+    m->wheld[slot] = SIZE_MAX;
+    for (size_t i = 0; i < NLAYER_TENSORS; i++)
+        if (gather_tensor(m, layer_tensors[i], l) != 0)
+            return -1;
+    m->wheld[slot] = l;
+    return 0;
+}
+
+/* Layer l's weights in use, and the next MEMTRAIN_PREFETCH layers (`dir` +1:
+ * forward, -1: backward) gathered ahead into the other slots. */
+static int gather_ahead(mt_model *m, size_t l, int dir)
+{
+    if (gather_layer(m, l) != 0)
+        return -1;
+    for (size_t k = 1; k <= MEMTRAIN_PREFETCH; k++) {
+        if (dir < 0 && k > l)
+            break;
+        if (gather_layer(m, dir > 0 ? l + k : l - k) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int gather_outer(mt_model *m)
+{
+    if (!m->zero3 || m->outer_held)
+        return 0;
+    for (size_t i = 0; i < NOUTER_TENSORS; i++)
+        if (gather_tensor(m, outer_tensors[i], 0) != 0)
+            return -1;
+    m->outer_held = true;
+    return 0;
+}
 
 void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx)
 {
@@ -414,6 +480,9 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
             goto fail;
         }
 
+    /* ZeRO-3: the embeddings', final norm's and head's weights, and layer 0's */
+    if (gather_outer(m) != 0 || gather_ahead(m, 0, +1) != 0)
+        goto fail;
     /* embeddings: res[0] (N,C) */
     m->res[0] = mt_row_alloc(&inv, MEMTRAIN_RES);
     if (!m->res[0])
@@ -425,7 +494,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         mt_from_f32(m->res[0], m->adt, x, N * C);
 
     for (size_t l = 0; l < d->L; l++) {
-        if (alloc_layer(m, &inv, l) != 0)
+        if (alloc_layer(m, &inv, l) != 0 || gather_ahead(m, l, +1) != 0)
             goto fail;
         layer_w w;
         layer_a a;
@@ -528,6 +597,10 @@ int mt_model_backward(mt_model *m)
         layer_w w;
         layer_g g;
         layer_a a;
+        if (gather_ahead(m, l, -1) != 0) { /* ZeRO-3: gathered again unless still in its slot */
+            mt_model_release(m);
+            return -1;
+        }
         layer_weights(m, l, &w);
         grads_begin(m, l, layer_vecs, NLAYER_VECS, &g);
         float *x = m->res[l];

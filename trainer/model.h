@@ -110,6 +110,9 @@ void mt_model_zero_grad(mt_model *m);
  * after that layer, and the other gradients at its end. Without a sink they are
  * dropped. */
 void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx);
+/* ZeRO-3 (zero = 3): the parameters' shard changed (an update, a load): the
+ * next forward gathers every layer's weights again. */
+void mt_model_params_changed(mt_model *m);
 
 /* The trainable parameters as one flat group (base model, or the LoRA
  * adapters when lora_rank > 0). */

@@ -33,6 +33,7 @@ void mt_model_inventory(const mt_model *m, memtrain_dims *v)
     v->quant = c->quant, v->loader = c->loader;
     v->shuffle_buffer = (size_t)c->shuffle_buffer;
     v->zero = c->zero; /* ZeRO-2: the layer slot instead of every gradient */
+    v->ranks = (size_t)c->ranks; /* ZeRO-3: the parameters' shard */
     memtrain_dims_finish(v);
 }
 
@@ -46,6 +47,8 @@ typedef struct row_field {
 #define ZEROED_IN(field) {true, true, offsetof(mt_model, field)}
 static const row_field row_fields[MEMTRAIN_NROWS] = {
     [MEMTRAIN_PARAMS] = KEPT_IN(params),     [MEMTRAIN_MASTER] = KEPT_IN(master),
+    [MEMTRAIN_PARAM_SHARD] = ZEROED_IN(pshard), [MEMTRAIN_PARAM_LAYER] = KEPT_IN(wslots),
+    [MEMTRAIN_PARAM_OUTER] = KEPT_IN(wouter), [MEMTRAIN_MASTER_SHARD] = ZEROED_IN(mshard),
     [MEMTRAIN_GRADS] = ZEROED_IN(grads),     [MEMTRAIN_NF4] = ZEROED_IN(nf4),
     [MEMTRAIN_GRAD_LAYER] = ZEROED_IN(glayer), [MEMTRAIN_GRAD_OUTER] = ZEROED_IN(gouter),
     [MEMTRAIN_DEQ] = KEPT_IN(deq),           [MEMTRAIN_LW] = KEPT_IN(lw),

@@ -5,7 +5,10 @@
 #ifndef MT_MODEL_IMPL_H
 #define MT_MODEL_IMPL_H
 
+#include <stdint.h>
+
 #include "attention.h"
+#include "memtrain_inventory.h"
 #include "model.h"
 #include "optim.h"
 #include "quant.h"
@@ -34,8 +37,20 @@ struct mt_model {
     mt_param_info info[MT_NPARAM];
     size_t poff[MT_NPARAM]; /* element offset in `params` */
     size_t nbase;         /* elements in `params` */
-    void *params;         /* MT_WEIGHTS */
-    float *master;        /* MT_MASTER (mixed, full fine-tuning) */
+    void *params;         /* MT_WEIGHTS (not ZeRO-3) */
+    /* ZeRO-3 (MT_WEIGHTS): this rank's shard [plo, plo + pn) of the flat parameters
+     * (the only copy it updates and saves), the layer slots each layer's weights
+     * are all-gathered into before its forward and its backward (layer l in slot
+     * l mod (MEMTRAIN_PREFETCH + 1); wheld: the layer a slot holds, SIZE_MAX none)
+     * and the embeddings', final norm's and head's weights (gathered once after
+     * every change of the parameters, kept for the step) */
+    bool zero3;
+    void *pshard, *wslots, *wouter;
+    float *mshard;        /* MT_MASTER: the master weights' shard (mixed precision) */
+    size_t plo, pn;
+    size_t wheld[MEMTRAIN_PREFETCH + 1];
+    bool outer_held;
+    float *master;        /* MT_MASTER (mixed, full fine-tuning, not ZeRO-3) */
     void *grads;          /* MT_GRADIENTS (full fine-tuning without ZeRO-2) */
     /* ZeRO-2 (MT_GRADIENTS): one layer's gradients, every layer's backward writes
      * them and hands them to the sink, and the embeddings', final norm's and
@@ -116,14 +131,25 @@ static inline size_t pcopy_off(const mt_model *m, int t, size_t l)
     return m->poff[t] + l * m->info[t].per_layer;
 }
 
+static inline bool layer_tensor(int t) { return t >= MT_P_LN1W && t <= MT_P_BPROJ; }
+
+/* ZeRO-3: where tensor t of layer l is gathered (its layer slot, or the outer buffer) */
+static inline void *gathered_w(const mt_model *m, int t, size_t l)
+{
+    if (!layer_tensor(t))
+        return (char *)m->wouter + m->goff[t] * psz(m);
+    size_t slot = l % (MEMTRAIN_PREFETCH + 1);
+    return (char *)m->wslots + (slot * m->nlayer_g + m->goff[t]) * psz(m);
+}
+
 static inline mt_wref pw(const mt_model *m, int t, size_t l)
 {
     if (!m->info[t].per_layer)
         return mt_w(NULL, m->pdt);
+    if (m->zero3)
+        return mt_w(gathered_w(m, t, l), m->pdt);
     return mt_w((char *)m->params + pcopy_off(m, t, l) * psz(m), m->pdt);
 }
-
-static inline bool layer_tensor(int t) { return t >= MT_P_LN1W && t <= MT_P_BPROJ; }
 
 static inline mt_gref pg(const mt_model *m, int t, size_t l)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "dist.h"
 #include "model_buffers.h"
 #include "ops.h"
 #include "rng.h"
@@ -90,7 +91,16 @@ static int init_params(mt_model *m)
                 }
                 if (m->master)
                     memcpy(m->master + base + i0, st.buf, n * sizeof(float));
-                mt_from_f32((char *)m->params + (base + i0) * psz(m), m->pdt, st.buf, n);
+                if (m->zero3) { /* this rank's part of the chunk only */
+                    size_t a = base + i0, b = a + n, x = a > m->plo ? a : m->plo;
+                    size_t y = b < m->plo + m->pn ? b : m->plo + m->pn;
+                    if (x < y)
+                        mt_from_f32((char *)m->pshard + (x - m->plo) * psz(m), m->pdt, st.buf + (x - a), y - x);
+                    if (x < y && m->mshard)
+                        memcpy(m->mshard + (x - m->plo), st.buf + (x - a), (y - x) * sizeof(float));
+                } else {
+                    mt_from_f32((char *)m->params + (base + i0) * psz(m), m->pdt, st.buf, n);
+                }
             }
         }
     }
@@ -229,10 +239,15 @@ static int check_layout(const mt_model *m, const memtrain_dims *inv)
 {
     mt_attn_dims ad = attn_dims(m);
     size_t attn = mt_attn_ws_floats(&ad, m->cfg.attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
+    size_t ranks = m->cfg.ranks > 1 ? (size_t)m->cfg.ranks : 1;
     const struct {
         int row;
         size_t want;
-    } need[] = {{MEMTRAIN_PARAMS, m->nbase},
+    } need[] = {{MEMTRAIN_PARAMS, m->zero3 ? 0 : m->nbase},
+                {MEMTRAIN_PARAM_SHARD, m->zero3 ? (m->nbase + ranks - 1) / ranks : 0},
+                {MEMTRAIN_PARAM_LAYER, m->zero3 ? (MEMTRAIN_PREFETCH + 1) * m->nlayer_g : 0},
+                {MEMTRAIN_PARAM_OUTER, m->zero3 ? m->nouter_g : 0},
+                {MEMTRAIN_MASTER_SHARD, m->zero3 && m->mixed ? (m->nbase + ranks - 1) / ranks : 0},
                 {MEMTRAIN_DEQ, m->qlora ? m->qn : 0},
                 {MEMTRAIN_LW, m->nlora},
                 {MEMTRAIN_LORA_U, m->lora.n ? m->d.N * m->d.r : 0},
@@ -245,7 +260,8 @@ static int check_layout(const mt_model *m, const memtrain_dims *inv)
                             memtrain_rows[need[i].row].name, memtrain_elems(inv, need[i].row),
                             need[i].want);
     if (memtrain_copies(inv, MEMTRAIN_LORA_U) != (size_t)m->lora.n ||
-        memtrain_alloc_bytes(inv, MEMTRAIN_PARAMS) != m->nbase * psz(m))
+        memtrain_alloc_bytes(inv, m->zero3 ? MEMTRAIN_PARAM_OUTER : MEMTRAIN_PARAMS) !=
+            (m->zero3 ? m->nouter_g : m->nbase) * psz(m))
         return mt_error("model: the inventory's LoRA modules or storage type differ from the model's");
     return 0;
 }
@@ -280,12 +296,17 @@ int mt_model_create(const mt_config *c, mt_model **out)
                                                     : MT_F32;
     m->qlora = c->quant != MP_QUANT_NONE;
     m->base_trainable = c->lora_rank == 0;
+    m->zero3 = c->zero >= 3 && m->base_trainable;
     mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
     m->nlora = d->L * m->lora.per_layer;
     memtrain_dims inv;
     mt_model_inventory(m, &inv);
     param_table(m);
+    m->plo = 0, m->pn = m->nbase;
+    if (m->zero3)
+        mt_dist_shard(m->nbase, c->rank, c->ranks > 1 ? c->ranks : 1, &m->plo, &m->pn);
+    mt_model_params_changed(m);
     slot_policy(m, &inv);
     if (check_layout(m, &inv) != 0 || mt_model_alloc_buffers(m, &inv) != 0)
         goto fail;
@@ -327,7 +348,9 @@ void mt_model_trainable(mt_model *m, mt_group *g)
     if (m->nlora) {
         *g = (mt_group){m->nlora, m->lw, m->lmaster, m->lgrad, m->pdt, &m->lseg, 1};
     } else {
-        *g = (mt_group){m->nbase, m->params, m->master, m->grads, m->pdt, m->segs, m->nsegs};
+        /* ZeRO-3: w is this rank's shard, [plo, plo + pn) of the n */
+        *g = (mt_group){m->nbase, m->zero3 ? m->pshard : m->params, m->zero3 ? m->mshard : m->master,
+                        m->grads, m->pdt, m->segs, m->nsegs};
     }
 }
 
@@ -345,6 +368,10 @@ float mt_model_param_get(const mt_model *m, int t, size_t i)
             k++;
         return mt_nf4_get(&m->nf4[l], m->qoff[k] + j);
     }
+    if (m->zero3) { /* ZeRO-3: this rank's shard only (0 outside it) */
+        size_t e = m->poff[t] + i;
+        return e >= m->plo && e < m->plo + m->pn ? mt_load1(m->pshard, m->pdt, e - m->plo) : 0.0f;
+    }
     return mt_load1(m->params, m->pdt, m->poff[t] + i);
 }
 
@@ -352,6 +379,15 @@ void mt_model_param_set(mt_model *m, int t, size_t i, float v)
 {
     if (m->qlora && m->info[t].linear)
         return;
+    if (m->zero3) { /* ZeRO-3: this rank's shard only */
+        size_t e = m->poff[t] + i;
+        if (e >= m->plo && e < m->plo + m->pn)
+            mt_store1(m->pshard, m->pdt, e - m->plo, v);
+        if (e >= m->plo && e < m->plo + m->pn && m->mshard)
+            m->mshard[e - m->plo] = v;
+        mt_model_params_changed(m);
+        return;
+    }
     mt_store1(m->params, m->pdt, m->poff[t] + i, v);
     if (m->master)
         m->master[m->poff[t] + i] = v;
@@ -388,9 +424,11 @@ size_t mt_model_ntrainable(const mt_model *m) { return m->nlora ? m->nlora : m->
 
 size_t mt_model_state_size(const mt_model *m)
 {
-    size_t P = psz(m), n = m->nbase * P + m->nlora * P;
+    size_t P = psz(m), n = m->pn * P + m->nlora * P; /* pn: nbase, or ZeRO-3's shard */
     if (m->master)
         n += m->nbase * sizeof(float);
+    if (m->mshard)
+        n += m->pn * sizeof(float);
     if (m->lmaster)
         n += m->nlora * sizeof(float);
     for (size_t l = 0; m->nf4 && l < m->d.L; l++)
@@ -401,11 +439,15 @@ size_t mt_model_state_size(const mt_model *m)
 void mt_model_state_save(const mt_model *m, uint8_t *buf)
 {
     size_t P = psz(m);
-    memcpy(buf, m->params, m->nbase * P);
-    buf += m->nbase * P;
+    memcpy(buf, m->zero3 ? m->pshard : m->params, m->pn * P);
+    buf += m->pn * P;
     if (m->master) {
         memcpy(buf, m->master, m->nbase * sizeof(float));
         buf += m->nbase * sizeof(float);
+    }
+    if (m->mshard) {
+        memcpy(buf, m->mshard, m->pn * sizeof(float));
+        buf += m->pn * sizeof(float);
     }
     if (m->nlora) {
         memcpy(buf, m->lw, m->nlora * P);
@@ -424,11 +466,16 @@ void mt_model_state_save(const mt_model *m, uint8_t *buf)
 void mt_model_state_load(mt_model *m, const uint8_t *buf)
 {
     size_t P = psz(m);
-    memcpy(m->params, buf, m->nbase * P);
-    buf += m->nbase * P;
+    memcpy(m->zero3 ? m->pshard : m->params, buf, m->pn * P);
+    buf += m->pn * P;
+    mt_model_params_changed(m);
     if (m->master) {
         memcpy(m->master, buf, m->nbase * sizeof(float));
         buf += m->nbase * sizeof(float);
+    }
+    if (m->mshard) {
+        memcpy(m->mshard, buf, m->pn * sizeof(float));
+        buf += m->pn * sizeof(float);
     }
     if (m->nlora) {
         memcpy(m->lw, buf, m->nlora * P);

@@ -196,8 +196,9 @@ void mt_trainer_free(mt_trainer *t)
     mt_free(t);
 }
 
-/* The update: this rank's shard (all of it unless ZeRO-1 or 2), from the
- * gradients' shard under ZeRO-2, then every rank's updated shard to all.
+/* The update: this rank's shard (all of it unless ZeRO-1, 2 or 3), from the
+ * gradients' shard under ZeRO-2 and 3, then every rank's updated shard to all
+ * (not under ZeRO-3: each rank keeps its shard of the parameters only).
  * Gradients end zeroed. */
 static int update(mt_trainer *t, const mt_group *g, float scale)
 {
@@ -205,6 +206,13 @@ static int update(mt_trainer *t, const mt_group *g, float scale)
     float *w = g->master ? g->master : (float *)g->w;
     char *w16 = g->master ? (char *)g->w + lo * es : NULL;
     bool whole = t->shard_n == g->n;
+    if (t->cfg.zero >= 3) { /* ZeRO-3: g->w is the shard; the next forward gathers the layers */
+        /* mixed precision: the master shard, and the 16-bit shard from it */
+        mt_optim_step(&t->opt, g->master ? g->master : (float *)g->w, t->gshard, MT_F32, 1.0f / scale,
+                      g->master ? g->w : NULL, g->dt, true);
+        mt_model_params_changed(t->model);
+        return 0;
+    }
     if (t->gshard)
         mt_optim_step(&t->opt, w + lo, t->gshard, MT_F32, 1.0f / scale, w16, g->dt, true);
     else

@@ -29,7 +29,7 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "loader = %s\nshuffle-buffer = %lld\n", mp_loader_name(s->loader),
         (long long)s->shuffle_buffer);
     /* data parallel: batch is per rank; the rank count is the launcher's (memtrain
-     * implements ZeRO 0, 1 and 2, and refuses a higher stage with its reason) */
+     * implements ZeRO 0 to 3, and refuses what it does not run with its reason) */
     if (s->gpus > 1)
         sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\nranks = %lld\n",
             (long long)s->gpus, s->zero, (long long)s->gpus);
