@@ -324,6 +324,8 @@ const mp_optimizer_desc *mp_optimizer_desc_of(mp_optimizer o);
 const mp_ckpt_desc *mp_ckpt_desc_of(mp_ckpt c);
 const mp_attention_desc *mp_attention_desc_of(mp_attention a);
 const mp_quant_desc *mp_quant_desc_of(mp_quant q);
+/* 16-bit weights trained with no fp32 master copy (pure-bf16). */
+bool mp_precision_pure16(const mp_precision_desc *pd);
 const mp_offload_desc *mp_offload_desc_of(mp_offload o);
 const mp_loader_desc *mp_loader_desc_of(mp_loader l);
 /* The i-th value's common row, NULL past the end: for listing choices. */
@@ -432,8 +434,8 @@ const char *mp_speed_error_note(void);
 
 /* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
-/* Whether the plan runs under DeepSpeed: ZeRO-Offload is DeepSpeed's, and the
- * deepspeed profile shards with it; the estimate then counts DeepSpeed's
+/* Whether the plan runs under DeepSpeed: ZeRO-Offload is DeepSpeed's, and a
+ * profile with DeepSpeed's reduce bucket (the deepspeed profile) shards with it; the estimate then counts DeepSpeed's
  * buckets whatever the framework profile. */
 bool mp_runs_deepspeed(const mp_settings *s);
 /* DeepSpeed's reduce_bucket_size and allgather_bucket_size default, in elements

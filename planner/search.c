@@ -45,7 +45,7 @@
 static int reduced_numerics(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    return mp_optimizer_desc_of(s->optimizer)->eight_bit + (pd->stored_bytes == 2 && !pd->master_copy);
+    return mp_optimizer_desc_of(s->optimizer)->eight_bit + mp_precision_pure16(pd);
 }
 
 /* Rule 7's moving parts, most weighty first: on a speed tie the plan with
@@ -61,7 +61,7 @@ static void moving_parts(const mp_settings *s, int parts[NPARTS])
     parts[1] = od->eight_bit;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     parts[2] = od->paged;
-    parts[3] = pd->stored_bytes == 2 && !pd->master_copy;
+    parts[3] = mp_precision_pure16(pd);
     parts[4] = s->checkpointing != MP_CKPT_NONE;
     parts[5] = s->ce == MP_CE_CHUNKED;
     parts[6] = pd->loss_scaling;
@@ -287,7 +287,7 @@ static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opt
     /* autocast only where the stack runs it (DeepSpeed keeps 16-bit weights and masters) */
     if (pd->autocast && !settings_framework(s)->amp && !(pin & MP_PIN_PRECISION)) return true;
     /* 16-bit weights without a master copy only where the stack trains them so */
-    if (pd->stored_bytes == 2 && !pd->master_copy && !settings_framework(s)->pure16 && !(pin & MP_PIN_PRECISION))
+    if (mp_precision_pure16(pd) && !settings_framework(s)->pure16 && !(pin & MP_PIN_PRECISION))
         return true;
     if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) && pd->same_memory_as != s->precision)
         return true;

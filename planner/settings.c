@@ -25,7 +25,8 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
 
 bool mp_runs_deepspeed(const mp_settings *s)
 {
-    bool ds_profile = s->framework && !strcmp(s->framework->name, "deepspeed");
+    /* a profile that reduces through DeepSpeed's buckets shards with DeepSpeed */
+    bool ds_profile = settings_framework(s)->zero_reduce_bucket > 0;
     return s->offload != MP_OFFLOAD_NONE || (ds_profile && (s->gpus > 1 || s->zero > 0));
 }
 

@@ -186,6 +186,8 @@ PLAIN_VOCABULARY(mp_ce, ce, ces)
 PLAIN_VOCABULARY(mp_task, task, tasks)
 PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
 
+bool mp_precision_pure16(const mp_precision_desc *pd) { return pd->stored_bytes == 2 && !pd->master_copy; }
+
 const char *mp_component_name(int c) { return c >= 0 && c < N(component_names) ? component_names[c] : "?"; }
 
 int mp_value_index(const mp_value *(*value_at)(int), const char *s)

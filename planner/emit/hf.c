@@ -37,7 +37,7 @@ static const char *quant_packages(const mp_settings *s)
 static hf_precision hf_precision_of(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    hf_precision p = {.flag = pd->hf_flag, .pure = pd->stored_bytes == 2 && !pd->master_copy};
+    hf_precision p = {.flag = pd->hf_flag, .pure = mp_precision_pure16(pd)};
     p.compute = pd->needs_bf16 ? "torch.bfloat16" : "torch.float16";
     /* Trainable weights load in fp32 (autocast does the 16-bit math; PyTorch's
      * scaler refuses fp16 trainable weights), in bf16 only for pure bf16. A
