@@ -305,6 +305,7 @@ typedef struct mp_quant_desc {
     bool double_quant;        /* bnb_4bit_use_double_quant */
     bool stored_only;         /* only as a pre-quantised checkpoint stores it: never searched */
     const char *quant_method; /* transformers' quantization_config quant_method */
+    const char *hf_packages;  /* what transformers needs installed to load it */
 } mp_quant_desc;
 
 typedef struct mp_offload_desc {

@@ -245,7 +245,10 @@ static void space_batches(space *sp, const mp_settings *base, const mp_search_op
     int64_t maxb = o->max_batch > 0 ? o->max_batch : 64;
     if (o->global_batch > 0 && o->global_batch / sp->dp < maxb) maxb = o->global_batch / sp->dp;
     if (maxb < 1) maxb = 1;
-    for (int64_t b = 1; b <= maxb && sp->nb < 16; b *= 2) sp->batches[sp->nb++] = b;
+    for (int64_t b = 1; b <= maxb && sp->nb < 16; b *= 2)
+        /* a global batch splits into whole micro-batches on every rank */
+        if (o->global_batch <= 0 || (o->pinned & MP_PIN_ACCUM) || o->global_batch % (b * sp->dp) == 0)
+            sp->batches[sp->nb++] = b;
 }
 
 static int space_build(space *sp, const mp_settings *base, const mp_search_opts *o, char *err)
@@ -306,8 +309,6 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
     char e2[MP_ERR_LEN];
     for (int bi = 0; bi < sp->nb; bi++) {
         s->batch = sp->batches[bi];
-        /* a global batch splits into whole micro-batches on every rank */
-        if (o->global_batch > 0 && !(o->pinned & MP_PIN_ACCUM) && o->global_batch % (s->batch * sp->dp)) continue;
         if (!(o->pinned & MP_PIN_ACCUM))
             s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
         mp_estimate e;

@@ -88,15 +88,18 @@ static const mp_attention_desc attentions[MP_NATTN] = {
 static const mp_quant_desc quants[MP_NQUANT] = {
     [MP_QUANT_NONE] = {{"none", NULL, "a 16/32-bit base", true}},
     [MP_QUANT_INT8] = {{"int8", NULL, "LLM.int8 base (bitsandbytes load_in_8bit)", false}, .bits = 8,
-                       .quant_method = "bitsandbytes"},
+                       .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes"},
     [MP_QUANT_NF4] = {{"nf4", NULL, "4-bit NormalFloat base (QLoRA)", true}, .bits = 4,
-                      .quant_method = "bitsandbytes"},
+                      .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes"},
     [MP_QUANT_NF4_DQ] = {{"nf4-dq", NULL, "NF4 with double-quantised scales (QLoRA)", true},
-                         .bits = 4, .double_quant = true, .quant_method = "bitsandbytes"},
+                         .bits = 4, .double_quant = true, .quant_method = "bitsandbytes",
+                         .hf_packages = "bitsandbytes"},
     [MP_QUANT_GPTQ] = {{"gptq", NULL, "a GPTQ checkpoint's base, as stored (--hf-config with its quantization_config)",
-                        false}, .bits = 4, .stored_only = true, .quant_method = "gptq"},
+                        false}, .bits = 4, .stored_only = true, .quant_method = "gptq",
+                       .hf_packages = "optimum, gptqmodel or auto-gptq"},
     [MP_QUANT_AWQ] = {{"awq", NULL, "an AWQ checkpoint's base, as stored (--hf-config with its quantization_config)",
-                       false}, .bits = 4, .stored_only = true, .quant_method = "awq"},
+                       false}, .bits = 4, .stored_only = true, .quant_method = "awq",
+                      .hf_packages = "autoawq"},
 };
 
 static const mp_offload_desc offloads[MP_NOFFLOAD] = {

@@ -23,17 +23,6 @@ static bool quantised_at_load(const mp_model *m, const mp_settings *s)
     return s->quant != MP_QUANT_NONE && m->stored_quant == MP_QUANT_NONE;
 }
 
-/* What train.py needs installed for a quantised base: transformers loads
- * GPTQ through optimum and a GPTQ kernel package, AWQ through autoawq. */
-static const char *quant_packages(const mp_settings *s)
-{
-    const char *method = mp_quant_desc_of(s->quant)->quant_method;
-    if (!method) return "";
-    if (!strcmp(method, "gptq")) return ", optimum, gptqmodel or auto-gptq";
-    if (!strcmp(method, "awq")) return ", autoawq";
-    return ", bitsandbytes";
-}
-
 static hf_precision hf_precision_of(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
@@ -110,8 +99,9 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     if (!f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", m->family);
-    sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s).\n\n",
-             s->lora_rank ? ", peft" : "", quant_packages(s));
+    const char *pkgs = mp_quant_desc_of(s->quant)->hf_packages; /* what loading its base needs */
+    sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s%s).\n\n",
+             s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "");
 }
 
 static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
