@@ -514,6 +514,10 @@ typedef struct mp_search_result {
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */
 /* Why `alt` ranks below `best` in a search ranked with prefer_speed: the rule
  * that decided, and by how much, into buf (one line). */
+/* A fitting plan's place in the ranking's groups (the optimizer family, offload,
+ * the kind of training, reduced numerics: search.c's rules 2 to 5), smaller first;
+ * speed and simplicity decide within a group. */
+int mp_rank_group(const mp_candidate *k, bool prefer_speed);
 const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bool prefer_speed, char *buf,
                            size_t len);
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,

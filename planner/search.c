@@ -93,7 +93,7 @@ static int push(mp_search_result *r, const mp_candidate *c)
 static bool g_prefer_speed;
 
 /* Rules 2 to 5 group the plans. */
-static int group_of(const mp_candidate *k, bool prefer_speed)
+int mp_rank_group(const mp_candidate *k, bool prefer_speed)
 {
     int offload = k->s.offload != MP_OFFLOAD_NONE;
     int task = prefer_speed ? 0 : (int)k->task;
@@ -112,7 +112,7 @@ static int cmp_cand(const void *pa, const void *pb)
     const mp_candidate *a = pa, *b = pb;
     if (a->fits != b->fits) return a->fits ? -1 : 1;
     if (!a->fits) return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
-    int ga = group_of(a, g_prefer_speed), gb = group_of(b, g_prefer_speed);
+    int ga = mp_rank_group(a, g_prefer_speed), gb = mp_rank_group(b, g_prefer_speed);
     if (ga != gb) return ga - gb;
     bool ta = speed_tied(a), tb = speed_tied(b);
     if (ta != tb) return ta ? -1 : 1;
@@ -133,10 +133,10 @@ static void set_bands(mp_search_result *r, bool prefer_speed)
     double best[NGROUPS] = {0};
     for (size_t i = 0; i < r->n; i++) {
         const mp_candidate *k = &r->cands[i];
-        int g = group_of(k, prefer_speed);
+        int g = mp_rank_group(k, prefer_speed);
         if (k->fits && k->tokens_per_s > best[g]) best[g] = k->tokens_per_s;
     }
-    for (size_t i = 0; i < r->n; i++) r->cands[i].band_best = best[group_of(&r->cands[i], prefer_speed)];
+    for (size_t i = 0; i < r->n; i++) r->cands[i].band_best = best[mp_rank_group(&r->cands[i], prefer_speed)];
 }
 
 static const char *const task_names[MP_NTASK] = {"any", "full fine-tuning", "LoRA", "QLoRA"};

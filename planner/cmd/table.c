@@ -70,15 +70,14 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     return 0;
 }
 
-/* The winner among the tasks' best plans, as mp_search ranks them: the
- * optimizer family, then no offload before offload (of any task), then the
- * most complete task; -1 when none fits. */
-static int task_winner(const task_result res[MP_NTASK])
+/* The winner among the tasks' best plans, in mp_search's own ranking groups
+ * (the first task on a tie); -1 when none fits. */
+static int task_winner(const task_result res[MP_NTASK], bool prefer_speed)
 {
     int win = -1, win_key = 0;
     for (int t = 0; t < MP_NTASK; t++) {
         if (!res[t].ran || !res[t].fits) continue;
-        int key = res[t].best.tier * 2 + (res[t].best.s.offload != MP_OFFLOAD_NONE);
+        int key = mp_rank_group(&res[t].best, prefer_speed);
         if (win < 0 || key < win_key) win = t, win_key = key;
     }
     return win;
@@ -138,11 +137,11 @@ static int search_tasks(const cli *c, const mp_model *m, const mp_settings *base
     *winner = -1;
     char e2[MP_ERR_LEN] = "";
     if (tiered && search_pass(c, m, base, g, extra_pins, cache, level, true, res, e2) == 0)
-        *winner = task_winner(res);
+        *winner = task_winner(res, c->opts.prefer_speed);
     if (*winner < 0) {
         memset(res, 0, sizeof(task_result) * MP_NTASK);
         if (search_pass(c, m, base, g, extra_pins, cache, level, false, res, err)) return -1;
-        *winner = task_winner(res);
+        *winner = task_winner(res, c->opts.prefer_speed);
     }
     err[0] = 0;
     return 0;
