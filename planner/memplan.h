@@ -514,6 +514,12 @@ typedef struct mp_search_result {
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */
 /* Why `alt` ranks below `best` in a search ranked with prefer_speed: the rule
  * that decided, and by how much, into buf (one line). */
+/* A memtrain run's model: the family's preset ("gpt2", "llama") around the
+ * dimensions already in m, its head tied or not, learned positions defaulting
+ * to the sequence, named as memtrain names it (memtrain-gpt2-2x64). Shared by
+ * memtrain's prediction and memtop's what-if view of a run. */
+int mp_memtrain_model(mp_model *m, const char *family, bool tied, int64_t seq, char *err);
+
 /* A fitting plan's place in the ranking's groups (the optimizer family, offload,
  * the kind of training, reduced numerics: search.c's rules 2 to 5), smaller first;
  * speed and simplicity decide within a group. */

@@ -184,3 +184,12 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     if (explain) explain_rows(&d, e);
     return 0;
 }
+
+int mp_memtrain_model(mp_model *m, const char *family, bool tied, int64_t seq, char *err)
+{
+    if (mp_model_preset(m, family, err)) return -1; /* the dimensions are left alone */
+    m->tied = tied;
+    if (!m->max_pos) m->max_pos = seq;
+    snprintf(m->name, sizeof m->name, "memtrain-%s-%lldx%lld", family, (long long)m->layers, (long long)m->hidden);
+    return mp_model_finish(m, err);
+}

@@ -120,12 +120,9 @@ static int predict(const mt_config *c, bool tied, mp_estimate *e, char *name, si
 {
     mp_model m;
     memset(&m, 0, sizeof m);
-    if (mp_model_preset(&m, c->family == MT_GPT2 ? "gpt2" : "llama", err)) return -1;
     m.layers = c->layers, m.hidden = c->hidden, m.heads = c->heads, m.kv_heads = c->kv_heads;
-    m.ffn = c->ffn, m.vocab = c->vocab, m.max_pos = c->max_pos ? c->max_pos : c->seq;
-    m.tied = tied;
-    snprintf(m.name, sizeof m.name, "memtrain-%s-%dx%d", mt_family_name(c->family), c->layers, c->hidden);
-    if (mp_model_finish(&m, err)) return -1;
+    m.ffn = c->ffn, m.vocab = c->vocab, m.max_pos = c->max_pos;
+    if (mp_memtrain_model(&m, c->family == MT_GPT2 ? "gpt2" : "llama", tied, c->seq, err)) return -1;
     snprintf(name, name_len, "%s", m.name);
     mp_settings s;
     mp_settings_default(&s, &m);

@@ -45,22 +45,16 @@ static int run_model(const mtop_meta *meta, mp_model *m, char *err)
         return -1;
     }
     memset(m, 0, sizeof *m);
-    if (mp_model_preset(m, strcmp(family, "gpt2") ? "llama" : "gpt2", err)) return -1;
-    int64_t tied = !strcmp(family, "gpt2");
+    int64_t tied = !strcmp(family, "gpt2"), seq = 1024;
     if (header_int(meta, "layers", true, &m->layers, err) || header_int(meta, "hidden", true, &m->hidden, err) ||
         header_int(meta, "heads", true, &m->heads, err) || header_int(meta, "vocab", true, &m->vocab, err) ||
         header_int(meta, "kv-heads", false, &m->kv_heads, err) || header_int(meta, "ffn", false, &m->ffn, err) ||
-        header_int(meta, "max-pos", false, &m->max_pos, err) || header_int(meta, "tied", false, &tied, err))
+        header_int(meta, "max-pos", false, &m->max_pos, err) || header_int(meta, "tied", false, &tied, err) ||
+        header_int(meta, "seq", false, &seq, err))
         return -1;
-    m->tied = tied != 0;
-    if (!m->max_pos) { /* memtrain's learned positions default to the sequence */
-        int64_t seq = 1024;
-        if (header_int(meta, "seq", false, &seq, err)) return -1;
-        m->max_pos = seq;
-    }
-    snprintf(m->name, sizeof m->name, "%.63s", meta->model[0] ? meta->model : "memtrain run");
+    if (mp_memtrain_model(m, strcmp(family, "gpt2") ? "llama" : "gpt2", tied != 0, seq, err)) return -1;
     snprintf(m->source, sizeof m->source, "the run's metrics header");
-    return mp_model_finish(m, err);
+    return 0;
 }
 
 int mtop_plan_of_run(const mtop_meta *meta, mp_model *m, mp_settings *s, char *err)
