@@ -557,7 +557,8 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     est_timeline(&c);
     est_peak(&c);
     host_model(m, s, e, c.opt_host + c.weights_host + c.act_host, explain);
-    e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);
+    /* the paper's figure is for the report (explain), not for the search's many estimates */
+    if (explain) e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);
     speed_model(m, s, gpu, e, c.trainable, c.dp);
     return 0;
 }

@@ -418,7 +418,8 @@ typedef struct mp_estimate {
     int nphases;
     double act_per_layer;         /* saved activations of one layer, no checkpointing */
     double model_states_bytes;    /* the ZeRO paper's model states per GPU (mp_model_states_bytes),
-                                     beside the components the stack really keeps */
+                                     beside the components the stack really keeps; filled by the
+                                     detailed run (mp_estimate_run), 0 in the search's estimates */
     double resident_bytes;        /* allocated between steps (the step's starting point) */
     /* Speed model */
     double flops_per_step;        /* incl. recomputation, all GPUs */
