@@ -21,6 +21,7 @@ typedef struct layer_ctx {
     double mask;              /* a dropout mask's element */
     double ad;                /* what an adapter reads and keeps: its input's element */
     bool own_input;           /* each adapted module keeps its own input, none shared */
+    bool kbit_input;          /* each quantised linear keeps its input too (bitsandbytes_keeps_input) */
     mp_linear lin[16];
     int nlin;
 } layer_ctx;
@@ -35,6 +36,18 @@ typedef struct layer_ctx {
 static double adapter_input_bytes(const layer_ctx *l)
 {
     return l->frozen && l->fw->adapter_fp32 && !l->amp && l->a == 2 ? 4 : l->a;
+}
+
+/* bitsandbytes before 0.43.2: the 4-bit matmul kept its input for the backward
+ * in every quantised layer, adapted or not, though a frozen weight's gradient
+ * never reads it (the release and the source: vocabulary.c, quants[] and
+ * bnb_keeps_input_before). Stacks whose 4-bit base is not bitsandbytes'
+ * (torchtune's torchao NF4) never did. The published peaks this explains:
+ * LitGPT's QLoRA rows, run on bitsandbytes 0.41.1 (tests/validation/published). */
+static bool bitsandbytes_keeps_input(const mp_settings *s, const mp_framework *fw)
+{
+    int before = mp_quant_desc_of(s->quant)->bnb_keeps_input_before;
+    return s->lora_rank > 0 && fw->bnb_4bit && before > 0 && s->bnb_version > 0 && s->bnb_version < before;
 }
 
 static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
@@ -53,17 +66,23 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
     /* A dropout mask: a bool per element on GPUs (native_dropout), the
      * activation's own type where the framework multiplies by a float mask. */
     l->mask = l->fw->dropout_mask_bytes > 0 ? l->fw->dropout_mask_bytes : l->a;
-    l->nlin = mp_model_linears(m, l->lin, 16);
+    /* A stack that fuses q, k and v (LitGPT) runs one qkv module, with one LoRA
+     * dropout and one A for the enabled projections, whatever the checkpoint's layout. */
+    mp_model layout = *m;
+    layout.fused_qkv = m->fused_qkv || l->fw->fused_qkv;
+    l->nlin = mp_model_linears(&layout, l->lin, 16);
     if (l->nlin > 16) l->nlin = 16;
     l->ad = adapter_input_bytes(l);
     l->own_input = l->frozen && (s->lora_dropout > 0 || l->ad != l->a);
+    l->kbit_input = bitsandbytes_keeps_input(s, l->fw);
 }
 
 /* Autograd keeps a linear's input only for its weight's gradient: with a
- * frozen base, only where an adapter reads it. */
+ * frozen base, only where an adapter reads it, or where the quantised matmul
+ * keeps it anyway. */
 static bool keeps(const layer_ctx *l, unsigned bits)
 {
-    return !l->frozen || (!l->own_input && (l->s->lora_targets & bits));
+    return !l->frozen || l->kbit_input || (!l->own_input && (l->s->lora_targets & bits));
 }
 
 /* How many copies of a norm's output the linears reading it keep (those
@@ -79,6 +98,8 @@ static double norm_output_copies(const layer_ctx *l, unsigned bits)
         readers++;
         if (l->s->lora_rank == 0 || (l->lin[i].target & l->s->lora_targets)) copies++;
     }
+    /* every quantised reader keeps it: the one tensor, or its own 16-bit cast under autocast */
+    if (readers > 0 && l->kbit_input) return l->amp ? readers : 1;
     if (readers == 0 || l->own_input) return 0; /* the adapters' own copies: adapter_input_saved */
     return l->amp ? copies : copies > 0;
 }
@@ -108,6 +129,23 @@ static double kv_width(const layer_ctx *l)
     return (eager && l->torch) || (!eager && l->fw->sdpa_full_kv) ? l->QD : l->KVD;
 }
 
+/* A fused qkv projection whose V reaches attention as a view of its output:
+ * rotary gives Q and K tensors of their own, but the saved V holds the whole
+ * qkv output, so its Q and K parts stay alive too. V stays a view unless grouped
+ * heads are repeated (a copy). LitGPT fuses every model's qkv and takes V as a
+ * view (Lightning-AI/litgpt@04205815e884 litgpt/model.py CausalSelfAttention.forward:
+ * qkv = self.qkv(x); q, k, v = qkv.split(...); v = v.view(...).transpose(1, 2);
+ * repeat_interleave only when n_query_groups != n_head; the same with
+ * qkv.split(..., dim=2) and reshape in lit-gpt 2023); transformers' fused
+ * models (Phi-3 qkv_proj, GPT-NeoX query_key_value) slice V out the same way. */
+static double fused_qkv_kept(const layer_ctx *l)
+{
+    const mp_model *m = l->m;
+    bool fused = m->fused_qkv || l->fw->fused_qkv;
+    bool v_is_view = m->kv_heads == m->heads;
+    return fused && v_is_view && m->pos == MP_POS_ROPE ? l->a * l->sb * (l->QD + l->KVD) : 0;
+}
+
 /* The attention block's saved tensors; *core gets the T x T part. */
 static double attention_saved(const layer_ctx *l, double norm, double *core)
 {
@@ -117,6 +155,7 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
     double attn = norm + norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C;
     /* Q and K (after rotary) for Q K^T, V for the probabilities times V. */
     attn += a * sb * (QD + 2 * kv_width(l));
+    attn += fused_qkv_kept(l);
     *core = 0;
     if (s->attention == MP_ATTN_EAGER) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
@@ -168,6 +207,17 @@ static double adapter_input_saved(const layer_ctx *l, double in)
     return in * (l->ad + (l->s->lora_dropout > 0 ? l->mask : 0));
 }
 
+/* The width of an adapted module's A output: the rank, or under LitGPT's fused
+ * qkv the rank times the projections enabled (Lightning-AI/litgpt@04205815e884
+ * litgpt/lora.py LoRAQKVLinear: lora_A is (r * sum(enable_lora), in_features)). */
+static double a_width(const layer_ctx *l, unsigned bit)
+{
+    unsigned on = bit & l->s->lora_targets;
+    double n = 0;
+    for (; on; on &= on - 1) n++;
+    return (double)l->s->lora_rank * (l->fw->fused_qkv ? n : 1);
+}
+
 /* LoRA: each adapted module saves A's output (rank r, in the adapter's dtype);
  * its input is shared, or its own (adapter_input_saved). */
 static double lora_saved(const layer_ctx *l)
@@ -179,7 +229,7 @@ static double lora_saved(const layer_ctx *l)
             unsigned bit = l->lin[i].target;
             if (bit & s->lora_targets) {
                 double tok = l->m->experts && (bit & MP_LORA_MLP) ? l->sb * (double)l->m->top_k : l->sb;
-                lora += tok * (l->ad * (double)s->lora_rank + adapter_input_saved(l, (double)l->lin[i].in));
+                lora += tok * (l->ad * a_width(l, bit) + adapter_input_saved(l, (double)l->lin[i].in));
             }
         }
     }
@@ -196,20 +246,32 @@ static double head_adapter_saved(const layer_ctx *l)
     return l->sb * (input + l->ad * (double)l->s->lora_rank);
 }
 
+/* Everything one layer saves, without the T x T core (*core). */
+static double layer_saved(const layer_ctx *l, double *core)
+{
+    double norm = norm_saved(l);
+    double attn = attention_saved(l, norm, core);
+    return attn + mlp_saved(l, norm) + lora_saved(l);
+}
+
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
 {
     layer_ctx l;
     layer_setup(&l, m, s);
     const double a = l.a, sb = l.sb, C = l.C;
-    double norm = norm_saved(&l), core;
-    double attn = attention_saved(&l, norm, &core);
-    double mlp = mlp_saved(&l, norm);
-    double lora = lora_saved(&l);
+    double core, without_kbit = 0;
+    double saved = layer_saved(&l, &core);
+    if (l.kbit_input) {
+        layer_ctx plain = l;
+        plain.kbit_input = false;
+        without_kbit = layer_saved(&plain, &(double){0});
+    }
 
     ab->attn_core = core;
-    ab->total = attn + core + mlp + lora;
+    ab->total = saved + core;
+    ab->kbit_inputs = l.kbit_input ? saved - without_kbit : 0;
     ab->layer_input = l.r * sb * C;
-    ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
+    ab->final_norm = norm_saved(&l) + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
@@ -217,7 +279,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* a calibrated profile scales every activation term alike */
     const double k = l.fw->act_scale > 0 ? l.fw->act_scale : 1;
     ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
-    ab->embed_mask *= k, ab->backward_temp *= k;
+    ab->embed_mask *= k, ab->backward_temp *= k, ab->kbit_inputs *= k;
 }
 
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd)

@@ -12,6 +12,7 @@ typedef struct act_breakdown {
     double final_norm;     /* the final norm's saved tensors and the head's input */
     double embed_mask;     /* the embedding dropout's mask (with --dropout) */
     double backward_temp;  /* activation gradients alive while one layer runs backward */
+    double kbit_inputs;    /* of total: the quantised layers' inputs old bitsandbytes keeps */
 } act_breakdown;
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);

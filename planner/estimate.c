@@ -434,6 +434,12 @@ static void est_activations(est_ctx *c)
              c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
              s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
              s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
+    if (ab.kbit_inputs > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
+        char v[32];
+        term(c, MP_ACTIVATIONS, "  of which 4-bit layers' inputs", layers_here * inflight * ab.kbit_inputs / tp,
+             "bitsandbytes %s keeps each quantised layer's input (fixed in 0.43.2)",
+             mp_version_name(s->bnb_version, v, sizeof v));
+    }
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
                  : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
     term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,

@@ -9,7 +9,7 @@ static const mp_framework builtin_pytorch = {
     .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
     .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
-    .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true};
+    .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
@@ -42,6 +42,8 @@ const fw_column fw_columns[] = {
     COL("sdpa_full_kv", sdpa_full_kv, true, 1, 0),
     COL("amp", amp, true, 1, 1),
     COL("pure16", pure16, true, 1, 1),
+    COL("bnb_4bit", bnb_4bit, true, 1, 1),
+    COL("fused_qkv", fused_qkv, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

@@ -40,6 +40,10 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err);
 int mp_parse_count(const char *text, double *count, char *err);
 /* Human-readable binary size: "13.04 GiB" (buffer >= 32 bytes). */
 const char *mp_fmt_gib(double bytes, char *buf, size_t len);
+/* A library release "MAJOR.MINOR[.PATCH]" (minor, patch < 100) as one comparable
+ * number, MAJOR*10000 + MINOR*100 + PATCH; 0, or -1 when it is not one. */
+int mp_version_parse(const char *text, int *version);
+const char *mp_version_name(int version, char *buf, size_t len);
 /* Count with thousands separators: "6,738,415,616". */
 const char *mp_fmt_count(double n, char *buf, size_t len);
 
@@ -171,6 +175,8 @@ typedef struct mp_framework {
     bool adapter_fp32;        /* LoRA adapters kept in fp32 over a 16-bit base (PEFT autocast_adapter_dtype) */
     bool sdpa_full_kv;        /* the model repeats grouped K/V heads before SDPA (LitGPT, torchtune) */
     bool kbit_fp32_rest;      /* QLoRA's non-quantised weights cast to fp32 (PEFT prepare_model_for_kbit_training) */
+    bool bnb_4bit;            /* a 4-bit base runs through bitsandbytes' MatMul4Bit (not torchao's NF4) */
+    bool fused_qkv;           /* the stack fuses q, k and v into one projection for every model (LitGPT) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;
@@ -242,6 +248,7 @@ typedef struct mp_settings {
     double dataset_bytes;     /* raw text size, for in-memory loading */
     int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
     bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
+    int bnb_version;          /* the bitsandbytes release (mp_version_parse: 0.41.1 is 4101); 0: a current one */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 
@@ -306,6 +313,7 @@ typedef struct mp_quant_desc {
     bool stored_only;         /* only as a pre-quantised checkpoint stores it: never searched */
     const char *quant_method; /* transformers' quantization_config quant_method */
     const char *hf_packages;  /* what transformers needs installed to load it */
+    int bnb_keeps_input_before; /* bitsandbytes releases before this one keep each quantised layer's input */
 } mp_quant_desc;
 
 typedef struct mp_offload_desc {

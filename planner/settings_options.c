@@ -46,6 +46,20 @@ static int read_lora_targets(const mp_opt *o, const char *value, void *base, cha
     return 0;
 }
 
+/* A library release: "0.41.1" read into the int the row points at. */
+static int read_version(const mp_opt *o, const char *value, void *base, char *err)
+{
+    int v;
+    if (mp_version_parse(value, &v)) {
+        char quoted[1024];
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (a release such as 0.43.2)",
+                 mp_quote(value, quoted, sizeof quoted), o->name);
+        return -1;
+    }
+    memcpy((char *)base + o->offset, &v, sizeof v);
+    return 0;
+}
+
 /* ---------- the rows ---------- */
 
 #define S(field) MP_OPT_AT(mp_settings, field)
@@ -80,6 +94,9 @@ const mp_opt mp_settings_opts[] = {
      .help = "LoRA dropout probability; above 0 each adapted module keeps its dropout output and mask"},
     {"quant", MP_OPT_ENUM, S(quant), .vocab = &mp_vocab_quant, .pin = MP_PIN_QUANT,
      .help = "storage of the frozen base weights (QLoRA: nf4)"},
+    {"bitsandbytes", MP_OPT_CUSTOM, S(bnb_version), .arg = "VERSION", .read = read_version,
+     .help = "the bitsandbytes release the run uses (default: 0.43.2 or later); before 0.43.2 every "
+             "4-bit layer keeps its input for the backward"},
     {"zero", MP_OPT_INT, S(zero), .lo = 0, .hi = 3, .pin = MP_PIN_ZERO,
      .help = "ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also weights"},
     {"offload", MP_OPT_ENUM, S(offload), .vocab = &mp_vocab_offload, .pin = MP_PIN_OFFLOAD,

@@ -1,4 +1,4 @@
-/* units.c — parsing and printing sizes and counts. GB is 10^9, GiB is 2^30. */
+/* units.c — parsing and printing sizes, counts and library releases. GB is 10^9, GiB is 2^30. */
 #include "memplan.h"
 
 #include <ctype.h>
@@ -128,5 +128,35 @@ const char *mp_fmt_count(double n, char *buf, size_t len)
         buf[o++] = digits[i];
     }
     buf[o] = 0;
+    return buf;
+}
+
+/* ---------- library releases ---------- */
+
+int mp_version_parse(const char *text, int *version)
+{
+    int part[3] = {0, 0, 0}, n = 0;
+    const char *p = text;
+    if (!p || !*p) return -1;
+    for (;;) {
+        if (*p < '0' || *p > '9') return -1;
+        long v = 0;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (*p++ - '0');
+            if (v > 9999) return -1;
+        }
+        part[n++] = (int)v;
+        if (!*p) break;
+        if (*p != '.' || n == 3) return -1;
+        p++;
+    }
+    if (n < 2 || part[1] > 99 || part[2] > 99 || part[0] > 999) return -1;
+    *version = part[0] * 10000 + part[1] * 100 + part[2];
+    return 0;
+}
+
+const char *mp_version_name(int version, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d.%d", version / 10000, version / 100 % 100, version % 100);
     return buf;
 }

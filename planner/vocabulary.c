@@ -89,11 +89,18 @@ static const mp_quant_desc quants[MP_NQUANT] = {
     [MP_QUANT_NONE] = {{"none", NULL, "a 16/32-bit base", true}},
     [MP_QUANT_INT8] = {{"int8", NULL, "LLM.int8 base (bitsandbytes load_in_8bit)", false}, .bits = 8,
                        .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes"},
+    /* bnb_keeps_input_before: MatMul4Bit kept its input A for the backward until
+     * 0.43.2 (TimDettmers/bitsandbytes@29e3420c6de4 bitsandbytes/autograd/_functions.py
+     * MatMul4Bit.forward: ctx.tensors = (A, B)), although a frozen weight's backward
+     * never reads it; bitsandbytes-foundation/bitsandbytes PR #1270 "delete useless
+     * buffered activation" (merged 2024-07-16, released in 0.43.2) keeps only the weight
+     * (@012c660699cc, same function: ctx.tensors = (None, B)). */
     [MP_QUANT_NF4] = {{"nf4", NULL, "4-bit NormalFloat base (QLoRA)", true}, .bits = 4,
-                      .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes"},
+                      .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes",
+                      .bnb_keeps_input_before = 4302},
     [MP_QUANT_NF4_DQ] = {{"nf4-dq", NULL, "NF4 with double-quantised scales (QLoRA)", true},
                          .bits = 4, .double_quant = true, .quant_method = "bitsandbytes",
-                         .hf_packages = "bitsandbytes"},
+                         .hf_packages = "bitsandbytes", .bnb_keeps_input_before = 4302},
     [MP_QUANT_GPTQ] = {{"gptq", NULL, "a GPTQ checkpoint's base, as stored (--hf-config with its quantization_config)",
                         false}, .bits = 4, .stored_only = true, .quant_method = "gptq",
                        .hf_packages = "optimum, gptqmodel or auto-gptq"},

@@ -301,15 +301,15 @@ then ok "--framework OUT.csv reproduces the fitted predictions"; else bad "calib
 # a profile's cells are numbers (fuzz/corpus/framework_csv/nan-estimate: strtod took "nan",
 # "abc" as 0, "1e999" as inf, and every estimate under the profile was NaN or infinite)
 hdr=$(head -n 1 profiles/frameworks.csv)
-printf '%s\npt-nan,512,8,512,nan,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/nan.csv"
+printf '%s\npt-nan,512,8,512,nan,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n' "$hdr" > "$tmp/nan.csv"
 expect 2 "a profile with frag nan refused" -- "$mp" estimate --model gpt2 --framework "$tmp/nan.csv"
 has err "framework 'pt-nan': frag 'nan' is not a number from -1e12 to 1e12"
 one_line_err
-printf '%s\npt-abc,abc,8,512,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/abc.csv"
+printf '%s\npt-abc,abc,8,512,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n' "$hdr" > "$tmp/abc.csv"
 expect 2 "a profile with a word for a number refused" -- "$mp" estimate --model gpt2 --framework "$tmp/abc.csv"
 has err "context_mib 'abc' is not a number"
 # a rounding below one byte is none, not an infinite reservation
-printf '%s\npt-tiny,512,8,1e-300,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,"x"\n' "$hdr" > "$tmp/tiny.csv"
+printf '%s\npt-tiny,512,8,1e-300,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n' "$hdr" > "$tmp/tiny.csv"
 expect 0 "a profile rounding to 1e-300 bytes" -- "$mp" estimate --model gpt2 --framework "$tmp/tiny.csv" --format json
 if python3 -c "
 import json, math; d=json.load(open('$tmp/out')); assert math.isfinite(d['device_bytes']) and d['device_bytes'] > 0, d['device_bytes']

@@ -167,6 +167,7 @@ def check_lora(tag, family, c, s, vocab):
     for kw in lc:
         check_keys(tag, "LoraConfig", kw, vocab["lora"])
         check(value(kw["r"]) == s["lora-rank"], f"{tag}: rank {s['lora-rank']}")
+        check(abs(value(kw["lora_dropout"]) - s["lora-dropout"]) < 1e-6, f"{tag}: LoRA dropout {s['lora-dropout']}")
         mods = value(kw["target_modules"])
         check(len(mods) == len(set(mods)) and mods, f"{tag}: target modules distinct, not empty")
         for m in mods:

@@ -66,7 +66,8 @@ typedef struct run {
     double published;  /* bytes, measurements.csv value_bytes */
 } run;
 
-static double estimate_of(const run *r, const char *framework, float dropout)
+/* The run on a base quantised as q, with bitsandbytes release bnb (0: a current one). */
+static double estimate_quantised(const run *r, const char *framework, float dropout, mp_quant q, int bnb)
 {
     char err[256];
     mp_model m;
@@ -78,8 +79,14 @@ static double estimate_of(const run *r, const char *framework, float dropout)
     s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
     s.lora_targets = r->targets, s.lora_dropout = dropout, s.ce = r->ce;
     s.attention = MP_ATTN_FLASH;
+    s.quant = q, s.bnb_version = bnb;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     return r->metric ? e.reserved_bytes : e.total_bytes;
+}
+
+static double estimate_of(const run *r, const char *framework, float dropout)
+{
+    return estimate_quantised(r, framework, dropout, MP_QUANT_NONE, 0);
 }
 
 /* PEFT's fp32 adapters: the method comparison's peak reserved memory
@@ -182,8 +189,67 @@ static void test_sdpa_full_kv(void)
     }
 }
 
+/* bitsandbytes before 0.43.2 kept every 4-bit layer's input. LitGPT's resource
+ * tables (Lightning-AI/litgpt@4839345a97a0 tutorials/resource-tables.md, 'Finetuning
+ * with LoRA on 1 GPU', 'Max GPU RAM' = max_memory_allocated / 1e9; bitsandbytes
+ * 0.41.1 in the table's header) publish Llama 2 QLoRA peaks that the estimate
+ * comes within 10% of only with the release named (8% under: the rest is not
+ * yet accounted for); with a current release it is 20% under them. torchtune's NF4 is torchao's, which never kept the input. */
+static void test_bitsandbytes_keeps_input(void)
+{
+    static const run runs[] = {
+        {"litgpt-rt-llama-2-7b-nf4-mbs1-1gpu", "llama-2-7b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 14140000000.0},
+        {"litgpt-rt-llama-2-13b-nf4-mbs1-1gpu", "llama-2-13b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 23140000000.0},
+    };
+    int v0411;
+    CHECK(mp_version_parse("0.41.1", &v0411) == 0 && v0411 == 4101, "0.41.1 reads as 4101");
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double old = estimate_quantised(r, "litgpt", r->dropout, MP_QUANT_NF4, v0411);
+        double now = estimate_quantised(r, "litgpt", r->dropout, MP_QUANT_NF4, 0);
+        CHECK(old > 0 && fabs(old / r->published - 1) <= 0.10, "%s on bitsandbytes 0.41.1: %.4g B vs published %.4g B "
+              "(within 10%%)", r->id, old, r->published);
+        CHECK(now > 0 && now / r->published - 1 < -0.18, "%s on a current bitsandbytes: %.4g B, more than 18%% under",
+              r->id, now);
+        double tt_old = estimate_quantised(r, "torchtune", r->dropout, MP_QUANT_NF4, v0411);
+        double tt_now = estimate_quantised(r, "torchtune", r->dropout, MP_QUANT_NF4, 0);
+        CHECK(tt_old == tt_now, "%s under torchtune (torchao NF4): the bitsandbytes release changes nothing", r->id);
+    }
+    int v;
+    CHECK(mp_version_parse("0.43", &v) == 0 && v == 4300, "0.43 reads as 4300");
+    CHECK(mp_version_parse("1.2.3.4", &v) < 0 && mp_version_parse("0.x", &v) < 0 && mp_version_parse("", &v) < 0 &&
+              mp_version_parse("0.100.1", &v) < 0 && mp_version_parse("7", &v) < 0,
+          "malformed releases are refused");
+}
+
+/* LitGPT's fused qkv: on multi-head Llama 2 the saved V is a view of the whole
+ * qkv output, and one LoRA dropout serves q and v. The 16-bit LoRA twins of the
+ * rows above (same tables, 'Quantization None') are met within 6% (3-6% under:
+ * the per-token residue grows with the batch and is not yet accounted for). */
+static void test_litgpt_fused_qkv(void)
+{
+    static const run runs[] = {
+        {"litgpt-rt-llama-2-7b-none-mbs1-1gpu", "llama-2-7b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 21300000000.0},
+        {"litgpt-rt-llama-2-7b-none-mbs2-1gpu", "llama-2-7b", "litgpt", MP_PURE_BF16, 2, 1304, 8,
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 29070000000.0},
+        {"litgpt-rt-llama-2-13b-none-mbs1-1gpu", "llama-2-13b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 38120000000.0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double got = estimate_of(r, "litgpt", r->dropout);
+        CHECK(got > 0 && fabs(got / r->published - 1) <= 0.06, "%s: %.4g B vs published %.4g B (within 6%%)", r->id,
+              got, r->published);
+    }
+}
+
 int main(void)
 {
+    test_bitsandbytes_keeps_input();
+    test_litgpt_fused_qkv();
     test_sdpa_full_kv();
     test_kbit_fp32_rest();
     test_profiles_cite_sources();

@@ -49,13 +49,17 @@ static void print_settings_text(FILE *f, const mp_settings *s)
     char tg[64];
     fprintf(f, "settings  task %s", task_of(s));
     if (s->lora_rank > 0)
-        fprintf(f, ", lora-rank %lld, lora-targets %s, quant %s", (long long)s->lora_rank,
-                mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
+        fprintf(f, ", lora-rank %lld, lora-targets %s, lora-dropout %g, quant %s", (long long)s->lora_rank,
+                mp_lora_targets_name(s->lora_targets, tg, sizeof tg), s->lora_dropout, mp_quant_name(s->quant));
     fprintf(f, ", precision %s, optimizer %s,\n          checkpointing %s, attention %s, ce %s, zero %d, offload %s\n",
             mp_precision_name(s->precision), mp_optimizer_name(s->optimizer), mp_ckpt_name(s->checkpointing),
             mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
     if (s->optimizer_in_backward) fprintf(f, "          optimizer-in-backward (each tensor stepped as its gradient lands)\n");
     if (s->offload_activations) fprintf(f, "          offload-activations (saved activations in pinned host RAM)\n");
+    if (s->bnb_version) {
+        char release[32];
+        fprintf(f, "          bitsandbytes %s\n", mp_version_name(s->bnb_version, release, sizeof release));
+    }
 }
 
 /* Host RAM per process (loading, training) and per node, and the --host-ram verdict. */
@@ -164,7 +168,11 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "ce-chunk", json_integer(s->ce_chunk));
     json_object_set_new(o, "lora-rank", json_integer(s->lora_rank));
     json_object_set_new(o, "lora-targets", json_string(mp_lora_targets_name(s->lora_targets, tg, sizeof tg)));
+    json_object_set_new(o, "lora-dropout", json_real(s->lora_dropout));
     json_object_set_new(o, "quant", json_string(mp_quant_name(s->quant)));
+    char release[32];
+    json_object_set_new(o, "bitsandbytes",
+                        s->bnb_version ? json_string(mp_version_name(s->bnb_version, release, sizeof release)) : json_null());
     json_object_set_new(o, "gpus", json_integer(s->gpus));
     json_object_set_new(o, "zero", json_integer(s->zero));
     json_object_set_new(o, "offload", json_string(mp_offload_name(s->offload)));

@@ -82,8 +82,13 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
         sbuf_put(b, "#   loss           chunked cross-entropy, %lld tokens a chunk\n", (long long)s->ce_chunk);
     else sbuf_put(b, "#   loss           full cross-entropy (the model's own)\n");
     if (s->lora_rank)
-        sbuf_put(b, "#   LoRA           rank %lld on %s, base %s\n", (long long)s->lora_rank,
-                 mp_lora_targets_name(s->lora_targets, (char[64]){0}, 64), mp_quant_name(s->quant));
+        sbuf_put(b, "#   LoRA           rank %lld on %s, dropout %g, base %s\n", (long long)s->lora_rank,
+                 mp_lora_targets_name(s->lora_targets, (char[64]){0}, 64), (double)s->lora_dropout,
+                 mp_quant_name(s->quant));
+    if (s->bnb_version) {
+        char release[32];
+        sbuf_put(b, "#   bitsandbytes   %s\n", mp_version_name(s->bnb_version, release, sizeof release));
+    }
     sbuf_put(b, "#   ZeRO stage %d, offload %s, %lld GPU(s)\n", s->zero, mp_offload_name(s->offload), (long long)s->gpus);
     sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld\n", (long long)s->batch,
              (long long)s->accum, (long long)s->seq);
@@ -154,8 +159,11 @@ static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
     int n = hf_family_targets(names, s->lora_targets, mods);
     if (!f) sbuf_put(b, "# memplan has no module table for model_type '%s': these are Llama's names, check them\n",
                      m->family);
-    sbuf_put(b, "lora = LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=0.0, task_type=\"CAUSAL_LM\",\n"
-                "                  target_modules=[", (long long)s->lora_rank, (long long)(2 * s->lora_rank));
+    char dropout[32]; /* a Python float: 0.0, 0.05 */
+    snprintf(dropout, sizeof dropout, "%g", (double)s->lora_dropout);
+    if (!strpbrk(dropout, ".e")) strcat(dropout, ".0");
+    sbuf_put(b, "lora = LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=%s, task_type=\"CAUSAL_LM\",\n"
+                "                  target_modules=[", (long long)s->lora_rank, (long long)(2 * s->lora_rank), dropout);
     for (int i = 0; i < n; i++) sbuf_put(b, "%s\"%s\"", i ? ", " : "", mods[i]);
     sbuf_put(b, "])\n");
     /* PEFT upcasts 16-bit adapters to fp32 unless told not to: pure bf16 keeps them in bf16 */
@@ -232,6 +240,25 @@ static void hf_train(sbuf *b, const mp_settings *s)
              s->ce == MP_CE_CHUNKED ? "ChunkedLossTrainer" : "Trainer");
 }
 
+/* The plan counted what the bitsandbytes release it assumed keeps (a current one
+ * unless --bitsandbytes named an older one): the script refuses an older release
+ * than the plan assumed, which keeps every 4-bit layer's input as well. */
+static void hf_bitsandbytes_check(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    int before = mp_quant_desc_of(s->quant)->bnb_keeps_input_before;
+    if (!quantised_at_load(m, s) || before == 0 || (s->bnb_version && s->bnb_version < before)) return;
+    char release[32];
+    mp_version_name(before, release, sizeof release);
+    sbuf_put(b, "from importlib.metadata import version as package_version\n"
+                "from packaging.version import Version\n\n"
+                "# bitsandbytes before %s keeps every 4-bit layer's input for the backward: more memory than\n"
+                "# this plan counted (memplan --bitsandbytes RELEASE plans for an older one).\n"
+                "if Version(package_version(\"bitsandbytes\")) < Version(\"%s\"):\n"
+                "    raise SystemExit(\"this plan assumed bitsandbytes >= %s: upgrade it, or re-plan with \"\n"
+                "                     \"memplan --bitsandbytes \" + package_version(\"bitsandbytes\"))\n\n",
+             release, release, release);
+}
+
 void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const hf_family *f = hf_family_of(m->family);
@@ -243,6 +270,7 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
              quantised_at_load(m, s) ? ", BitsAndBytesConfig" : "");
     if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model\n");
     sbuf_put(b, "\n");
+    hf_bitsandbytes_check(b, m, s);
     hf_model_id(b, m, s);
     hf_load(b, m, s, f);
     if (s->lora_rank) hf_lora(b, m, s, f);

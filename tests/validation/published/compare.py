@@ -71,6 +71,8 @@ def flags_and_gaps(row, profiles):
             f += ["--quant", row["quant"]]
         if float(row["lora_dropout"] or 0) > 0:
             f += ["--lora-dropout", row["lora_dropout"]]
+        if st.get("bitsandbytes"):
+            f += ["--bitsandbytes", st["bitsandbytes"].split()[0]]
     gpus = int(row["gpus"] or 1)
     if gpus > 1:
         f += ["--gpus", str(gpus), "--zero", "3"]  # every multi-GPU source row is ZeRO-3 or FSDP full shard
