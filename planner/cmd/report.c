@@ -49,8 +49,9 @@ static void print_settings_text(FILE *f, const mp_settings *s)
     char tg[64];
     fprintf(f, "settings  task %s", task_of(s));
     if (s->lora_rank > 0)
-        fprintf(f, ", lora-rank %lld, lora-targets %s, lora-dropout %g, quant %s", (long long)s->lora_rank,
-                mp_lora_targets_name(s->lora_targets, tg, sizeof tg), s->lora_dropout, mp_quant_name(s->quant));
+        fprintf(f, ", lora-rank %lld, lora-targets %s, quant %s", (long long)s->lora_rank,
+                mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
+    if (s->lora_rank > 0 && s->lora_dropout > 0) fprintf(f, ", lora-dropout %g", s->lora_dropout);
     fprintf(f, ", precision %s, optimizer %s,\n          checkpointing %s, attention %s, ce %s, zero %d, offload %s\n",
             mp_precision_name(s->precision), mp_optimizer_name(s->optimizer), mp_ckpt_name(s->checkpointing),
             mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
