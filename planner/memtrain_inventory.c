@@ -93,6 +93,7 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_TARGETS] = ROW("targets", DATA, PERSISTENT, I32, TRAINER, ALWAYS, 1, N, 1, 1),
 
     [MEMTRAIN_COMM_BUCKET] = ROW("comm.bucket", COMM, PERSISTENT, F32, DIST, IF(DP) | IF(MIXED), 1, BUCKET, 1, 1),
+    [MEMTRAIN_COMM_RECV] = ROW("comm.recv", COMM, PERSISTENT, F32, DIST, IF(ALLREDUCE), 1, RECV, 1, 1),
     [MEMTRAIN_GRAD_SHARD] = ROW("grads.shard", GRADIENTS, PERSISTENT, F32, DIST, IF(ZERO2), 1, SHARD, 1, 1),
 
     [MEMTRAIN_RES] = ROW("res", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, L1, N, C, 1),
@@ -156,6 +157,7 @@ static unsigned conditions(const memtrain_dims *d)
     h |= d->loader == MP_LOAD_MEMORY ? IF(LOAD_MEMORY) : IF(LOAD_STREAM);
     h |= d->source_bytes ? 0 : IF(BUILTIN_CORPUS);
     h |= d->ranks > 1 ? IF(DP) : 0;
+    h |= d->ranks > 1 && (d->lora_rank || d->zero < 2) ? IF(ALLREDUCE) : 0;
     return h;
 }
 
@@ -199,6 +201,7 @@ static void parameter_quantities(memtrain_dims *d)
     q[MEMTRAIN_Q_SHARD] = d->zero >= 1 ? cdiv(q[MEMTRAIN_Q_NTRAIN], ranks) : q[MEMTRAIN_Q_NTRAIN];
     size_t bucket = d->holds & IF(ZERO2) ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
     q[MEMTRAIN_Q_BUCKET] = q[MEMTRAIN_Q_NTRAIN] < bucket ? q[MEMTRAIN_Q_NTRAIN] : bucket;
+    q[MEMTRAIN_Q_RECV] = cdiv(q[MEMTRAIN_Q_BUCKET], ranks);
     q[MEMTRAIN_Q_ADAM8_BLOCKS] = d->adam8_block ? cdiv(q[MEMTRAIN_Q_SHARD], d->adam8_block) : 0;
     q[MEMTRAIN_Q_VEC] = n_vec > n_fvec ? n_vec : n_fvec;
 }
@@ -314,7 +317,7 @@ static const char *quantity_name(int q)
         [MEMTRAIN_Q_ATTN] = "attention scratch", [MEMTRAIN_Q_CE_ROWS] = "min(ce_chunk,N)",
         [MEMTRAIN_Q_NSLOT] = "slots", [MEMTRAIN_Q_SOURCE] = "S", [MEMTRAIN_Q_READ] = "65536",
         [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer", [MEMTRAIN_Q_SHARD] = "n_train",
-        [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)", [MEMTRAIN_Q_NLAYER] = "n_layer",
+        [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)", [MEMTRAIN_Q_RECV] = "ceil(min(n_train,2^20)/ranks)", [MEMTRAIN_Q_NLAYER] = "n_layer",
         [MEMTRAIN_Q_NOUTER] = "n_outer", [MEMTRAIN_Q_WSLOTS] = "(prefetch+1)",
     };
     return q >= 0 && q < MEMTRAIN_NQ && names[q] ? names[q] : "?";

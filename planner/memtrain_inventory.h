@@ -24,7 +24,8 @@
  * split over the ranks, the first n_train mod ranks one more, so the heaviest
  * rank's ceil(n_train/ranks); else n_train), bucket = min(n_train, 2^20) the
  * fp32 elements one all-reduce of 16-bit gradients goes through (ZeRO-2:
- * min(n_train, 2^18), one reduce-scatter's); ZeRO-2:
+ * min(n_train, 2^18), one reduce-scatter's), recv = ceil(bucket/ranks) the chunk
+ * one exchange of the ring all-reduce receives (ZeRO-0/1); ZeRO-2:
  * n_layer = n_lin + n_vec (one layer's gradients, the slot every layer's
  * backward writes and reduce-scatters) and n_outer = n_base - L n_layer (the
  * embeddings', final norm's and untied head's, reduce-scattered once per
@@ -83,9 +84,10 @@ enum {
     /* data (data.c) and the batch (train.c) */
     MEMTRAIN_TEXT, MEMTRAIN_TOK, MEMTRAIN_READ_CHUNK, MEMTRAIN_SHUF, MEMTRAIN_INPUTS,
     MEMTRAIN_TARGETS,
-    /* data parallel (dist.c): the fp32 bucket 16-bit gradients are all-reduced through;
+    /* data parallel (dist.c, ring.c): the fp32 bucket 16-bit gradients are all-reduced
+     * through, the chunk one exchange of the ring all-reduce receives;
      * ZeRO-2: this rank's shard of the summed gradients (train.c) */
-    MEMTRAIN_COMM_BUCKET, MEMTRAIN_GRAD_SHARD,
+    MEMTRAIN_COMM_BUCKET, MEMTRAIN_COMM_RECV, MEMTRAIN_GRAD_SHARD,
     /* one micro-batch's forward (model.c), freed by its backward */
     MEMTRAIN_RES, MEMTRAIN_LNF, MEMTRAIN_LNF_MEAN, MEMTRAIN_LNF_RSTD, MEMTRAIN_LOGITS,
     MEMTRAIN_CE_LSE,
@@ -148,6 +150,7 @@ enum {
     MEMTRAIN_IF_ZERO2 = 1u << 19,      /* ZeRO-2 (full fine-tuning): gradients reduce-scattered */
     MEMTRAIN_IF_GRADS_FULL = 1u << 20, /* full fine-tuning without ZeRO-2: every gradient kept */
     MEMTRAIN_IF_ZERO3 = 1u << 21,       /* ZeRO-3 (full fine-tuning): parameters sharded, gathered per layer */
+    MEMTRAIN_IF_ALLREDUCE = 1u << 23,   /* several ranks summing whole gradients (ZeRO-0/1, LoRA) */
     MEMTRAIN_IF_PARAMS_FULL = 1u << 22, /* not ZeRO-3: every parameter kept */
 };
 
@@ -160,7 +163,7 @@ enum {
     MEMTRAIN_Q_NLORA, MEMTRAIN_Q_MODULES, MEMTRAIN_Q_NTRAIN, MEMTRAIN_Q_ADAM8_BLOCKS,
     MEMTRAIN_Q_BLOCK, MEMTRAIN_Q_TILE, MEMTRAIN_Q_VEC, MEMTRAIN_Q_ATTN, MEMTRAIN_Q_CE_ROWS,
     MEMTRAIN_Q_NSLOT, MEMTRAIN_Q_SOURCE, MEMTRAIN_Q_READ, MEMTRAIN_Q_SHUFFLE,
-    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER, MEMTRAIN_Q_WSLOTS,
+    MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_RECV, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER, MEMTRAIN_Q_WSLOTS,
     MEMTRAIN_NQ
 };
 

@@ -87,9 +87,13 @@ for e in ranks:
     assert abs(e["measured_peak_bytes"] - e["predicted_peak_bytes"]) <= 0.005 * e["predicted_peak_bytes"], e["rank"]
     # 16-bit gradients go through an fp32 bucket of min(n, 2^20) elements: here the
     # master copy's size (n < 2^20); fp32 gradients are all-reduced in place. ZeRO-2 and 3
-    # reduce-scatter at most 2^18 elements at a time (fp32 in place), through 2^18 here
+    # reduce-scatter at most 2^18 elements at a time (fp32 in place), through 2^18 here.
+    # ZeRO-0 and 1 sum by a ring whose exchanges receive ceil(min(n, 2^20)/ranks) floats.
     tags = e["measured_tags"]
     want = (4 << 18 if zero2 else tags["master"]) if mixed else 0
+    if not zero2:
+        grads = tags["gradients"] // (2 if mixed else 4)
+        want += 4 * -(-min(grads, 1 << 20) // n)
     assert tags["comm"] == want, ("comm", tags["comm"], want)
 EOP
     then ok "$what: every rank within 1% per component, 0.5% total"; else bad "$what: $(tail -1 "$tmp/err")"; fi

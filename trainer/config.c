@@ -19,7 +19,7 @@ void mt_config_default(mt_config *c)
     c->batch = 4;
     c->seq = 64;
     c->accum = 1;
-    c->rank = 0, c->ranks = 1, c->zero = 0;
+    c->rank = 0, c->ranks = 1, c->zero = 0, c->overlap = 1;
     c->precision = MP_FP32;
     c->attention = MP_ATTN_EAGER;
     c->attn_tile = 64;

@@ -65,6 +65,7 @@ typedef struct mt_config {
     char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
     /* data parallel: this process's rank of `ranks` (set by the launcher, not a key) */
     int rank, ranks;
+    int overlap;       /* ZeRO-0/1: 1 (default) sums the gradients while the backward runs, 0 after it */
     int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1); 2: and the
                           gradients, reduce-scattered layer by layer (ZeRO-2, full fine-tuning);
                           3: and the parameters, gathered layer by layer (ZeRO-3) */

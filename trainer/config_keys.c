@@ -84,6 +84,8 @@ static const mp_opt own_keys[] = {
     {"ranks", MP_OPT_INT, K(ranks), .lo = 1, .hi = 1 << 20,
      .help = "the data-parallel rank count the plan's global batch is for; launching another is refused"},
     {"attn-tile", MP_OPT_INT, K(c.attn_tile), .lo = 1, .hi = 4096},
+    {"overlap", MP_OPT_INT, K(c.overlap), .lo = 0, .hi = 1,
+     .help = "ZeRO-0/1 over several ranks: 1 (default) sums the gradients while the backward runs, 0 after it"},
     {0},
 };
 

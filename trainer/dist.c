@@ -1,8 +1,7 @@
 /*
- * dist.c — data parallel over MPI (see dist.h). The gradients are summed after
- * the backward of the step's last micro-batch (no overlap with the backward):
- * fp32 in place, 16-bit converted through one fp32 bucket (MT_COMM). ZeRO-2
- * reduce-scatters each layer's gradients right after its backward instead.
+ * dist.c — data parallel over MPI (see dist.h): the process group, ZeRO-2's
+ * reduce-scatter of each layer's gradients right after its backward, ZeRO-1's
+ * and ZeRO-3's all-gathers. ZeRO-0/1's all-reduce is ring.c's.
  */
 #include "dist.h"
 
@@ -77,25 +76,6 @@ _Noreturn void mt_dist_abort(int code)
     MPI_Initialized(&started);
     if (started) MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);
-}
-
-int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n)
-{
-    size_t step = bucket_n < (size_t)INT_MAX ? bucket_n : (size_t)INT_MAX;
-    for (size_t off = 0; off < n; off += step) {
-        int count = (int)(n - off < step ? n - off : step);
-        int rc;
-        if (dt == MT_F32) {
-            rc = MPI_Allreduce(MPI_IN_PLACE, (float *)grad + off, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        } else {
-            char *g = (char *)grad + off * mt_dtype_size(dt);
-            mt_to_f32(bucket, g, dt, (size_t)count);
-            rc = MPI_Allreduce(MPI_IN_PLACE, bucket, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            mt_from_f32(g, dt, bucket, (size_t)count);
-        }
-        if (rc != MPI_SUCCESS) return mpi_failed("all-reduce of the gradients", rc);
-    }
-    return 0;
 }
 
 int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_t total, float *acc,
@@ -211,11 +191,6 @@ int mt_dist_start(int *argc, char ***argv, int *rank, int *ranks)
 }
 void mt_dist_stop(void) {}
 _Noreturn void mt_dist_abort(int code) { exit(code); }
-int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n)
-{
-    (void)grad, (void)dt, (void)n, (void)bucket, (void)bucket_n;
-    return 0;
-}
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
 {
     (void)w, (void)dt, (void)n, (void)ranks;

@@ -1,6 +1,7 @@
 /*
- * dist.h — data parallel over MPI (OpenMPI): the process group, the gradient
- * all-reduce and the ZeRO-1 parameter all-gather. Built with MPI when the
+ * dist.h — data parallel over MPI (OpenMPI): the process group, ZeRO-2's
+ * reduce-scatter and the ZeRO-1/3 parameter all-gathers (the gradient
+ * all-reduce of ZeRO-0/1 is ring.h's). Built with MPI when the
  * Makefile finds it (MT_HAVE_MPI); without it there is one rank, and a launch
  * under mpirun is detected and refused by the caller.
  *
@@ -31,9 +32,6 @@ _Noreturn void mt_dist_abort(int code);
  * ranks one more element. */
 void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count);
 
-/* Sum `grad` (n elements of dt) over the ranks, in place: fp32 directly in
- * buckets of `bucket_n`, 16-bit through the fp32 `bucket` (bucket_n elements). */
-int mt_dist_allreduce(void *grad, mt_dtype dt, size_t n, float *bucket, size_t bucket_n);
 /* ZeRO-2: `g` holds the elements [off, off + n) of a vector of `total` elements
  * (n of dt) on every rank; sum them over the ranks and add this rank's part
  * (its shard by mt_dist_shard, [lo, lo + count)) into `acc` (fp32, acc[0] is

@@ -294,12 +294,14 @@ static void rank_path(const char *path, int rank, int ranks, char *out, size_t l
 typedef struct rank_stats {
     mt_mem_stats st;
     size_t baseline_rss, peak_rss;
+    double allreduce_wait_s;  /* ZeRO-0/1: waited for the gradients' sum after the backward */
 } rank_stats;
 
 /* The run's outcome, the same on every rank (the losses are of the global batch). */
 typedef struct run_result {
     long steps, first_step, done;
     double tokens_per_s, last_loss;
+    double allreduce_wait_s;  /* this rank's, summed over the run's steps */
     json_t *losses;
     int rc;
 } run_result;
@@ -349,6 +351,7 @@ static json_t *report_json(const rank_stats *rs, const mp_estimate *pred, const 
     json_object_set_new(r, "baseline_rss_bytes", json_integer((json_int_t)rs->baseline_rss));
     json_object_set_new(r, "peak_rss_bytes", json_integer((json_int_t)rs->peak_rss));
     json_object_set_new(r, "tokens_per_s", json_real(res->tokens_per_s));
+    json_object_set_new(r, "allreduce_wait_s", json_real(rs->allreduce_wait_s));
     json_object_set_new(r, "steps", json_integer(res->steps));
     json_object_set_new(r, "first_step", json_integer(res->first_step));
     json_object_set_new(r, "losses", json_deep_copy(res->losses));
@@ -393,7 +396,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     bool tty = isatty(STDOUT_FILENO) && !o->quiet && c->rank == 0;
     bar_open = tty;
     double t0 = now_s(), tokens = 0;
-    res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0;
+    res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0, res->allreduce_wait_s = 0;
     while (mt_trainer_steps(t) < steps && !any_rank(stop_requested, c->ranks)) {
         mt_step_result r;
         if (mt_trainer_step(t, &r, err)) {
@@ -402,6 +405,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
         }
         res->done++;
         tokens += (double)r.tokens;
+        res->allreduce_wait_s += r.allreduce_wait_s;
         res->last_loss = r.loss;
         json_array_append_new(res->losses, json_real(r.loss));
         double el = now_s() - t0;
@@ -437,7 +441,8 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
 {
     const mt_config *c = mt_trainer_config(t);
     int rank = c->rank, ranks = c->ranks, rc = res->rc;
-    rank_stats mine = {.baseline_rss = baseline_rss, .peak_rss = mt_peak_rss_bytes()};
+    rank_stats mine = {.baseline_rss = baseline_rss, .peak_rss = mt_peak_rss_bytes(),
+                       .allreduce_wait_s = res->allreduce_wait_s};
     mt_trainer_mem(t, &mine.st);
     rank_stats *all = rank == 0 ? calloc((size_t)ranks, sizeof *all) : NULL;
     if (rank == 0 && !all) return run_error(1, "out of memory for %d ranks' statistics", ranks);

@@ -131,6 +131,30 @@ static int grads_hand_over(mt_model *m, size_t l, const int *ts, size_t nts, voi
     return rc;
 }
 
+/* ZeRO-0/1: layer l's trainable gradients are final (LoRA: its adapters' slice). */
+static int grads_ready_layer(mt_model *m, size_t l, const int *ts, size_t nts)
+{
+    if (!m->ready)
+        return 0;
+    if (m->nlora) {
+        size_t per = m->lora.per_layer;
+        return per ? m->ready(m->ready_ctx, lora_gref(m, l, 0).p, per) : 0;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < nts && rc == 0; i++) {
+        size_t per = m->info[ts[i]].per_layer;
+        if (per && m->base_trainable)
+            rc = m->ready(m->ready_ctx, pg(m, ts[i], l).p, per);
+    }
+    return rc;
+}
+
+void mt_model_set_grad_ready(mt_model *m, mt_grad_ready ready, void *ctx)
+{
+    m->ready = ready;
+    m->ready_ctx = ctx;
+}
+
 /* ---------- ZeRO-3: gathering the weights ---------- */
 
 void mt_model_params_changed(mt_model *m)
@@ -364,6 +388,13 @@ static void layer_fwd(mt_model *m, size_t l, const layer_w *w, layer_a *a, float
 
 /* Backward of layer l. dres (N,C): in, the gradient w.r.t. the layer's output;
  * out, the gradient w.r.t. its input x. */
+/* ZeRO-0/1: let the gradient all-reduce in flight move on (between the layer's
+ * matmuls: its exchanges progress only inside MPI calls). */
+static void grads_progress(mt_model *m)
+{
+    if (m->ready) m->ready(m->ready_ctx, NULL, 0);
+}
+
 static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
                       const layer_a *a, float *dres)
 {
@@ -378,6 +409,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
     if (g->v[MT_P_BPROJ])
         mt_colsum_acc(g->v[MT_P_BPROJ], dres, C, N, C);
     lora_bwd(m, l, a, MT_LIN_PROJ, a->s[MT_S_FCG], F, dfcg, F, dres, C);
+    grads_progress(m);
     /* activation: dfch (N,FW) */
     if (m->gpt2)
         mt_gelu_bwd(dfch, a->s[MT_S_FCH], dfcg, N * F);
@@ -389,6 +421,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
     if (g->v[MT_P_BFC])
         mt_colsum_acc(g->v[MT_P_BFC], dfch, FW, N, FW);
     lora_bwd(m, l, a, MT_LIN_FC, a->s[MT_S_LN2], C, dln, C, dfch, FW);
+    grads_progress(m);
     /* h2 = norm2(res2): dres += ... */
     norm_bwd(m, dres, g->v[MT_P_LN2W], g->v[MT_P_LN2B], dln, a->s[MT_S_RES2], w->v[MT_P_LN2W],
              a->s[MT_S_LN2_MEAN], a->s[MT_S_LN2_RSTD]);
@@ -398,6 +431,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
     if (g->v[MT_P_BO])
         mt_colsum_acc(g->v[MT_P_BO], dres, C, N, C);
     lora_bwd(m, l, a, MT_LIN_O, a->s[MT_S_ATTY], AW, datty, AW, dres, C);
+    grads_progress(m);
     /* attention: dqkv (N,QW) */
     mt_attn_dims ad = attn_dims(m);
     if (m->cfg.attention == MP_ATTN_FLASH)
@@ -407,6 +441,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
         mt_attn_eager_bwd(dqkv, datty, a->s[MT_S_QKV], a->s[MT_S_ATT], &ad, m->adt, m->attn_ws);
     if (!m->gpt2) /* rotary: rotate the gradients of q and k back */
         mt_rope(dqkv, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->KV, d->HD, 1);
+    grads_progress(m);
     /* qkv = h1 @ Wqkv^T + b:  dln (N,C) = dqkv @ Wqkv; dWqkv += dqkv^T h1 */
     mt_mm_bwd_in(tl, dln, C, dqkv, QW, w->lin[0], N, QW, C, 1.0f, 0.0f);
     mt_mm_bwd_w(tl, g->lin[0], dqkv, QW, a->s[MT_S_LN1], C, N, QW, C, 1.0f);
@@ -620,12 +655,18 @@ int mt_model_backward(mt_model *m)
             mt_model_release(m);
             return -1;
         }
+        if (grads_ready_layer(m, l, layer_tensors, NLAYER_TENSORS) != 0) {
+            mt_model_release(m);
+            return -1;
+        }
     }
 
     /* embeddings */
     mt_encoder_bwd(pg(m, MT_P_WTE, 0), pg(m, MT_P_WPE, 0), m->dres, m->inputs, d->B, d->T, C);
     m->active = false;
     if (m->glayer && grads_hand_over(m, 0, outer_tensors, NOUTER_TENSORS, m->gouter, m->nouter_g) != 0)
+        return -1;
+    if (!m->nlora && grads_ready_layer(m, 0, outer_tensors, NOUTER_TENSORS) != 0)
         return -1;
     return 0;
 }

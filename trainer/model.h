@@ -110,6 +110,14 @@ void mt_model_zero_grad(mt_model *m);
  * after that layer, and the other gradients at its end. Without a sink they are
  * dropped. */
 void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx);
+/* ZeRO-0/1 over several ranks: where the backward of a step's last micro-batch
+ * announces each range of the trainable gradients (n elements of the parameter
+ * storage type at g, in the vector mt_model_trainable gives) as soon as they are
+ * final: a layer's right after that layer, the embeddings', final norm's and
+ * head's at the end; between a layer's matmuls with g = NULL, n = 0, to let the
+ * sums in flight move on. Every rank calls it in the same order. NULL: none. */
+typedef int (*mt_grad_ready)(void *ctx, void *g, size_t n);
+void mt_model_set_grad_ready(mt_model *m, mt_grad_ready ready, void *ctx);
 /* ZeRO-3 (zero = 3): the parameters' shard changed (an update, a load): the
  * next forward gathers every layer's weights again. */
 void mt_model_params_changed(mt_model *m);

@@ -60,6 +60,8 @@ struct mt_model {
     size_t nlayer_g, nouter_g; /* their elements */
     mt_grad_sink sink;
     void *sink_ctx;
+    mt_grad_ready ready;  /* ZeRO-0/1: final gradients announced to the all-reduce */
+    void *ready_ctx;
     mt_seg segs[MT_NPARAM];
     size_t nsegs;
     /* QLoRA: layer l's linears [Wqkv | Wo | Wfc | Wproj] in one NF4 store */

@@ -12,6 +12,7 @@
 #include "memtrain_inventory.h"
 #include "optim.h"
 #include "precision.h"
+#include "ring.h"
 #include "rng.h"
 
 struct mt_trainer {
@@ -32,6 +33,8 @@ struct mt_trainer {
     size_t shard_nsegs;
     float *bucket;
     size_t bucket_n;
+    /* ZeRO-0/1: the chunk one exchange of the ring all-reduce receives (ring.h) */
+    float *recv;
     /* ZeRO-2: the summed gradients of this rank's shard, fp32, over the step's
      * micro-batches (the inventory's grads.shard; zero between steps) */
     float *gshard;
@@ -88,7 +91,8 @@ static int dist_setup(mt_trainer *t, const mt_group *g)
     return 0;
 }
 
-/* The all-reduce bucket (the inventory's row comm.bucket): 16-bit gradients only. */
+/* The all-reduce bucket (the inventory's row comm.bucket): 16-bit gradients only;
+ * ZeRO-0/1: the ring's receive chunk (comm.recv), and the ring set up on them. */
 static int dist_bucket(mt_trainer *t, const mt_group *g)
 {
     /* ZeRO-2: also the most one reduce-scatter sums (fp32 ones too, in place) */
@@ -98,9 +102,22 @@ static int dist_bucket(mt_trainer *t, const mt_group *g)
         if (!(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
             return -1;
     } else {
-        t->bucket_n = most;
+        t->bucket_n = g->n < most ? g->n : most;
+    }
+    if (t->cfg.ranks > 1 && !t->gshard && g->n) {
+        size_t ranks = (size_t)t->cfg.ranks;
+        if (!(t->recv = mt_alloc_n(MT_COMM, (t->bucket_n + ranks - 1) / ranks, sizeof(float))))
+            return -1;
+        return mt_ring_setup(g->dt, t->bucket, t->recv, t->bucket_n);
     }
     return 0;
+}
+
+/* ZeRO-0/1: the backward's final gradients into the ring as they come. */
+static int grad_ready(void *ctx, void *g, size_t n)
+{
+    (void)ctx;
+    return mt_ring_queue(g, n);
 }
 
 static int say(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -191,6 +208,7 @@ void mt_trainer_free(mt_trainer *t)
     mt_free(t->inputs);
     mt_free(t->targets);
     mt_free(t->bucket);
+    mt_free(t->recv);
     mt_free(t->gshard);
     mt_free(t->shard_segs);
     mt_free(t);
@@ -241,6 +259,12 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     int accum = t->cfg.accum, ranks = t->cfg.ranks;
     float scale = t->scaler.scale;
     double sum = 0.0;
+    /* ZeRO-0/1 over several ranks: the ring all-reduce (ring.h) of the gradients,
+     * started by the last micro-batch's backward as they become final (overlap),
+     * or after it */
+    bool ring = ranks > 1 && t->recv;
+    mt_group g;
+    mt_model_trainable(t->model, &g);
     for (int k = 0; k < accum; k++) {
         float loss;
         if (mt_data_next(t->data, t->inputs, t->targets) != 0)
@@ -248,18 +272,20 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
         /* each rank's gradient is 1/ranks of the mean: the all-reduce's sum is the mean */
         if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss) != 0)
             return fail(err, "forward");
-        if (mt_model_backward(t->model) != 0)
+        bool overlap = ring && t->cfg.overlap && k == accum - 1;
+        mt_model_set_grad_ready(t->model, overlap ? grad_ready : NULL, t);
+        int rc = mt_model_backward(t->model);
+        mt_model_set_grad_ready(t->model, NULL, NULL);
+        if (rc != 0)
             return fail(err, "backward");
         sum += loss;
     }
-    mt_group g;
-    mt_model_trainable(t->model, &g);
-    if (ranks > 1) {
-        /* ZeRO-2: already reduce-scattered by the backward */
-        if (!t->gshard && mt_dist_allreduce(g.grad, g.dt, g.n, t->bucket, t->bucket_n) != 0)
+    if (ring) {
+        if ((!t->cfg.overlap && mt_ring_queue(g.grad, g.n) != 0) || mt_ring_finish(&r->allreduce_wait_s) != 0)
             return fail(err, "data parallel");
-        sum = mt_dist_sum(sum) / ranks;
     }
+    if (ranks > 1)
+        sum = mt_dist_sum(sum) / ranks; /* ZeRO-2 and 3: already reduce-scattered by the backward */
     bool finite = grads_finite(t, &g);
     bool skip = mt_scaler_update(&t->scaler, finite);
     if (skip) {

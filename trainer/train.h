@@ -38,6 +38,8 @@ typedef struct mt_step_result {
     long step;         /* optimizer steps attempted so far, this one included */
     long skipped_total;
     size_t tokens;     /* tokens processed by this step, over all ranks: B*T*accum*ranks */
+    double allreduce_wait_s; /* ZeRO-0/1 over several ranks: seconds this rank waited, after its
+                                backward, for the gradients' sum (what the backward did not hide) */
 } mt_step_result;
 
 int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err);
