@@ -124,7 +124,8 @@ static void test_slots(void)
 /* Data parallel: ZeRO-1 partitions the optimizer state over the ranks (the ZeRO
  * paper's P_os, Rajbhandari et al. 2020, eq. for K*Psi/N_d), the heaviest rank
  * holding ceil(n/ranks); 16-bit gradients go through one fp32 bucket of at most
- * 2^20 elements; ZeRO-0 and one process keep everything. */
+ * 2^20 elements, and the ring all-reduce receives ceil(2^20/ranks) floats per
+ * exchange; ZeRO-0 and one process keep everything. */
 static void test_data_parallel(void)
 {
     memtrain_dims d = gpt2_124m();
@@ -133,9 +134,9 @@ static void test_data_parallel(void)
     memtrain_dims_finish(&d);
     tag_sums(&d, t, &mb);
     CHECK(t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 31109952 && t[MEMTRAIN_TAG_WEIGHTS] == 497759232 &&
-              t[MEMTRAIN_TAG_GRADIENTS] == 497759232 && t[MEMTRAIN_TAG_COMM] == 0,
-          "ZeRO-1 on 4 ranks, fp32: AdamW's m and v of 124439808/4 parameters each (%.0f), no bucket",
-          t[MEMTRAIN_TAG_OPTIMIZER]);
+              t[MEMTRAIN_TAG_GRADIENTS] == 497759232 && t[MEMTRAIN_TAG_COMM] == 4.0 * 262144,
+          "ZeRO-1 on 4 ranks, fp32: AdamW's m and v of 124439808/4 parameters each (%.0f), no bucket, "
+          "the ring's receive chunk of 2^20/4 floats (%.0f)", t[MEMTRAIN_TAG_OPTIMIZER], t[MEMTRAIN_TAG_COMM]);
     d.ranks = 3;
     memtrain_dims_finish(&d);
     tag_sums(&d, t, &mb);
@@ -144,8 +145,9 @@ static void test_data_parallel(void)
     d.precision = MP_MIXED_BF16, d.zero = 0;
     memtrain_dims_finish(&d);
     tag_sums(&d, t, &mb);
-    CHECK(t[MEMTRAIN_TAG_COMM] == 4.0 * 1048576 && t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 124439808,
-          "ZeRO-0, bf16: a 4 MiB fp32 bucket (%.0f), the whole optimizer state", t[MEMTRAIN_TAG_COMM]);
+    CHECK(t[MEMTRAIN_TAG_COMM] == 4.0 * 1048576 + 4.0 * 349526 && t[MEMTRAIN_TAG_OPTIMIZER] == 2.0 * 4 * 124439808,
+          "ZeRO-0, bf16: a 4 MiB fp32 bucket and the ring's receive chunk of ceil(2^20/3) floats (%.0f), "
+          "the whole optimizer state", t[MEMTRAIN_TAG_COMM]);
     d.ranks = 1;
     memtrain_dims_finish(&d);
     tag_sums(&d, t, &mb);
