@@ -187,6 +187,23 @@ one_line_err
 expect 2 "a flag value with a newline" -- "$mp" estimate --model gpt2 --batch "$(printf '4\nx')"
 has err "invalid value '4\nx' for --batch"
 one_line_err
+# --bitsandbytes takes a release: a word, a lone number, four parts are refused
+for v in 0.x 7 1.2.3.4 0.100.1; do
+    expect 2 "--bitsandbytes '$v' refused" -- "$mp" estimate --model llama-2-7b --lora-rank 8 --quant nf4 --bitsandbytes "$v"
+    has err "invalid value '$v' for --bitsandbytes (a release such as 0.43.2)"
+    one_line_err
+done
+expect 0 "--bitsandbytes 0.41.1 with --format json" -- "$mp" estimate --model llama-2-7b --lora-rank 8 --quant nf4 \
+    --lora-dropout 0.05 --bitsandbytes 0.41.1 --format json
+if python3 -c "
+import json; d = json.load(open('$tmp/out'))['settings']
+assert d['bitsandbytes'] == '0.41.1' and abs(d['lora-dropout'] - 0.05) < 1e-6, d
+"; then ok "JSON settings carry bitsandbytes and lora-dropout"; else bad "JSON settings lack bitsandbytes or lora-dropout"; fi
+# (adapters on q and v only: the MLP's and the o-proj's inputs are kept for nothing but the 4-bit matmul)
+expect 0 "an old bitsandbytes keeps the 4-bit layers' inputs (explain)" -- "$mp" estimate --model llama-2-7b \
+    --precision pure-bf16 --lora-rank 8 --lora-targets q,v --quant nf4 --bitsandbytes 0.42.0 --explain
+has out "of which 4-bit layers' inputs"
+has out "bitsandbytes 0.42.0 keeps each quantised layer's input (fixed in 0.43.2)"
 expect 2 "unknown model" -- "$mp" --model llama-2-7x --gpu 12GB
 has err "unknown model 'llama-2-7x'"
 has err "llama-2-7b"
@@ -437,6 +454,9 @@ assert a+b==full, (a, b, full)
     expect 2 "a config line holding a NUL" -- "$mt" --config "$tmp/nul.cfg"
     has err "line 2 holds a NUL byte"
     expect 2 "impossible value" -- "$mt" --config "$tmp/small.cfg" --heads 5
+    expect 2 "overlap 2 refused" -- "$mt" --config "$tmp/small.cfg" --overlap 2
+    has err "'2'"
+    one_line_err
     expect 2 "missing data file" -- "$mt" --config "$tmp/small.cfg" --data "$tmp/nope.txt"
     has err "nope.txt"
     expect 2 "missing config" -- "$mt" --config "$tmp/nope.cfg"

@@ -128,6 +128,9 @@ def check_plan(tag, family, repo, text, plan, vocab):
     check(("# NOTE: the Trainer has no mixed" in text) == amp_twin,
           f"{tag}: the amp-twin note iff full fine-tuning under {s['precision']} without DeepSpeed")
     check_load(tag, family, c, s, vocab)
+    guard = 'Version(package_version("bitsandbytes")) < Version("0.43.2")' in text
+    check(guard == (s["quant"].startswith("nf4") and s["bitsandbytes"] is None),
+          f"{tag}: the bitsandbytes >= 0.43.2 guard iff a 4-bit base planned for a current release")
     check_lora(tag, family, c, s, vocab)
     peak = f"{plan['allocated_bytes'] / 2**30:.2f} GiB allocated, {plan['device_bytes'] / 2**30:.2f} GiB on the device"
     check(peak in text, f"{tag}: summary states the predicted peak ({peak})")
