@@ -33,7 +33,9 @@ static void test_profiles_cite_sources(void)
         {"hf", "huggingface/peft@b28a09c44695 src/peft/tuners/lora/layer.py"},
         {"hf", "huggingface/transformers@d0fed636753e src/transformers/loss/loss_utils.py"},
         {"torchtune", "pytorch/torchtune@ce5433b01eef torchtune/modules/loss/ce_chunked_output_loss.py"},
-        {"litgpt", "Lightning-AI/litgpt@d49df2089a7b litgpt/utils.py"}};
+        {"litgpt", "Lightning-AI/litgpt@d49df2089a7b litgpt/utils.py"},
+        {"litgpt", "Lightning-AI/litgpt@04205815e884 litgpt/model.py"},
+        {"torchtune", "pytorch/ao@38cb64cc5d17 torchao/dtypes/nf4tensor.py"}};
     char err[256], line[4096];
     for (size_t i = 0; i < sizeof cites / sizeof *cites; i++)
         CHECK(profile_line(cites[i].name, line, sizeof line) == 0 && strstr(line, cites[i].cited),
@@ -41,6 +43,9 @@ static void test_profiles_cite_sources(void)
     const mp_framework *hf = mp_framework_find("hf", err), *lit = mp_framework_find("litgpt", err);
     CHECK(hf && hf->adapter_fp32 && hf->fp32_logits, "hf: fp32 adapters (PEFT) and fp32 logits (transformers)");
     CHECK(lit && !lit->adapter_fp32 && !lit->fp32_logits, "litgpt: adapters in the model's dtype, no fp32 logits");
+    const mp_framework *tt = mp_framework_find("torchtune", err);
+    CHECK(lit && lit->fused_qkv && lit->bnb_4bit && hf && !hf->fused_qkv && hf->bnb_4bit && tt && !tt->bnb_4bit,
+          "litgpt fuses qkv; hf and litgpt quantise with bitsandbytes, torchtune with torchao");
 }
 
 static void test_head_target(void)
