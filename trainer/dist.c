@@ -43,7 +43,7 @@ void mt_dist_shard(size_t n, int rank, int ranks, size_t *lo, size_t *count)
 
 #ifdef MT_HAVE_MPI
 
-static int mpi_failed(const char *what, int rc)
+int mt_dist_failed(const char *what, int rc)
 {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -54,7 +54,7 @@ static int mpi_failed(const char *what, int rc)
 int mt_dist_start(int *argc, char ***argv, int *rank, int *ranks)
 {
     int rc = MPI_Init(argc, argv);
-    if (rc != MPI_SUCCESS) return mpi_failed("init", rc);
+    if (rc != MPI_SUCCESS) return mt_dist_failed("init", rc);
     /* errors come back as codes, so every rank can report them and stop the job */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
@@ -113,7 +113,7 @@ int mt_dist_reduce_scatter_add(void *g, mt_dtype dt, size_t off, size_t n, size_
         }
     }
     mt_free(counts);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed("reduce-scatter of the gradients", rc);
+    return rc == MPI_SUCCESS ? 0 : mt_dist_failed("reduce-scatter of the gradients", rc);
 }
 
 int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
@@ -133,7 +133,7 @@ int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks)
     }
     int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
     mt_free(counts);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed("all-gather of the parameters", rc);
+    return rc == MPI_SUCCESS ? 0 : mt_dist_failed("all-gather of the parameters", rc);
 }
 
 int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, size_t total, void *dst,
@@ -165,7 +165,7 @@ int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, s
                             MPI_COMM_WORLD);
     }
     mt_free(counts);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed("all-gather of a layer's parameters", rc);
+    return rc == MPI_SUCCESS ? 0 : mt_dist_failed("all-gather of a layer's parameters", rc);
 }
 
 double mt_dist_sum(double v)
@@ -178,7 +178,7 @@ double mt_dist_sum(double v)
 int mt_dist_gather(const void *mine, void *all, size_t len)
 {
     int rc = MPI_Gather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed("gather", rc);
+    return rc == MPI_SUCCESS ? 0 : mt_dist_failed("gather", rc);
 }
 
 #else /* one process: every collective is the identity */

@@ -51,6 +51,9 @@ int mt_dist_allgather(void *w, mt_dtype dt, size_t n, int ranks);
  * previous rank's). Without MPI: a copy from the (whole) shard. */
 int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, size_t total, void *dst,
                          size_t chunk);
+/* An MPI call's failure as memtrain's error (mt_error): "MPI <what> failed: <MPI's
+ * message>"; returns -1. With MPI only (rc is an MPI error code). */
+int mt_dist_failed(const char *what, int rc);
 /* Sum of one value over the ranks. */
 double mt_dist_sum(double v);
 /* Gather `len` bytes from every rank into `all` (ranks x len) on rank 0. */

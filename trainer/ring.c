@@ -54,14 +54,6 @@ static struct {
     MPI_Request req[2];
 } ring;
 
-static int failed(const char *what, int rc)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    return mt_error("MPI %s failed: %s", what, msg);
-}
-
 static void chunk(int c, size_t *lo, size_t *n)
 {
     int r = ((c % ring.ranks) + ring.ranks) % ring.ranks;
@@ -80,7 +72,7 @@ static int post(void)
     float *into = gather ? ring.data + rlo : ring.recv;
     int rc = MPI_Irecv(into, (int)rn, MPI_FLOAT, left, 0, MPI_COMM_WORLD, &ring.req[0]);
     if (rc == MPI_SUCCESS) rc = MPI_Isend(ring.data + slo, (int)sn, MPI_FLOAT, right, 0, MPI_COMM_WORLD, &ring.req[1]);
-    return rc == MPI_SUCCESS ? 0 : failed("exchange of the gradient all-reduce", rc);
+    return rc == MPI_SUCCESS ? 0 : mt_dist_failed("exchange of the gradient all-reduce", rc);
 }
 
 /* The exchange in flight is done: add what came in (reduce-scatter), move on. */
@@ -134,7 +126,7 @@ int mt_ring_progress(void)
         }
         int done = 0;
         int rc = MPI_Testall(2, ring.req, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) return failed("exchange of the gradient all-reduce", rc);
+        if (rc != MPI_SUCCESS) return mt_dist_failed("exchange of the gradient all-reduce", rc);
         if (!done) return 0;
         if (complete_step() != 0) return -1;
     }
@@ -145,7 +137,7 @@ static int wait_active(void)
 {
     while (ring.active) {
         int rc = MPI_Waitall(2, ring.req, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) return failed("exchange of the gradient all-reduce", rc);
+        if (rc != MPI_SUCCESS) return mt_dist_failed("exchange of the gradient all-reduce", rc);
         if (complete_step() != 0) return -1;
     }
     return 0;
