@@ -150,8 +150,8 @@ enum {
     MEMTRAIN_IF_ZERO2 = 1u << 19,      /* ZeRO-2 (full fine-tuning): gradients reduce-scattered */
     MEMTRAIN_IF_GRADS_FULL = 1u << 20, /* full fine-tuning without ZeRO-2: every gradient kept */
     MEMTRAIN_IF_ZERO3 = 1u << 21,       /* ZeRO-3 (full fine-tuning): parameters sharded, gathered per layer */
-    MEMTRAIN_IF_ALLREDUCE = 1u << 23,   /* several ranks summing whole gradients (ZeRO-0/1, LoRA) */
     MEMTRAIN_IF_PARAMS_FULL = 1u << 22, /* not ZeRO-3: every parameter kept */
+    MEMTRAIN_IF_ALLREDUCE = 1u << 23,   /* several ranks summing whole gradients (ZeRO-0/1, LoRA) */
 };
 
 /* The quantities element counts are products of. */

@@ -97,13 +97,9 @@ static int dist_bucket(mt_trainer *t, const mt_group *g)
 {
     /* ZeRO-2: also the most one reduce-scatter sums (fp32 ones too, in place) */
     size_t most = t->gshard ? MEMTRAIN_RS_BUCKET : MEMTRAIN_BUCKET;
-    if (t->cfg.ranks > 1 && g->dt != MT_F32 && g->n) {
-        t->bucket_n = g->n < most ? g->n : most;
-        if (!(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
-            return -1;
-    } else {
-        t->bucket_n = g->n < most ? g->n : most;
-    }
+    t->bucket_n = g->n < most ? g->n : most;
+    if (t->cfg.ranks > 1 && g->dt != MT_F32 && g->n && !(t->bucket = mt_alloc_n(MT_COMM, t->bucket_n, sizeof(float))))
+        return -1;
     if (t->cfg.ranks > 1 && !t->gshard && g->n) {
         size_t ranks = (size_t)t->cfg.ranks;
         if (!(t->recv = mt_alloc_n(MT_COMM, (t->bucket_n + ranks - 1) / ranks, sizeof(float))))
