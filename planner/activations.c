@@ -22,6 +22,7 @@ typedef struct layer_ctx {
     double ad;                /* what an adapter reads and keeps: its input's element */
     bool own_input;           /* each adapted module keeps its own input, none shared */
     bool kbit_input;          /* each quantised linear keeps its input too (bitsandbytes_keeps_input) */
+    bool fused_qkv;           /* one qkv projection: the checkpoint's, or the stack's (LitGPT) */
     mp_linear lin[16];
     int nlin;
 } layer_ctx;
@@ -68,8 +69,9 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
     l->mask = l->fw->dropout_mask_bytes > 0 ? l->fw->dropout_mask_bytes : l->a;
     /* A stack that fuses q, k and v (LitGPT) runs one qkv module, with one LoRA
      * dropout and one A for the enabled projections, whatever the checkpoint's layout. */
+    l->fused_qkv = m->fused_qkv || l->fw->fused_qkv;
     mp_model layout = *m;
-    layout.fused_qkv = m->fused_qkv || l->fw->fused_qkv;
+    layout.fused_qkv = l->fused_qkv;
     l->nlin = mp_model_linears(&layout, l->lin, 16);
     if (l->nlin > 16) l->nlin = 16;
     l->ad = adapter_input_bytes(l);
@@ -141,9 +143,8 @@ static double kv_width(const layer_ctx *l)
 static double fused_qkv_kept(const layer_ctx *l)
 {
     const mp_model *m = l->m;
-    bool fused = m->fused_qkv || l->fw->fused_qkv;
     bool v_is_view = m->kv_heads == m->heads;
-    return fused && v_is_view && m->pos == MP_POS_ROPE ? l->a * l->sb * (l->QD + l->KVD) : 0;
+    return l->fused_qkv && v_is_view && m->pos == MP_POS_ROPE ? l->a * l->sb * (l->QD + l->KVD) : 0;
 }
 
 /* The attention block's saved tensors; *core gets the T x T part. */
@@ -246,10 +247,9 @@ static double head_adapter_saved(const layer_ctx *l)
     return l->sb * (input + l->ad * (double)l->s->lora_rank);
 }
 
-/* Everything one layer saves, without the T x T core (*core). */
-static double layer_saved(const layer_ctx *l, double *core)
+/* Everything one layer saves, without the T x T core (*core); a norm's part is norm. */
+static double layer_saved(const layer_ctx *l, double norm, double *core)
 {
-    double norm = norm_saved(l);
     double attn = attention_saved(l, norm, core);
     return attn + mlp_saved(l, norm) + lora_saved(l);
 }
@@ -259,19 +259,19 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     layer_ctx l;
     layer_setup(&l, m, s);
     const double a = l.a, sb = l.sb, C = l.C;
-    double core, without_kbit = 0;
-    double saved = layer_saved(&l, &core);
-    if (l.kbit_input) {
+    double core, without_kbit = 0, norm = norm_saved(&l);
+    double saved = layer_saved(&l, norm, &core);
+    if (l.kbit_input) { /* the same layer without them: their share, for --explain */
         layer_ctx plain = l;
         plain.kbit_input = false;
-        without_kbit = layer_saved(&plain, &(double){0});
+        without_kbit = layer_saved(&plain, norm, &(double){0});
     }
 
     ab->attn_core = core;
     ab->total = saved + core;
     ab->kbit_inputs = l.kbit_input ? saved - without_kbit : 0;
     ab->layer_input = l.r * sb * C;
-    ab->final_norm = norm_saved(&l) + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
+    ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
