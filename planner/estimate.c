@@ -258,6 +258,39 @@ static void est_weights(est_ctx *c)
 
 /* ---------- gradients ---------- */
 
+/* FSDP (ZeRO-3 without DeepSpeed) over LoRA, where the stack wraps each block
+ * whole: with use_orig_params=True one FlatParameter holds the block's frozen
+ * base and its adapters, and it requires grad as soon as one of them does
+ * (pytorch/pytorch@c21c0f9e580c torch/distributed/fsdp/flat_param.py
+ * _validate_tensors_to_flatten: "permit non-uniform requires_grad",
+ * flat_param_requires_grad = ... or tensor.requires_grad). A 16-bit base only:
+ * 4-bit weights cannot share a flat parameter with 16-bit ones. */
+static bool fsdp_mixed_grads(const est_ctx *c)
+{
+    return c->lora && c->s->zero >= 3 && c->dp > 1 && c->fw->fsdp_mixed_units && !mp_runs_deepspeed(c->s) &&
+           c->s->quant == MP_QUANT_NONE && c->s->offload == MP_OFFLOAD_NONE;
+}
+
+/* The gradient then spans every element of the units that hold an adapter:
+ * the blocks, and the root (embedding, head) when the head is adapted. It is
+ * reduce-scattered to a 1/dp shard at the step that syncs; under no_sync()
+ * (accumulation micro-batches) FSDP keeps it unsharded until that step
+ * (torch FullyShardedDataParallel.no_sync: "accumulate the full model
+ * gradients (instead of gradient shards) until the eventual sync"). */
+static void fsdp_unit_gradients(est_ctx *c)
+{
+    const mp_params *p = &c->e->params;
+    double elems = p->attn + p->mlp + p->norms + p->router + c->trainable;
+    if (c->s->lora_targets & MP_LORA_HEAD) elems += p->embed + p->pos + p->head;
+    const double elt = c->half ? 2 : 4; /* the flat parameter's dtype: the base's */
+    const bool unsharded = c->fw->fsdp_no_sync && c->s->accum > 1;
+    c->g_elt = elt;
+    c->grads = elems * elt / c->split / (unsharded ? 1 : c->dp);
+    term(c, MP_GRADIENTS, "gradients (FSDP units, frozen base included)", c->grads,
+         "%.0f params x %.0f B%s", elems / c->split, elt,
+         unsharded ? ", unsharded through accumulation (no_sync)" : " / dp");
+}
+
 static void est_gradients(est_ctx *c)
 {
     const mp_settings *s = c->s;
@@ -283,6 +316,8 @@ static void est_gradients(est_ctx *c)
         c->grads = 0;
         term(c, MP_GRADIENTS, "gradients", 0, "%.0f trainable: streamed to the host (ZeRO-Offload)",
              c->trainable / c->split);
+    } else if (fsdp_mixed_grads(c)) {
+        fsdp_unit_gradients(c);
     } else {
         term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
              c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");

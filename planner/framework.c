@@ -44,6 +44,8 @@ const fw_column fw_columns[] = {
     COL("pure16", pure16, true, 1, 1),
     COL("bnb_4bit", bnb_4bit, true, 1, 1),
     COL("fused_qkv", fused_qkv, true, 1, 0),
+    COL("fsdp_mixed_units", fsdp_mixed_units, true, 1, 0),
+    COL("fsdp_no_sync", fsdp_no_sync, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

@@ -177,6 +177,8 @@ typedef struct mp_framework {
     bool kbit_fp32_rest;      /* QLoRA's non-quantised weights cast to fp32 (PEFT prepare_model_for_kbit_training) */
     bool bnb_4bit;            /* a 4-bit base runs through bitsandbytes' MatMul4Bit (not torchao's NF4) */
     bool fused_qkv;           /* the stack fuses q, k and v into one projection for every model (LitGPT) */
+    bool fsdp_mixed_units;    /* an FSDP unit flattens its frozen base and its adapters together (use_orig_params) */
+    bool fsdp_no_sync;        /* accumulation micro-batches run under FSDP's no_sync(): unsharded gradients */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;
