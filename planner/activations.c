@@ -247,6 +247,15 @@ static double head_adapter_saved(const layer_ctx *l)
     return l->sb * (input + l->ad * (double)l->s->lora_rank);
 }
 
+/* A 4-bit head (Lightning's plugin quantises it) keeps the final norm's output
+ * where bitsandbytes keeps inputs, unless the head's adapter already holds it. */
+static double quantised_head_input(const layer_ctx *l)
+{
+    if (!l->kbit_input || !l->fw->quantised_head || l->m->tied) return 0;
+    if ((l->s->lora_targets & MP_LORA_HEAD) && !l->own_input) return 0;
+    return l->sb * l->a * l->C;
+}
+
 /* Everything one layer saves, without the T x T core (*core); a norm's part is norm. */
 static double layer_saved(const layer_ctx *l, double norm, double *core)
 {
@@ -271,7 +280,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->total = saved + core;
     ab->kbit_inputs = l.kbit_input ? saved - without_kbit : 0;
     ab->layer_input = l.r * sb * C;
-    ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) : a * sb * C);
+    ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) + quantised_head_input(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
@@ -282,12 +291,29 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->embed_mask *= k, ab->backward_temp *= k, ab->kbit_inputs *= k;
 }
 
-void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd)
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, double *fwd, double *bwd,
+                  double *kept)
 {
+    const mp_framework *fw = settings_framework(s);
     const double V = (double)m->vocab;
     const double a = s->precision == MP_FP32 ? 4 : 2;
-    /* fwd: the loss's peak in forward; bwd: what the loss's backward adds to it. */
-    if (settings_framework(s)->fp32_logits) {
+    *kept = 0;
+    /* fwd: the loss's peak in forward; bwd: what the loss's backward adds to it;
+     * kept: what stays into the layers' backward. */
+    if (fw->logits_kept) {
+        /* LitGPT's loop holds the list of logit chunks (logits = model(...)) until
+         * the next step's forward has made its own, and Fabric hands them back in
+         * fp32 (_FabricModule.forward: precision.convert_output casts every
+         * float output to the default dtype). Each chunk's cross-entropy keeps its
+         * log-softmax: every chunk's logits and log-softmax at once, and the old
+         * step's logits beside the new ones before the loss; one chunk's gradient
+         * and softmax in the loss's backward. The logits outlive the loss. */
+        const double out = fw->fp32_logits ? 4 : a;
+        const double chunk = s->ce == MP_CE_CHUNKED ? tokens : all_tokens;
+        *fwd = 2 * out * all_tokens * V;
+        *bwd = 2 * out * chunk * V;
+        *kept = out * all_tokens * V;
+    } else if (fw->fp32_logits) {
         /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)
          * and the fp32 log-softmax are live together while the loss is computed.
          * In the loss's backward the logits are gone (the Trainer keeps only the
@@ -299,6 +325,6 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
         *fwd = a == 4 ? 4 * tokens * V : (a + 4) * tokens * V; /* log-softmax in place of the copy */
         *bwd = 8 * tokens * V;
     }
-    const double k = settings_framework(s)->act_scale;
-    if (k > 0) *fwd *= k, *bwd *= k;
+    const double k = fw->act_scale;
+    if (k > 0) *fwd *= k, *bwd *= k, *kept *= k;
 }

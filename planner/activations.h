@@ -17,6 +17,7 @@ typedef struct act_breakdown {
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
 /* Logits and loss: bytes alive at forward end, and extra during the loss backward. */
-void logits_model(const mp_model *m, const mp_settings *s, double tokens, double *fwd, double *bwd);
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, double *fwd, double *bwd,
+                  double *kept);
 
 #endif

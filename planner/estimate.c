@@ -52,7 +52,8 @@ typedef struct est_ctx {
     double optimizer, opt_host, opt_temp;
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
-    double saved_layers, recompute, logits_fwd, logits_bwd, final_norm, act_bwd_temp;
+    double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
+    double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
 } est_ctx;
 
 /* ---------- terms (for --explain) ---------- */
@@ -146,6 +147,9 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
     if (c->lora) {
         c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
         c->frozen_lin = linear_params(m);
+        /* Lightning's bitsandbytes plugin swaps every nn.Linear, the head's too */
+        if (s->quant != MP_QUANT_NONE && c->fw->quantised_head && !m->tied)
+            c->frozen_lin += (double)m->vocab * (double)m->hidden;
         c->frozen_rest = c->P - c->frozen_lin;
     } else {
         c->trainable = c->P;
@@ -440,6 +444,30 @@ static void offload_saved(est_ctx *c, double layer_input, double layer_full, dou
 
 /* Saved layers (per checkpointing), the recomputed layer, logits and loss,
  * and the activation gradients of one layer in backward. */
+/* A 4-bit matmul dequantises its whole weight to run: bitsandbytes' MatMul4Bit
+ * in forward and backward (F.dequantize_4bit(B, quant_state).to(A.dtype),
+ * bitsandbytes-foundation/bitsandbytes@012c660699cc bitsandbytes/autograd/_functions.py),
+ * torchao's NF4 likewise (weight.to(input.dtype)). One weight at a time: the
+ * largest of a layer's, and the head's where the stack quantises it. */
+static void est_dequant(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    if (!c->lora || (s->quant != MP_QUANT_NF4 && s->quant != MP_QUANT_NF4_DQ)) return;
+    mp_model layout = *c->m;
+    layout.fused_qkv = c->m->fused_qkv || c->fw->fused_qkv;
+    mp_linear lin[16];
+    int n = mp_model_linears(&layout, lin, 16);
+    double largest = 0;
+    for (int i = 0; i < n && i < 16; i++) largest = fmax(largest, (double)lin[i].in * (double)lin[i].out);
+    const double b = c->fw->dequant_bytes;
+    c->dequant_layer = largest * b / c->split;
+    if (c->fw->quantised_head && !c->m->tied)
+        c->dequant_head = (double)c->m->vocab * (double)c->m->hidden * b / c->split;
+    double w = fmax(c->dequant_layer, c->dequant_head);
+    term(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
+         w / b, b, c->dequant_head > c->dequant_layer ? "the head" : "a layer's largest");
+}
+
 static void est_activations(est_ctx *c)
 {
     const mp_settings *s = c->s;
@@ -483,11 +511,16 @@ static void est_activations(est_ctx *c)
     /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
     double tokens_logits = c->B * c->T;
     if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
-    logits_model(c->m, s, tokens_logits, &c->logits_fwd, &c->logits_bwd);
-    c->logits_fwd /= tp, c->logits_bwd /= tp;
-    term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
-         "%.0f tokens x %.0f vocab%s", tokens_logits, (double)c->m->vocab,
-         s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    logits_model(c->m, s, tokens_logits, c->B * c->T, &c->logits_fwd, &c->logits_bwd, &c->logits_kept);
+    c->logits_fwd /= tp, c->logits_bwd /= tp, c->logits_kept /= tp;
+    if (c->fw->logits_kept)
+        term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
+             "%.0f tokens x %.0f vocab, every chunk's logits kept by the loop (%s profile)", c->B * c->T,
+             (double)c->m->vocab, c->fw->name);
+    else
+        term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
+             "%.0f tokens x %.0f vocab%s", tokens_logits, (double)c->m->vocab,
+             s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     c->final_norm = (ab.final_norm + ab.embed_mask) / tp;
     c->act_bwd_temp = ab.backward_temp / tp;
     term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
@@ -512,7 +545,8 @@ static void est_timeline(est_ctx *c)
     phase(e, "forward end", p);
 
     p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_after_fwd;
-    p[MP_ACTIVATIONS] = acts_fwd + c->logits_bwd;
+    /* the head's backward follows the loss's: its dequantised weight replaces the loss's temporaries */
+    p[MP_ACTIVATIONS] = acts_fwd + fmax(c->logits_bwd, c->dequant_head);
     phase(e, "loss backward", p);
 
     /* First layers of backward: all activations minus the logits, one layer's
@@ -520,7 +554,8 @@ static void est_timeline(est_ctx *c)
     double head_grad = c->lora ? 0
         : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
     p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad + wrap;
-    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp;
+    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp + c->logits_kept +
+                        c->dequant_layer;
     /* with the optimizer in the backward, each tensor is stepped (and its
      * gradient freed) there: one gradient and one step's temporaries */
     const bool in_bwd = c->s->optimizer_in_backward;
@@ -589,12 +624,18 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
         mp_param_count(m, &e->params);
         return memtrain_estimate(m, s, e, explain, err);
     }
+    /* A stack that builds its own head runs a tied checkpoint with an untied copy
+     * of the embedding (LitGPT's GPT has lm_head and wte, never shared). */
+    mp_model as_run = *m;
+    if (settings_framework(s)->untied_head) as_run.tied = false;
+    m = &as_run;
     est_ctx c;
     est_setup(&c, m, s, e, explain);
     est_weights(&c);
     est_gradients(&c);
     est_optimizer(&c);
     est_activations(&c);
+    est_dequant(&c);
     est_timeline(&c);
     est_peak(&c);
     host_model(m, s, e, c.opt_host + c.weights_host + c.act_host, explain);

@@ -9,7 +9,8 @@ static const mp_framework builtin_pytorch = {
     .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
     .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
-    .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true};
+    .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true,
+    .dequant_bytes = 2};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
@@ -46,6 +47,10 @@ const fw_column fw_columns[] = {
     COL("fused_qkv", fused_qkv, true, 1, 0),
     COL("fsdp_mixed_units", fsdp_mixed_units, true, 1, 0),
     COL("fsdp_no_sync", fsdp_no_sync, true, 1, 0),
+    COL("untied_head", untied_head, true, 1, 0),
+    COL("quantised_head", quantised_head, true, 1, 0),
+    COL("logits_kept", logits_kept, true, 1, 0),
+    COL("dequant_bytes", dequant_bytes, false, 1, 2),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

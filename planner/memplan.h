@@ -179,6 +179,10 @@ typedef struct mp_framework {
     bool fused_qkv;           /* the stack fuses q, k and v into one projection for every model (LitGPT) */
     bool fsdp_mixed_units;    /* an FSDP unit flattens its frozen base and its adapters together (use_orig_params) */
     bool fsdp_no_sync;        /* accumulation micro-batches run under FSDP's no_sync(): unsharded gradients */
+    bool untied_head;         /* the stack builds its own output head, so a tied checkpoint's is a copy (LitGPT) */
+    bool quantised_head;      /* a quantised base quantises the output head too (Lightning's bitsandbytes plugin) */
+    bool logits_kept;         /* the training loop holds the model's logits (every chunk) through the backward */
+    double dequant_bytes;     /* bytes per weight a 4-bit matmul materialises while it runs (16-bit copy: 2) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

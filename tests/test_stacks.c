@@ -42,7 +42,10 @@ static void test_profiles_cite_sources(void)
               "%s cites %s", cites[i].name, cites[i].cited);
     const mp_framework *hf = mp_framework_find("hf", err), *lit = mp_framework_find("litgpt", err);
     CHECK(hf && hf->adapter_fp32 && hf->fp32_logits, "hf: fp32 adapters (PEFT) and fp32 logits (transformers)");
-    CHECK(lit && !lit->adapter_fp32 && !lit->fp32_logits, "litgpt: adapters in the model's dtype, no fp32 logits");
+    CHECK(lit && !lit->adapter_fp32 && lit->fp32_logits && lit->logits_kept,
+          "litgpt: adapters in the model's dtype; Fabric's fp32 logits, every chunk kept by the loop");
+    CHECK(lit && lit->untied_head && lit->quantised_head && hf && !hf->untied_head && !hf->quantised_head,
+          "litgpt unties and quantises the head; transformers does neither");
     const mp_framework *tt = mp_framework_find("torchtune", err);
     CHECK(lit && lit->fused_qkv && lit->bnb_4bit && hf && !hf->fused_qkv && hf->bnb_4bit && tt && !tt->bnb_4bit,
           "litgpt fuses qkv; hf and litgpt quantise with bitsandbytes, torchtune with torchao");
@@ -119,15 +122,14 @@ static void test_peft_fp32_adapters(void)
 
 /* LoRA dropout and LoRA on the head: LitGPT's config hub (Lightning-AI/litgpt
  * config_hub/finetune/README.md, 'Peak memory' = max_memory_allocated, 1xA10G;
- * bf16-true, 512 tokens; LitGPT's chunked cross-entropy keeps every chunk's
- * logits, so one memplan chunk of the default 1024 tokens holds them all). */
+ * bf16-true, 512 tokens). */
 static void test_litgpt_dropout_and_head(void)
 {
     static const run runs[] = {
         {"litgpt-hub-llama-2-7b-lora", "llama-2-7b", "litgpt", MP_PURE_BF16, 2, 512, 32, MP_LORA_Q | MP_LORA_V,
          0.05f, MP_CE_CHUNKED, 0, 19770000000.0},
-        {"litgpt-hub-gemma-2b-lora", "gemma-2b", "litgpt", MP_PURE_BF16, 2, 512, 8, MP_LORA_ALL | MP_LORA_HEAD,
-         0.1f, MP_CE_CHUNKED, 0, 12620000000.0},
+        {"litgpt-hub-gemma2-2b-lora", "gemma-2-2b", "litgpt", MP_PURE_BF16, 2, 512, 8, MP_LORA_ALL | MP_LORA_HEAD,
+         0.1f, MP_CE_CHUNKED, 0, 14310000000.0},
         {"litgpt-hub-phi-2-lora", "phi-2", "litgpt", MP_PURE_BF16, 4, 512, 8, MP_LORA_ALL | MP_LORA_HEAD, 0.05f,
          MP_CE_CHUNKED, 0, 13980000000.0},
     };
@@ -198,8 +200,9 @@ static void test_sdpa_full_kv(void)
  * tables (Lightning-AI/litgpt@4839345a97a0 tutorials/resource-tables.md, 'Finetuning
  * with LoRA on 1 GPU', 'Max GPU RAM' = max_memory_allocated / 1e9; bitsandbytes
  * 0.41.1 in the table's header) publish Llama 2 QLoRA peaks that the estimate
- * comes within 10% of only with the release named (8% under: the rest is not
- * yet accounted for); with a current release it is 20% under them. torchtune's NF4 is torchao's, which never kept the input. */
+ * comes within 10% of only with the release named (7% under: the rest is not
+ * yet accounted for); with a current release it is 15-18% under them. torchtune's
+ * NF4 is torchao's, which never kept the input. */
 static void test_bitsandbytes_keeps_input(void)
 {
     static const run runs[] = {
@@ -216,7 +219,7 @@ static void test_bitsandbytes_keeps_input(void)
         double now = estimate_quantised(r, "litgpt", r->dropout, MP_QUANT_NF4, 0);
         CHECK(old > 0 && fabs(old / r->published - 1) <= 0.10, "%s on bitsandbytes 0.41.1: %.4g B vs published %.4g B "
               "(within 10%%)", r->id, old, r->published);
-        CHECK(now > 0 && now / r->published - 1 < -0.18, "%s on a current bitsandbytes: %.4g B, more than 18%% under",
+        CHECK(now > 0 && now / r->published - 1 < -0.15, "%s on a current bitsandbytes: %.4g B, more than 15%% under",
               r->id, now);
         double tt_old = estimate_quantised(r, "torchtune", r->dropout, MP_QUANT_NF4, v0411);
         double tt_now = estimate_quantised(r, "torchtune", r->dropout, MP_QUANT_NF4, 0);
@@ -309,8 +312,107 @@ static void test_litgpt_fsdp_unit_gradients(void)
     }
 }
 
+/* The run under a profile given by value (a variant of a stack's profile). */
+static double estimate_under(const run *r, const mp_framework *f, mp_quant q, int bnb, const char *term, double *term_bytes)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (!f || mp_model_lookup(r->model, &m, err)) return -1;
+    mp_settings_default(&s, &m);
+    s.framework = f;
+    s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
+    s.lora_targets = r->targets, s.lora_dropout = r->dropout, s.ce = r->ce, s.attention = MP_ATTN_FLASH;
+    s.quant = q, s.bnb_version = bnb;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    for (int i = 0; term && i < e.nterms; i++)
+        if (strcmp(e.terms[i].name, term) == 0) *term_bytes = e.terms[i].bytes;
+    return e.total_bytes;
+}
+
+/* LitGPT's loop holds every chunk of the logits, in fp32 as Fabric returns them,
+ * with each chunk's log-softmax: what a sample adds grows with the vocabulary,
+ * not only with the layers. LitGPT's resource tables (Lightning-AI/litgpt@4839345a97a0
+ * tutorials/resource-tables.md, 'Finetuning with LoRA on 1 GPU', 'Max GPU RAM';
+ * phi-1.5 and StableLM Alpha 3B at micro-batch 1, 2 and 4, 1044 and 1034 tokens)
+ * are met within 6% at every micro-batch; with one chunk of logits at a time the
+ * micro-batch 4 rows are 9-15% under. */
+static void test_litgpt_logits_kept(void)
+{
+    static const run runs[] = {
+        {"litgpt-rt-phi-1.5-none-mbs1-1gpu", "phi-1.5", "litgpt", MP_PURE_BF16, 1, 1044, 8, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 4820000000.0},
+        {"litgpt-rt-phi-1.5-none-mbs4-1gpu", "phi-1.5", "litgpt", MP_PURE_BF16, 4, 1044, 8, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 10680000000.0},
+        {"litgpt-rt-stablelm-base-alpha-3b-none-mbs1-1gpu", "stablelm-base-alpha-3b", "litgpt", MP_PURE_BF16, 1, 1034,
+         8, MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 9690000000.0},
+        {"litgpt-rt-stablelm-base-alpha-3b-none-mbs4-1gpu", "stablelm-base-alpha-3b", "litgpt", MP_PURE_BF16, 4, 1034,
+         8, MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 16920000000.0},
+    };
+    char err[256];
+    const mp_framework *lit = mp_framework_find("litgpt", err);
+    if (!lit) return;
+    mp_framework one_chunk = *lit;
+    one_chunk.logits_kept = false, one_chunk.fp32_logits = false;
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double got = estimate_under(r, lit, MP_QUANT_NONE, 0, NULL, NULL);
+        CHECK(got > 0 && fabs(got / r->published - 1) <= 0.06, "%s: %.4g B vs published %.4g B (within 6%%)", r->id,
+              got, r->published);
+        double chunk = estimate_under(r, &one_chunk, MP_QUANT_NONE, 0, NULL, NULL);
+        if (r->batch == 4)
+            CHECK(chunk > 0 && chunk / r->published - 1 < -0.08, "%s: one chunk of logits at a time, %.4g B, more "
+                  "than 8%% under", r->id, chunk);
+    }
+}
+
+/* LitGPT builds its own head, so a tied checkpoint (Llama 3.2 1B and 3B tie
+ * embed_tokens and lm_head in their config.json) runs with an untied copy: the
+ * config hub's LoRA rows (Lightning-AI/litgpt config_hub/finetune/README.md,
+ * 'Peak memory', 1xA10G) are met within 8% with it and fall more than 4% under
+ * without it. Under QLoRA Lightning's plugin quantises that head: Llama-2-7B's
+ * (meta-llama/Llama-2-7b-hf config.json: vocab 32000, hidden 4096) 131,072,000
+ * head weights move from the 16-bit rest to the NF4 linears. */
+static void test_litgpt_head(void)
+{
+    static const run runs[] = {
+        {"litgpt-hub-llama-3.2-1B-lora", "llama-3.2-1b", "litgpt", MP_PURE_BF16, 1, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 4490000000.0},
+        {"litgpt-hub-llama-3.2-3B-lora", "llama-3.2-3b", "litgpt", MP_PURE_BF16, 1, 512, 32, MP_LORA_Q | MP_LORA_V,
+         0.05f, MP_CE_CHUNKED, 0, 9670000000.0},
+    };
+    char err[256];
+    const mp_framework *lit = mp_framework_find("litgpt", err);
+    if (!lit) return;
+    mp_framework tied = *lit, head16 = *lit;
+    tied.untied_head = false;
+    head16.quantised_head = false;
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const run *r = &runs[i];
+        double got = estimate_under(r, lit, MP_QUANT_NONE, 0, NULL, NULL);
+        double shared = estimate_under(r, &tied, MP_QUANT_NONE, 0, NULL, NULL);
+        CHECK(got > 0 && fabs(got / r->published - 1) <= 0.08, "%s: %.4g B vs published %.4g B (within 8%%)", r->id,
+              got, r->published);
+        CHECK(shared > 0 && shared / r->published - 1 < -0.04, "%s: with the head shared, %.4g B, more than 4%% under",
+              r->id, shared);
+    }
+    const run q = {"litgpt-hub-llama-2-7b-qlora", "llama-2-7b", "litgpt", MP_PURE_BF16, 2, 512, 32,
+                   MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 13680000000.0};
+    double lin4 = 0, lin16 = 0, rest4 = 0, rest16 = 0;
+    estimate_under(&q, lit, MP_QUANT_NF4, 0, "frozen base (linear layers)", &lin4);
+    estimate_under(&q, &head16, MP_QUANT_NF4, 0, "frozen base (linear layers)", &lin16);
+    estimate_under(&q, lit, MP_QUANT_NF4, 0, "frozen base (embeddings, norms, head)", &rest4);
+    estimate_under(&q, &head16, MP_QUANT_NF4, 0, "frozen base (embeddings, norms, head)", &rest16);
+    const double head = 32000.0 * 4096;
+    CHECK_NEAR(lin4 - lin16, head * (0.5 + 4.0 / 64), 1e-9, "the head in NF4: 4 bits and an fp32 absmax per 64 weights");
+    CHECK_NEAR(rest16 - rest4, head * 2, 1e-9, "and no longer 16-bit");
+}
+
 int main(void)
 {
+    test_litgpt_logits_kept();
+    test_litgpt_head();
     test_litgpt_fsdp_unit_gradients();
     test_bitsandbytes_keeps_input();
     test_litgpt_fused_qkv();

@@ -59,6 +59,8 @@ def flags_and_gaps(row, profiles):
     attn = st.get("attention", "sdpa")
     f += ["--attention", "eager" if attn.startswith("eager") else "flash"]
     f += ["--ce", "chunked" if st.get("ce", "full").startswith("chunked") else "full"]
+    if "chunk_size=128" in st.get("ce", "") or "chunk 128" in st.get("ce", ""):
+        f += ["--ce-chunk", str(128 * int(row["batch"]))]  # LitGPT's chunks: 128 positions of every sequence
     if row["task"] in ("lora", "qlora"):
         targets = []
         for t in row["lora_targets"].split(","):
