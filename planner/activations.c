@@ -23,6 +23,7 @@ typedef struct layer_ctx {
     bool own_input;           /* each adapted module keeps its own input, none shared */
     bool kbit_input;          /* each quantised linear keeps its input too (bitsandbytes_keeps_input) */
     bool fused_qkv;           /* one qkv projection: the checkpoint's, or the stack's (LitGPT) */
+    bool eager;               /* attention as matmuls and a softmax: asked for, or forced by soft-capping */
     mp_linear lin[16];
     int nlin;
 } layer_ctx;
@@ -77,6 +78,10 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
     l->ad = adapter_input_bytes(l);
     l->own_input = l->frozen && (s->lora_dropout > 0 || l->ad != l->a);
     l->kbit_input = bitsandbytes_keeps_input(s, l->fw);
+    /* LitGPT cannot hand soft-capped scores to SDPA and computes them by hand
+     * (Lightning-AI/litgpt@04205815e884 litgpt/model.py scaled_dot_product_attention:
+     * "with softcapping we cannot use SDPA") */
+    l->eager = s->attention == MP_ATTN_EAGER || (m->attn_softcap && l->fw->softcap_eager);
 }
 
 /* Autograd keeps a linear's input only for its weight's gradient: with a
@@ -127,8 +132,7 @@ static double norm_saved(const layer_ctx *l)
  * torchtune/modules/attention.py MultiHeadAttention.forward: expand, reshape). */
 static double kv_width(const layer_ctx *l)
 {
-    bool eager = l->s->attention == MP_ATTN_EAGER;
-    return (eager && l->torch) || (!eager && l->fw->sdpa_full_kv) ? l->QD : l->KVD;
+    return (l->eager && l->torch) || (!l->eager && l->fw->sdpa_full_kv) ? l->QD : l->KVD;
 }
 
 /* A fused qkv projection whose V reaches attention as a view of its output:
@@ -158,7 +162,15 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
     attn += a * sb * (QD + 2 * kv_width(l));
     attn += fused_qkv_kept(l);
     *core = 0;
-    if (s->attention == MP_ATTN_EAGER) {
+    if (l->eager && l->m->attn_softcap) {
+        /* Soft-capped scores: tanh keeps its output, and the softmax, asked for
+         * in fp32, keeps its output and the 16-bit copy the next matmul reads
+         * (LitGPT: do_softcapping = tanh(x / c) * c, then F.softmax(scores,
+         * dtype=torch.float).to(q.dtype); transformers' Gemma 2 eager attention alike). */
+        *core = (a + 4 + a) * l->scores;
+        if (s->dropout) *core += (l->mask + a) * l->scores;
+        if (keeps(l, MP_LORA_O)) attn += a * sb * QD;
+    } else if (l->eager) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
          * the next matmul, where autocast runs softmax in fp32 (CUDA) or the model
          * asks for it (Llama-lineage code: softmax(..., dtype=float32)); CPU
@@ -284,7 +296,7 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
     ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
-                        (s->attention == MP_ATTN_EAGER ? 2 * a * l.scores : a * sb * (l.QD + 2 * l.KVD));
+                        (l.eager ? 2 * a * l.scores : a * sb * (l.QD + 2 * l.KVD));
     /* a calibrated profile scales every activation term alike */
     const double k = l.fw->act_scale > 0 ? l.fw->act_scale : 1;
     ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
@@ -325,6 +337,8 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
         *fwd = a == 4 ? 4 * tokens * V : (a + 4) * tokens * V; /* log-softmax in place of the copy */
         *bwd = 8 * tokens * V;
     }
+    /* Soft-capped logits: tanh keeps its 16-bit output for each logit until the head's backward */
+    if (m->logit_softcap) *fwd += a * (fw->logits_kept ? all_tokens : tokens) * V;
     const double k = fw->act_scale;
     if (k > 0) *fwd *= k, *bwd *= k, *kept *= k;
 }

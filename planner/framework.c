@@ -51,6 +51,7 @@ const fw_column fw_columns[] = {
     COL("quantised_head", quantised_head, true, 1, 0),
     COL("logits_kept", logits_kept, true, 1, 0),
     COL("dequant_bytes", dequant_bytes, false, 1, 2),
+    COL("softcap_eager", softcap_eager, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

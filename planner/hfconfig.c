@@ -131,6 +131,9 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
     if (!strcmp(type, "phi")) m->pos = MP_POS_ROPE, m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false;
     if (!strcmp(type, "qwen2") || !strcmp(type, "qwen2_moe")) m->qkv_bias = true;
     if (!strcmp(type, "phi3")) m->fused_qkv = true;
+    /* Gemma 2 caps attention scores and logits with tanh: a number here, null when off */
+    m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));
+    m->logit_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
     json_t *ab = json_object_get(root, "attention_bias");
     if (ab && json_is_boolean(ab)) m->qkv_bias = m->out_bias = json_is_true(ab);
     json_t *mb = json_object_get(root, "mlp_bias");

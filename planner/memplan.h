@@ -80,6 +80,8 @@ typedef struct mp_model {
     bool embed_norm;          /* BLOOM: a LayerNorm after the embedding */
     bool final_norm;
     int norms_per_layer;      /* 2, or 1 for parallel blocks (Falcon-7B) */
+    bool attn_softcap;        /* attention scores soft-capped, tanh(s / c) * c (Gemma 2 attn_logit_softcapping) */
+    bool logit_softcap;       /* the logits soft-capped likewise (Gemma 2 final_logit_softcapping) */
     /* Mixture of experts: experts == 0 means a dense MLP. */
     int64_t experts, top_k, shared_experts;
     int64_t expert_ffn;       /* inner width of one expert (default F) */
@@ -183,6 +185,7 @@ typedef struct mp_framework {
     bool quantised_head;      /* a quantised base quantises the output head too (Lightning's bitsandbytes plugin) */
     bool logits_kept;         /* the training loop holds the model's logits (every chunk) through the backward */
     double dequant_bytes;     /* bytes per weight a 4-bit matmul materialises while it runs (16-bit copy: 2) */
+    bool softcap_eager;       /* soft-capped attention runs as plain matmuls and softmax, no fused kernel (LitGPT) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

@@ -326,7 +326,7 @@ printf '%s\npt-abc,abc,8,512,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n'
 expect 2 "a profile with a word for a number refused" -- "$mp" estimate --model gpt2 --framework "$tmp/abc.csv"
 has err "context_mib 'abc' is not a number"
 # a rounding below one byte is none, not an infinite reservation
-printf '%s\npt-tiny,512,8,1e-300,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,0,0,0,0,0,2,"x"\n' "$hdr" > "$tmp/tiny.csv"
+printf '%s\npt-tiny,512,8,1e-300,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,0,0,0,0,0,2,0,"x"\n' "$hdr" > "$tmp/tiny.csv"
 expect 0 "a profile rounding to 1e-300 bytes" -- "$mp" estimate --model gpt2 --framework "$tmp/tiny.csv" --format json
 if python3 -c "
 import json, math; d=json.load(open('$tmp/out')); assert math.isfinite(d['device_bytes']) and d['device_bytes'] > 0, d['device_bytes']

@@ -62,7 +62,9 @@ static void test_head_target(void)
           "q|head is named q,head (%s)", buf);
 }
 
-/* One published run: its configuration and its figure. */
+/* One published run: its configuration and its figure. LitGPT's chunks are 128
+ * positions of every sequence (lm_head_chunk_size=128, chunked_cross_entropy's
+ * chunk_size=128): litgpt_chunk() gives memplan's --ce-chunk for them. */
 typedef struct run {
     const char *id, *model, *framework;
     mp_precision precision;
@@ -73,6 +75,8 @@ typedef struct run {
     int metric;        /* 0 allocated (total_bytes), 1 reserved */
     double published;  /* bytes, measurements.csv value_bytes */
 } run;
+
+static int64_t litgpt_chunk(const run *r) { return 128 * r->batch; }
 
 /* The run on a base quantised as q, with bitsandbytes release bnb (0: a current one). */
 static double estimate_quantised(const run *r, const char *framework, float dropout, mp_quant q, int bnb)
@@ -86,6 +90,7 @@ static double estimate_quantised(const run *r, const char *framework, float drop
     s.framework = mp_framework_find(framework, err);
     s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
     s.lora_targets = r->targets, s.lora_dropout = dropout, s.ce = r->ce;
+    if (!strcmp(framework, "litgpt")) s.ce_chunk = litgpt_chunk(r);
     s.attention = MP_ATTN_FLASH;
     s.quant = q, s.bnb_version = bnb;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
@@ -267,6 +272,7 @@ static double estimate_sharded(const run *r, const mp_framework *f, int gpus, in
     s.framework = f;
     s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
     s.lora_targets = r->targets, s.lora_dropout = r->dropout, s.ce = r->ce, s.attention = MP_ATTN_FLASH;
+    s.ce_chunk = litgpt_chunk(r);
     s.gpus = gpus, s.zero = 3, s.accum = accum, s.checkpointing = MP_CKPT_FULL;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     return e.total_bytes;
@@ -324,6 +330,7 @@ static double estimate_under(const run *r, const mp_framework *f, mp_quant q, in
     s.framework = f;
     s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
     s.lora_targets = r->targets, s.lora_dropout = r->dropout, s.ce = r->ce, s.attention = MP_ATTN_FLASH;
+    s.ce_chunk = litgpt_chunk(r);
     s.quant = q, s.bnb_version = bnb;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     for (int i = 0; term && i < e.nterms; i++)
@@ -409,8 +416,52 @@ static void test_litgpt_head(void)
     CHECK_NEAR(rest16 - rest4, head * 2, 1e-9, "and no longer 16-bit");
 }
 
+/* Gemma 2 caps attention scores and logits with tanh (google/gemma-2-2b-it
+ * config.json: attn_logit_softcapping 50.0, final_logit_softcapping 30.0), and
+ * LitGPT then computes attention by hand. The config hub's Gemma 2 2B LoRA row
+ * (Lightning-AI/litgpt config_hub/finetune/README.md, 'Peak memory', 1xA10G) is
+ * met within 3% with the caps; without them the estimate is more than 5% under. */
+static void test_gemma2_softcapping(void)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"gemma2\", \"architectures\": [\"Gemma2ForCausalLM\"], \"hidden_size\": 2304,"
+        " \"intermediate_size\": 9216, \"num_hidden_layers\": 26, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 4, \"head_dim\": 256, \"vocab_size\": 256000,"
+        " \"max_position_embeddings\": 8192, \"attn_logit_softcapping\": 50.0,"
+        " \"final_logit_softcapping\": 30.0, \"hidden_activation\": \"gelu_pytorch_tanh\"}";
+    char err[256];
+    mp_model m;
+    CHECK(mp_model_from_hf_json(cfg, sizeof cfg - 1, "gemma2-2b-config", &m, err) == 0 && m.attn_softcap &&
+              m.logit_softcap, "config.json's soft-capping keys are read %s", err);
+    static const char off[] = "{\"model_type\": \"gemma2\", \"hidden_size\": 2304, \"intermediate_size\": 9216,"
+                              " \"num_hidden_layers\": 26, \"num_attention_heads\": 8, \"vocab_size\": 256000,"
+                              " \"attn_logit_softcapping\": null, \"final_logit_softcapping\": null}";
+    CHECK(mp_model_from_hf_json(off, sizeof off - 1, "gemma2-off", &m, err) == 0 && !m.attn_softcap && !m.logit_softcap,
+          "null soft-capping is off %s", err);
+
+    const double published = 14310000000.0; /* litgpt-hub-gemma2-2b-lora */
+    double got[2];
+    for (int capped = 1; capped >= 0; capped--) {
+        mp_settings s;
+        mp_estimate e;
+        got[capped] = -1;
+        if (mp_model_lookup("gemma-2-2b", &m, err)) continue;
+        m.attn_softcap = m.logit_softcap = capped;
+        mp_settings_default(&s, &m);
+        s.framework = mp_framework_find("litgpt", err);
+        s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 512, s.lora_rank = 8;
+        s.lora_targets = MP_LORA_ALL | MP_LORA_HEAD, s.lora_dropout = 0.1f, s.ce = MP_CE_CHUNKED, s.ce_chunk = 256;
+        s.attention = MP_ATTN_FLASH;
+        if (mp_estimate_run(&m, &s, NULL, &e, err) == 0) got[capped] = e.total_bytes;
+    }
+    CHECK(got[1] > 0 && fabs(got[1] / published - 1) <= 0.03, "Gemma 2 2B LoRA: %.4g B vs published %.4g B (within 3%%)",
+          got[1], published);
+    CHECK(got[0] > 0 && got[0] / published - 1 < -0.05, "without soft-capping: %.4g B, more than 5%% under", got[0]);
+}
+
 int main(void)
 {
+    test_gemma2_softcapping();
     test_litgpt_logits_kept();
     test_litgpt_head();
     test_litgpt_fsdp_unit_gradients();
