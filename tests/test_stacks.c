@@ -79,22 +79,43 @@ typedef struct run {
 static int64_t litgpt_chunk(const run *r) { return 128 * r->batch; }
 
 /* The run on a base quantised as q, with bitsandbytes release bnb (0: a current one). */
-static double estimate_quantised(const run *r, const char *framework, float dropout, mp_quant q, int bnb)
+/* The run's model and settings under profile f (LitGPT's chunks where f is LitGPT's
+ * or a variant of it); -1 when the model or the profile is missing. */
+static int run_settings(const run *r, const mp_framework *f, mp_model *m, mp_settings *s)
+{
+    char err[256];
+    if (!f || mp_model_lookup(r->model, m, err)) return -1;
+    mp_settings_default(s, m);
+    s->framework = f;
+    s->precision = r->precision, s->batch = r->batch, s->seq = r->seq, s->lora_rank = r->rank;
+    s->lora_targets = r->targets, s->lora_dropout = r->dropout, s->ce = r->ce, s->attention = MP_ATTN_FLASH;
+    if (!strcmp(f->name, "litgpt")) s->ce_chunk = litgpt_chunk(r);
+    return 0;
+}
+
+/* The run on a base quantised as q, with bitsandbytes release bnb (0: a current
+ * one), under profile f; term_bytes gets the named --explain term's bytes. */
+static double estimate_under(const run *r, const mp_framework *f, mp_quant q, int bnb, const char *term,
+                             double *term_bytes)
 {
     char err[256];
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    if (mp_model_lookup(r->model, &m, err)) return -1;
-    mp_settings_default(&s, &m);
-    s.framework = mp_framework_find(framework, err);
-    s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
-    s.lora_targets = r->targets, s.lora_dropout = dropout, s.ce = r->ce;
-    if (!strcmp(framework, "litgpt")) s.ce_chunk = litgpt_chunk(r);
-    s.attention = MP_ATTN_FLASH;
+    if (run_settings(r, f, &m, &s)) return -1;
     s.quant = q, s.bnb_version = bnb;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    for (int i = 0; term && i < e.nterms; i++)
+        if (strcmp(e.terms[i].name, term) == 0) *term_bytes = e.terms[i].bytes;
     return r->metric ? e.reserved_bytes : e.total_bytes;
+}
+
+static double estimate_quantised(const run *r, const char *framework, float dropout, mp_quant q, int bnb)
+{
+    char err[256];
+    run d = *r;
+    d.dropout = dropout;
+    return estimate_under(&d, mp_framework_find(framework, err), q, bnb, NULL, NULL);
 }
 
 static double estimate_of(const run *r, const char *framework, float dropout)
@@ -267,12 +288,7 @@ static double estimate_sharded(const run *r, const mp_framework *f, int gpus, in
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    if (!f || mp_model_lookup(r->model, &m, err)) return -1;
-    mp_settings_default(&s, &m);
-    s.framework = f;
-    s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
-    s.lora_targets = r->targets, s.lora_dropout = r->dropout, s.ce = r->ce, s.attention = MP_ATTN_FLASH;
-    s.ce_chunk = litgpt_chunk(r);
+    if (run_settings(r, f, &m, &s)) return -1;
     s.gpus = gpus, s.zero = 3, s.accum = accum, s.checkpointing = MP_CKPT_FULL;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     return e.total_bytes;
@@ -316,26 +332,6 @@ static void test_litgpt_fsdp_unit_gradients(void)
         CHECK(sharded > 0 && got - sharded > 0.25 * got, "%s: without no_sync the gradient stays sharded: %.4g B, a quarter less or more",
               r->id, sharded);
     }
-}
-
-/* The run under a profile given by value (a variant of a stack's profile). */
-static double estimate_under(const run *r, const mp_framework *f, mp_quant q, int bnb, const char *term, double *term_bytes)
-{
-    char err[256];
-    mp_model m;
-    mp_settings s;
-    mp_estimate e;
-    if (!f || mp_model_lookup(r->model, &m, err)) return -1;
-    mp_settings_default(&s, &m);
-    s.framework = f;
-    s.precision = r->precision, s.batch = r->batch, s.seq = r->seq, s.lora_rank = r->rank;
-    s.lora_targets = r->targets, s.lora_dropout = r->dropout, s.ce = r->ce, s.attention = MP_ATTN_FLASH;
-    s.ce_chunk = litgpt_chunk(r);
-    s.quant = q, s.bnb_version = bnb;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    for (int i = 0; term && i < e.nterms; i++)
-        if (strcmp(e.terms[i].name, term) == 0) *term_bytes = e.terms[i].bytes;
-    return e.total_bytes;
 }
 
 /* LitGPT's loop holds every chunk of the logits, in fp32 as Fabric returns them,
