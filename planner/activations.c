@@ -162,21 +162,17 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
     attn += a * sb * (QD + 2 * kv_width(l));
     attn += fused_qkv_kept(l);
     *core = 0;
-    if (l->eager && l->m->attn_softcap) {
-        /* Soft-capped scores: tanh keeps its output, and the softmax, asked for
-         * in fp32, keeps its output and the 16-bit copy the next matmul reads
-         * (LitGPT: do_softcapping = tanh(x / c) * c, then F.softmax(scores,
-         * dtype=torch.float).to(q.dtype); transformers' Gemma 2 eager attention alike). */
-        *core = (a + 4 + a) * l->scores;
-        if (s->dropout) *core += (l->mask + a) * l->scores;
-        if (keeps(l, MP_LORA_O)) attn += a * sb * QD;
-    } else if (l->eager) {
+    if (l->eager) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
          * the next matmul, where autocast runs softmax in fp32 (CUDA) or the model
          * asks for it (Llama-lineage code: softmax(..., dtype=float32)); CPU
-         * autocast leaves GPT-2-style softmax in 16 bits. */
-        bool fp32_softmax = l->amp && (l->fw->autocast_softmax_fp32 || l->m->norm == MP_NORM_RMS);
-        *core = (fp32_softmax ? 4 + 2 : a) * l->scores;
+         * autocast leaves GPT-2-style softmax in 16 bits. Soft-capped scores
+         * (Gemma 2) add tanh's output, and that code asks for an fp32 softmax
+         * (LitGPT: do_softcapping = tanh(x / c) * c, then F.softmax(scores,
+         * dtype=torch.float).to(q.dtype); transformers' Gemma 2 eager attention alike). */
+        bool capped = l->m->attn_softcap;
+        bool fp32_softmax = capped || (l->amp && (l->fw->autocast_softmax_fp32 || l->m->norm == MP_NORM_RMS));
+        *core = ((fp32_softmax ? 4 + a : a) + (capped ? a : 0)) * l->scores;
         if (s->dropout) *core += (l->mask + a) * l->scores; /* mask and dropped probabilities */
         if (keeps(l, MP_LORA_O)) attn += a * sb * QD;        /* attention output: o-proj input */
     } else {
@@ -263,7 +259,7 @@ static double head_adapter_saved(const layer_ctx *l)
  * where bitsandbytes keeps inputs, unless the head's adapter already holds it. */
 static double quantised_head_input(const layer_ctx *l)
 {
-    if (!l->kbit_input || !l->fw->quantised_head || l->m->tied) return 0;
+    if (!l->kbit_input || !framework_quantises_head(l->m, l->s)) return 0;
     if ((l->s->lora_targets & MP_LORA_HEAD) && !l->own_input) return 0;
     return l->sb * l->a * l->C;
 }
@@ -321,9 +317,8 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
          * step's logits beside the new ones before the loss; one chunk's gradient
          * and softmax in the loss's backward. The logits outlive the loss. */
         const double out = fw->fp32_logits ? 4 : a;
-        const double chunk = s->ce == MP_CE_CHUNKED ? tokens : all_tokens;
         *fwd = 2 * out * all_tokens * V;
-        *bwd = 2 * out * chunk * V;
+        *bwd = 2 * out * tokens * V; /* tokens: one chunk's, or all of them unchunked */
         *kept = out * all_tokens * V;
     } else if (fw->fp32_logits) {
         /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)

@@ -148,8 +148,7 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
         c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
         c->frozen_lin = linear_params(m);
         /* Lightning's bitsandbytes plugin swaps every nn.Linear, the head's too */
-        if (s->quant != MP_QUANT_NONE && c->fw->quantised_head && !m->tied)
-            c->frozen_lin += (double)m->vocab * (double)m->hidden;
+        if (framework_quantises_head(m, s)) c->frozen_lin += (double)m->vocab * (double)m->hidden;
         c->frozen_rest = c->P - c->frozen_lin;
     } else {
         c->trainable = c->P;
@@ -442,8 +441,6 @@ static void offload_saved(est_ctx *c, double layer_input, double layer_full, dou
     term(c, -1, "offloaded activations", c->act_host, "saved activations in pinned host RAM (per process)");
 }
 
-/* Saved layers (per checkpointing), the recomputed layer, logits and loss,
- * and the activation gradients of one layer in backward. */
 /* A 4-bit matmul dequantises its whole weight to run: bitsandbytes' MatMul4Bit
  * in forward and backward (F.dequantize_4bit(B, quant_state).to(A.dtype),
  * bitsandbytes-foundation/bitsandbytes@012c660699cc bitsandbytes/autograd/_functions.py),
@@ -461,13 +458,15 @@ static void est_dequant(est_ctx *c)
     for (int i = 0; i < n && i < 16; i++) largest = fmax(largest, (double)lin[i].in * (double)lin[i].out);
     const double b = c->fw->dequant_bytes;
     c->dequant_layer = largest * b / c->split;
-    if (c->fw->quantised_head && !c->m->tied)
+    if (framework_quantises_head(c->m, s))
         c->dequant_head = (double)c->m->vocab * (double)c->m->hidden * b / c->split;
     double w = fmax(c->dequant_layer, c->dequant_head);
     term(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
          w / b, b, c->dequant_head > c->dequant_layer ? "the head" : "a layer's largest");
 }
 
+/* Saved layers (per checkpointing), the recomputed layer, logits and loss,
+ * and the activation gradients of one layer in backward. */
 static void est_activations(est_ctx *c)
 {
     const mp_settings *s = c->s;
@@ -513,14 +512,10 @@ static void est_activations(est_ctx *c)
     if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
     logits_model(c->m, s, tokens_logits, c->B * c->T, &c->logits_fwd, &c->logits_bwd, &c->logits_kept);
     c->logits_fwd /= tp, c->logits_bwd /= tp, c->logits_kept /= tp;
-    if (c->fw->logits_kept)
-        term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
-             "%.0f tokens x %.0f vocab, every chunk's logits kept by the loop (%s profile)", c->B * c->T,
-             (double)c->m->vocab, c->fw->name);
-    else
-        term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd,
-             "%.0f tokens x %.0f vocab%s", tokens_logits, (double)c->m->vocab,
-             s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    const bool kept = c->fw->logits_kept;
+    term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
+         kept ? c->B * c->T : tokens_logits, (double)c->m->vocab,
+         kept ? ", every chunk's logits kept by the loop" : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     c->final_norm = (ab.final_norm + ab.embed_mask) / tp;
     c->act_bwd_temp = ab.backward_temp / tp;
     term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,

@@ -17,6 +17,11 @@ const mp_framework *settings_framework(const mp_settings *s)
     return s->framework ? s->framework : &builtin_pytorch;
 }
 
+bool framework_quantises_head(const mp_model *m, const mp_settings *s)
+{
+    return s->quant != MP_QUANT_NONE && settings_framework(s)->quantised_head && !m->tied;
+}
+
 #define MiB 1048576.0
 #define COL(name, field, is_bool, unit, absent) {name, offsetof(mp_framework, field), is_bool, unit, absent}
 /* Columns added after the first profiles default to PyTorch 2.x on a GPU when absent. */

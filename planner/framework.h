@@ -9,6 +9,11 @@
 /* The settings' framework, or the built-in PyTorch figures when none is set. */
 const mp_framework *settings_framework(const mp_settings *s);
 
+/* Whether a quantised base's output head is quantised too: the stack's plugin
+ * swaps every linear layer (Lightning's bitsandbytes plugin) and the head is a
+ * layer of its own, not the tied embedding. */
+bool framework_quantises_head(const mp_model *m, const mp_settings *s);
+
 /* frameworks.csv's value columns (name and source apart), declared once: the
  * profile loader reads them and memplan calibrate writes them. */
 typedef struct fw_column {
