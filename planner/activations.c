@@ -24,6 +24,7 @@ typedef struct layer_ctx {
     bool kbit_input;          /* each quantised linear keeps its input too (bitsandbytes_keeps_input) */
     bool fused_qkv;           /* one qkv projection: the checkpoint's, or the stack's (LitGPT) */
     bool eager;               /* attention as matmuls and a softmax: asked for, or forced by soft-capping */
+    bool compiled;            /* torch.compile: pointwise intermediates recomputed (layer_setup) */
     mp_linear lin[16];
     int nlin;
 } layer_ctx;
@@ -82,6 +83,19 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
      * (Lightning-AI/litgpt@04205815e884 litgpt/model.py scaled_dot_product_attention:
      * "with softcapping we cannot use SDPA") */
     l->eager = s->attention == MP_ATTN_EAGER || (m->attn_softcap && l->fw->softcap_eager);
+    /* torch.compile's partitioner (pytorch/pytorch@c28ba8e5893e
+     * torch/_functorch/partitioners.py min_cut_rematerialization_partition,
+     * solve_min_cut) keeps the cheapest cut of the forward for the backward:
+     * matmul and attention outputs (compute-intensive, never recomputed), a
+     * matmul's input wherever the backward reads it for the weight's gradient
+     * (materialized in the backward), small reductions (a norm's rstd:
+     * ban_if_reduction, output 4x smaller than the input), random masks; any
+     * other pointwise intermediate is recomputed from those. Against eager a
+     * layer stops keeping a norm's fp32 upcast and normalised input (the norm
+     * keeps its 16-bit input and rstd) and a gated MLP's activation output
+     * (silu(gate) comes back from gate). Eager attention's T x T part is left
+     * as eager keeps it. */
+    l->compiled = s->compile;
 }
 
 /* Autograd keeps a linear's input only for its weight's gradient: with a
@@ -119,7 +133,7 @@ static double norm_saved(const layer_ctx *l)
 {
     const double sb = l->sb, C = l->C;
     double norm = l->r * sb * C + (l->m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
-    if (l->m->norm == MP_NORM_RMS && l->torch)
+    if (l->m->norm == MP_NORM_RMS && l->torch && !l->compiled)
         norm = 4 * sb * C + (l->frozen ? 0 : l->r * sb * C) + 4 * sb + (l->fw->mean_keeps_input ? 4 * sb * C : 0);
     return norm;
 }
@@ -188,15 +202,16 @@ static double mlp_saved(const layer_ctx *l, double norm)
     const double a = l->a, sb = l->sb, C = l->C, f = l->f;
     double mlp = norm + norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
     double down_in = keeps(l, MP_LORA_DOWN) ? 1 : 0;  /* the down projection's input */
-    double one_mlp = m->mlp == MP_MLP_GATED ? (3 + down_in) * a * sb * f  /* gate, silu(gate), up, product */
-                                            : (1 + down_in) * a * sb * f; /* GELU input and output */
+    double act_out = l->compiled ? 0 : 1;  /* silu(gate): recomputed from gate when compiled */
+    double one_mlp = m->mlp == MP_MLP_GATED ? (2 + act_out + down_in) * a * sb * f /* gate, silu(gate), up, product */
+                                            : (1 + down_in) * a * sb * f;          /* GELU input and output */
     if (m->experts) {
         double k = (double)m->top_k;
         mlp += k * one_mlp;                        /* each token through top_k experts */
         mlp += k * a * sb * C;                     /* tokens gathered per expert */
         mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
         if (m->shared_experts)
-            mlp += (m->mlp == MP_MLP_GATED ? 3 + down_in : 1 + down_in) * a * sb * (double)m->shared_ffn;
+            mlp += (m->mlp == MP_MLP_GATED ? 2 + act_out + down_in : 1 + down_in) * a * sb * (double)m->shared_ffn;
     } else {
         mlp += one_mlp;
     }

@@ -254,6 +254,7 @@ typedef struct mp_settings {
     mp_step_impl step_impl;   /* the optimizer step's implementation (PyTorch stacks) */
     bool optimizer_in_backward; /* each parameter stepped as its gradient lands (torchtune optimizer_in_bwd) */
     bool offload_activations; /* saved activations in pinned host RAM (torchtune OffloadActivations) */
+    bool compile;             /* torch.compile: the partitioner recomputes pointwise intermediates in the backward */
     double dataset_bytes;     /* raw text size, for in-memory loading */
     int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
     bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */

@@ -119,6 +119,8 @@ const mp_opt mp_settings_opts[] = {
      .help = "saved activations to pinned host RAM, a few kept on the GPU (torchtune activation offloading)"},
     {"optimizer-in-backward", MP_OPT_FLAG, S(optimizer_in_backward),
      .help = "step each parameter as its gradient lands (torchtune optimizer_in_bwd): one gradient at a time"},
+    {"compile", MP_OPT_FLAG, S(compile),
+     .help = "torch.compile the layers: the backward recomputes norm upcasts and the MLP's activation instead of keeping them"},
     {0},
 };
 

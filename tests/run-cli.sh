@@ -558,6 +558,21 @@ expect 2 "optimizer in backward cannot accumulate" -- "$mp" estimate --model lla
 has err "cannot accumulate (--accum '4')"
 expect 2 "optimizer in backward has no Trainer form" -- "$mp" estimate --model gpt2 --optimizer-in-backward --emit hf
 has err "--optimizer-in-backward has no form in 'hf'"
+# --compile (issue 12): its figure is checked against torchtune's published '+ Compile' row in
+# tests/test_stacks.c; here the flag reaches the settings, JSON and the emitters
+expect 0 "compile: in the settings" -- "$mp" estimate --model llama-3.2-3b --framework torchtune --precision pure-bf16 --batch 2 --seq 4096 --compile --format json
+cp "$tmp/out" "$tmp/compiled.json"
+expect 0 "compile: the eager twin" -- "$mp" estimate --model llama-3.2-3b --framework torchtune --precision pure-bf16 --batch 2 --seq 4096 --format json
+if python3 -c "
+import json
+c, e = json.load(open('$tmp/compiled.json')), json.load(open('$tmp/out'))
+assert c['settings']['compile'] is True and e['settings']['compile'] is False
+assert c['components']['activations'] < e['components']['activations'], (c['components'], e['components'])
+"; then ok "compiled: fewer saved activations than eager"; else bad "compile settings and activations"; fi
+expect 0 "compile: the Trainer's torch_compile" -- "$mp" --model gpt2 --gpu 24GB --compile --emit hf
+has out "torch_compile=True"
+expect 2 "compile has no memtrain form" -- "$mp" --model gpt2 --gpu 24GB --compile --emit memtrain
+has err "--compile has no form in 'memtrain'"
 # --offload-activations (issue 12): torchtune's OffloadActivations keeps the last 5 saved tensors on
 # the GPU (max_fwd_stash_size); under full checkpointing a layer saves its input, B x T x hidden
 # in bf16: Llama-3.2-3B (28 layers, hidden 3072, its config.json) at B=2, T=4096

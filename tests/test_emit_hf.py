@@ -118,6 +118,8 @@ def check_plan(tag, family, repo, text, plan, vocab):
     check(value(ta["gradient_checkpointing"]) == ckpt, f"{tag}: gradient_checkpointing for {s['checkpointing']}")
     if ckpt:
         check(value(ta["gradient_checkpointing_kwargs"]) == {"use_reentrant": False}, f"{tag}: non-reentrant")
+    compiled = "torch_compile" in ta and value(ta["torch_compile"]) is True
+    check(compiled == s["compile"], f"{tag}: torch_compile=True iff the plan is compiled")
     check(text.count("learning_rate") == 1, f"{tag}: the learning rate appears once")
     chunked = s["ce"] == "chunked"
     check(("ChunkedLossTrainer(model" in text) == chunked, f"{tag}: chunked loss iff the plan's ce is chunked")
@@ -196,6 +198,8 @@ def main():
     runs = [(fam, name, repo, gpu, task, []) for fam, (name, repo) in fams.items() for gpu in GPUS for task in TASKS]
     runs += [(f, n, r, g, t, ["--gpus", "8", "--zero", "3"]) for f, (n, r) in fams.items()
              for (m, g, t) in SHARDED if m == n]
+    runs += [(f, n, r, "rtx4090", t, ["--compile"]) for f, (n, r) in fams.items() for t in ("full", "qlora")
+             if f in ("qwen2", "gemma2")]
     emitted = 0
     with tempfile.TemporaryDirectory() as tmp:
         for fam, name, repo, gpu, task, extra in runs:

@@ -26,6 +26,7 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     if (s->offload != MP_OFFLOAD_NONE) ADD(", offload %s", mp_offload_name(s->offload));
     if (s->optimizer_in_backward) ADD(", optimizer in backward");
     if (s->offload_activations) ADD(", activations offloaded");
+    if (s->compile) ADD(", compiled");
     if (s->gpus > 1) ADD(", %lld GPUs", (long long)s->gpus);
 #undef ADD
     return buf;
@@ -57,6 +58,7 @@ static void print_settings_text(FILE *f, const mp_settings *s)
             mp_attention_name(s->attention), mp_ce_name(s->ce), s->zero, mp_offload_name(s->offload));
     if (s->optimizer_in_backward) fprintf(f, "          optimizer-in-backward (each tensor stepped as its gradient lands)\n");
     if (s->offload_activations) fprintf(f, "          offload-activations (saved activations in pinned host RAM)\n");
+    if (s->compile) fprintf(f, "          compile (torch.compile: pointwise intermediates recomputed in the backward)\n");
     if (s->bnb_version) {
         char release[32];
         fprintf(f, "          bitsandbytes %s\n", mp_version_name(s->bnb_version, release, sizeof release));
@@ -183,6 +185,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "optimizer-impl", json_string(mp_step_impl_name(s->step_impl)));
     json_object_set_new(o, "optimizer-in-backward", json_boolean(s->optimizer_in_backward));
     json_object_set_new(o, "offload-activations", json_boolean(s->offload_activations));
+    json_object_set_new(o, "compile", json_boolean(s->compile));
     json_object_set_new(o, "loader", json_string(mp_loader_name(s->loader)));
     json_object_set_new(o, "shuffle-buffer", json_integer(s->shuffle_buffer));
     json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));

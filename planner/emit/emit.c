@@ -49,6 +49,12 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
                  kind, s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
         return -1;
     }
+    /* memtrain runs its own kernels: nothing there to compile */
+    if (s->compile && !strcmp(kind, "memtrain")) {
+        snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
+                 "(the Trainer's torch_compile runs it: --emit hf)");
+        return -1;
+    }
     if (targets[t].check && targets[t].check(m, s, err)) return -1;
     sbuf b = {0};
     targets[t].write(&b, m, s);

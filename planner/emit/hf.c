@@ -230,11 +230,12 @@ static void hf_train(sbuf *b, const mp_settings *s)
                 "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
                 "                         gradient_checkpointing=%s,%s optim=\"%s\",\n"
                 "                         learning_rate=%s, max_steps=1000, logging_steps=10, report_to=\"none\",\n"
-                "                         deepspeed=ARGS.deepspeed)\n",
+                "                         %sdeepspeed=ARGS.deepspeed)\n",
              (long long)s->batch, (long long)s->accum, p.flag && !strcmp(p.flag, "bf16") ? "True" : "False",
              p.flag && !strcmp(p.flag, "fp16") ? "True" : "False", ckpt ? "True" : "False",
              ckpt ? " gradient_checkpointing_kwargs={\"use_reentrant\": False},\n                        " : "",
-             mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5");
+             mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5",
+             s->compile ? "torch_compile=True, " : "");
     sbuf_put(b, "%s(model=model, args=args, train_dataset=ds,\n"
                 "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n",
              s->ce == MP_CE_CHUNKED ? "ChunkedLossTrainer" : "Trainer");

@@ -13,10 +13,8 @@ Reads measurements.csv beside this file (every row cites its source), asks
 figure the source reports with memplan's figure of the same kind:
 allocated -> allocated_bytes, reserved -> reserved_bytes, device -> device_bytes.
 
-A row whose run used something memplan cannot express (a LoRA adapter on the
-output head, LoRA dropout, activation offloading, the optimizer step fused
-into the backward, torch.compile, a model without a profile) is still
-estimated without it, and marked with what was left out; the summary gives the
+A row whose run used something memplan cannot express (today only a model
+without a profile) is left out with the reason; the summary gives the
 expressible rows apart. The report ends with one line per group (all, expressible, per metric, per
 source, per stack, and the issue's two groups, 16-bit LoRA and full fine-tuning
 against QLoRA):
@@ -84,9 +82,8 @@ def flags_and_gaps(row, profiles):
         f += ["--optimizer-in-backward"]
     if st.get("activation_offloading", "false").startswith("true"):
         f += ["--offload-activations"]
-    for key, what in (("compile", "torch.compile"),):
-        if st.get(key, "false").startswith("true"):
-            gaps.append(what)
+    if st.get("compile", "false").startswith("true"):
+        f += ["--compile"]
     return f, gaps
 
 
