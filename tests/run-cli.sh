@@ -573,6 +573,11 @@ expect 0 "compile: the Trainer's torch_compile" -- "$mp" --model gpt2 --gpu 24GB
 has out "torch_compile=True"
 expect 2 "compile has no memtrain form" -- "$mp" --model gpt2 --gpu 24GB --compile --emit memtrain
 has err "--compile has no form in 'memtrain'"
+expect 2 "memtrain's own estimate refuses --compile" -- "$mp" estimate --model gpt2 --framework memtrain --compile
+has err "memtrain has no --compile"
+one_line_err
+expect 2 "and --offload-activations" -- "$mp" estimate --model gpt2 --framework memtrain --offload-activations
+has err "memtrain has no --offload-activations"
 # --offload-activations (issue 12): torchtune's OffloadActivations keeps the last 5 saved tensors on
 # the GPU (max_fwd_stash_size); under full checkpointing a layer saves its input, B x T x hidden
 # in bf16: Llama-3.2-3B (28 layers, hidden 3072, its config.json) at B=2, T=4096
