@@ -92,7 +92,7 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
      * ban_if_reduction, output 4x smaller than the input), random masks; any
      * other pointwise intermediate is recomputed from those. Against eager a
      * layer stops keeping a norm's fp32 upcast and normalised input (the norm
-     * keeps its 16-bit input and rstd) and a gated MLP's activation output
+     * keeps its input, as the residual stream holds it, and rstd) and a gated MLP's activation output
      * (silu(gate) comes back from gate). Eager attention's T x T part is left
      * as eager keeps it. */
     l->compiled = s->compile;
