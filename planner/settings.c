@@ -76,7 +76,8 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (settings_framework(s)->kind == MP_FW_MEMTRAIN && (s->lora_dropout > 0 || (s->lora_targets & MP_LORA_HEAD)))
         BAD("memtrain has no LoRA dropout and no adapter on the head: use --lora-dropout 0 and targets without head");
     /* memtrain's own trainer: no compiler, a step after the backward, activations kept in RAM */
-    if (settings_framework(s)->kind == MP_FW_MEMTRAIN && (s->compile || s->optimizer_in_backward || s->offload_activations))
+    if (settings_framework(s)->kind == MP_FW_MEMTRAIN &&
+        (s->compile || s->optimizer_in_backward || s->offload_activations))
         BAD("memtrain has no --%s: it runs its own kernels, steps after the backward and keeps activations in memory",
             s->compile ? "compile" : s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations");
     if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
