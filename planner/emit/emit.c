@@ -13,7 +13,7 @@ static const struct {
     int (*check)(const mp_model *, const mp_settings *, char *);
     const char *file;        /* its name in a bundle */
 } targets[] = {
-    {"memtrain", emit_memtrain, NULL, "memtrain.conf"},
+    {"memtrain", emit_memtrain, check_memtrain, "memtrain.conf"},
     {"hf", emit_hf, NULL, "train.py"},
     {"deepspeed", emit_deepspeed, check_deepspeed, "ds_config.json"},
     {"accelerate", emit_accelerate, emit_check_engine, "accelerate.yaml"},
@@ -47,12 +47,6 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
         snprintf(err, MP_ERR_LEN, "--%s has no form in '%s': the Trainer, DeepSpeed and memtrain have none "
                  "(torchtune's %s runs it)", s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations",
                  kind, s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
-        return -1;
-    }
-    /* memtrain runs its own kernels: nothing there to compile */
-    if (s->compile && !strcmp(kind, "memtrain")) {
-        snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
-                 "(the Trainer's torch_compile runs it: --emit hf)");
         return -1;
     }
     if (targets[t].check && targets[t].check(m, s, err)) return -1;

@@ -32,6 +32,8 @@ int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
 /* A target's check: 0 when an engine runs the plan as estimated, else -1 with err. */
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
 int check_deepspeed(const mp_model *m, const mp_settings *s, char *err);
+/* 0, or -1 with err when memtrain cannot run the plan (it has nothing to compile). */
+int check_memtrain(const mp_model *m, const mp_settings *s, char *err);
 const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (deepspeed.c). */
 long long emit_zero_bucket(const mp_settings *s);

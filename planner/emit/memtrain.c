@@ -6,6 +6,16 @@
 
 static const char *bool01(bool v) { return v ? "1" : "0"; }
 
+/* memtrain runs its own kernels: nothing there to compile */
+int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
+{
+    (void)m;
+    if (!s->compile) return 0;
+    snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
+             "(the Trainer's torch_compile runs it: --emit hf)");
+    return -1;
+}
+
 void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     char tg[64];
