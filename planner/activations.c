@@ -92,9 +92,9 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
      * ban_if_reduction, output 4x smaller than the input), random masks; any
      * other pointwise intermediate is recomputed from those. Against eager a
      * layer stops keeping a norm's fp32 upcast and normalised input (the norm
-     * keeps its input, as the residual stream holds it, and rstd) and a gated MLP's activation output
-     * (silu(gate) comes back from gate). Eager attention's T x T part is left
-     * as eager keeps it. */
+     * keeps its input, as the residual stream holds it, and rstd) and a gated
+     * MLP's activation output (silu(gate) comes back from gate). Eager
+     * attention's T x T part is left as eager keeps it. */
     l->compiled = s->compile;
 }
 
@@ -202,16 +202,17 @@ static double mlp_saved(const layer_ctx *l, double norm)
     const double a = l->a, sb = l->sb, C = l->C, f = l->f;
     double mlp = norm + norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
     double down_in = keeps(l, MP_LORA_DOWN) ? 1 : 0;  /* the down projection's input */
-    double act_out = l->compiled ? 0 : 1;  /* silu(gate): recomputed from gate when compiled */
-    double one_mlp = m->mlp == MP_MLP_GATED ? (2 + act_out + down_in) * a * sb * f /* gate, silu(gate), up, product */
-                                            : (1 + down_in) * a * sb * f;          /* GELU input and output */
+    /* per token and ffn unit: gate, silu(gate) (recomputed from gate when compiled), up and the
+     * product; or GELU's input and output */
+    double per_f = m->mlp == MP_MLP_GATED ? 2 + (l->compiled ? 0 : 1) + down_in : 1 + down_in;
+    double one_mlp = per_f * a * sb * f;
     if (m->experts) {
         double k = (double)m->top_k;
         mlp += k * one_mlp;                        /* each token through top_k experts */
         mlp += k * a * sb * C;                     /* tokens gathered per expert */
         mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
         if (m->shared_experts)
-            mlp += (m->mlp == MP_MLP_GATED ? 2 + act_out + down_in : 1 + down_in) * a * sb * (double)m->shared_ffn;
+            mlp += per_f * a * sb * (double)m->shared_ffn;
     } else {
         mlp += one_mlp;
     }
