@@ -1,0 +1,324 @@
+/* allocator.c — PyTorch's CUDA caching allocator, rule by rule.
+ *
+ * The rules are c10/cuda/CUDACachingAllocator.cpp's (pytorch/pytorch@001074d25084,
+ * the native allocator, one stream, default settings: no max_split_size, no
+ * roundup_power2_divisions, no garbage collection threshold):
+ *   round_size           every request rounds up to a multiple of 512 B (kMinBlockSize)
+ *   get_pool             requests up to 1 MiB (kSmallSize) go to the small pool, larger to the large one
+ *   get_free_block       the smallest cached block of the pool that holds the request,
+ *                        the lowest address among equals (BlockComparatorSize)
+ *   get_allocation_size  with none, a new segment: 2 MiB (kSmallBuffer) for the small
+ *                        pool, 20 MiB (kLargeBuffer) below 10 MiB (kMinLargeAlloc),
+ *                        else the request rounded up to 2 MiB (kRoundLarge)
+ *   should_split         the remainder of a block becomes a cached block of its own when
+ *                        it is at least 512 B (small pool) or more than 1 MiB (large pool)
+ *   free_block           a freed block merges with free neighbours of its segment
+ * Segments are never returned: without an out-of-memory retry (release_cached_blocks)
+ * the cache only grows, so the reserved high-water mark is the one a run reaches
+ * on a card large enough for it.
+ *
+ * expandable_segments:True (Note [Expandable Segments], same file): one segment
+ * per pool whose address space is mapped on demand in pages of 2 MiB (small pool)
+ * or 20 MiB (large pool) (find_expandable_block: segment_size); a request no
+ * cached block holds maps pages at the end of the segment, joined to the free
+ * block before them (try_allocate_expandable_block, map_block); every remainder
+ * of at least 512 B is split off (should_split); best fit counts a free block
+ * that borders unmapped space as large as it could grow (get_free_block). */
+#include "allocator.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_BLOCK   512.0
+#define SMALL_SIZE  1048576.0   /* 1 MiB */
+#define SMALL_BUF   2097152.0   /* 2 MiB */
+#define LARGE_BUF   20971520.0  /* 20 MiB */
+#define MIN_LARGE   10485760.0  /* 10 MiB */
+#define ROUND_LARGE 2097152.0   /* 2 MiB */
+/* expandable segments reserve address space for 1 1/8 of the card; any size far
+ * above a run's needs behaves alike here */
+#define ADDRESS_SPACE 1e15
+
+typedef struct block {
+    double ptr, size;
+    int prev, next;     /* neighbours in the segment, -1 at its ends */
+    int pool;           /* 0 small, 1 large */
+    bool allocated, mapped, live;
+} block;
+
+typedef struct pool {
+    int *free;          /* cached blocks, sorted by (size, ptr) */
+    int nfree, cap;
+    int tail;           /* expandable: the segment's unmapped end, -1 before the first request */
+} pool;
+
+struct alloc_sim {
+    bool expandable;
+    block *b;
+    int nb, capb;
+    int *spare;         /* ids of deleted blocks, reused */
+    int nspare, capspare;
+    pool pools[2];
+    double next_ptr;
+    alloc_stats st;
+    bool failed;        /* out of host memory at some point */
+};
+
+static bool grow(void **p, int *cap, int need, size_t elt)
+{
+    if (need <= *cap) return true;
+    int n = *cap ? *cap * 2 : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, (size_t)n * elt);
+    if (!q) return false;
+    *p = q, *cap = n;
+    return true;
+}
+
+static int new_block(alloc_sim *a, double ptr, double size, int pool_id)
+{
+    int id;
+    if (a->nspare > 0) id = a->spare[--a->nspare];
+    else {
+        if (!grow((void **)&a->b, &a->capb, a->nb + 1, sizeof(block))) return -1;
+        id = a->nb++;
+    }
+    a->b[id] = (block){.ptr = ptr, .size = size, .prev = -1, .next = -1, .pool = pool_id, .mapped = true,
+                       .live = true};
+    return id;
+}
+
+static void delete_block(alloc_sim *a, int id)
+{
+    a->b[id].live = false;
+    if (grow((void **)&a->spare, &a->capspare, a->nspare + 1, sizeof(int))) a->spare[a->nspare++] = id;
+}
+
+static bool before(const alloc_sim *a, int x, int y)
+{
+    const block *p = &a->b[x], *q = &a->b[y];
+    return p->size < q->size || (p->size == q->size && p->ptr < q->ptr);
+}
+
+/* the first position whose block is not before `id` (lower_bound) */
+static int lower_bound(const alloc_sim *a, const pool *p, int id)
+{
+    int lo = 0, hi = p->nfree;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (before(a, p->free[mid], id)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static bool cache_insert(alloc_sim *a, int id)
+{
+    pool *p = &a->pools[a->b[id].pool];
+    if (!grow((void **)&p->free, &p->cap, p->nfree + 1, sizeof(int))) return false;
+    int at = lower_bound(a, p, id);
+    memmove(p->free + at + 1, p->free + at, (size_t)(p->nfree - at) * sizeof(int));
+    p->free[at] = id;
+    p->nfree++;
+    return true;
+}
+
+static void cache_remove(alloc_sim *a, int id)
+{
+    pool *p = &a->pools[a->b[id].pool];
+    int at = lower_bound(a, p, id);
+    if (at < p->nfree && p->free[at] == id) {
+        memmove(p->free + at, p->free + at + 1, (size_t)(p->nfree - at - 1) * sizeof(int));
+        p->nfree--;
+    }
+}
+
+/* The first cached block at least `size` large (free[] is sorted by size). */
+static int first_fit_index(const alloc_sim *a, const pool *p, double size)
+{
+    int lo = 0, hi = p->nfree;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (a->b[p->free[mid]].size < size) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static double expandable_size(const alloc_sim *a, int id)
+{
+    const block *k = &a->b[id];
+    return k->size + (k->next >= 0 && !a->b[k->next].mapped ? a->b[k->next].size : 0);
+}
+
+static int get_free_block(alloc_sim *a, pool *p, double size)
+{
+    int i = first_fit_index(a, p, size);
+    if (i >= p->nfree) return -1;
+    if (a->expandable) /* walk on while the next candidate could grow less */
+        while (i + 1 < p->nfree && expandable_size(a, p->free[i + 1]) < expandable_size(a, p->free[i])) i++;
+    int id = p->free[i];
+    memmove(p->free + i, p->free + i + 1, (size_t)(p->nfree - i - 1) * sizeof(int));
+    p->nfree--;
+    return id;
+}
+
+/* Merge src into dst when src is a cached block of the same kind (try_merge_blocks). */
+static void try_merge(alloc_sim *a, int dst, int src)
+{
+    if (src < 0) return;
+    block *d = &a->b[dst], *s = &a->b[src];
+    if (s->allocated || !s->mapped || !d->mapped) return; /* unmapped space is never merged here */
+    cache_remove(a, src);
+    if (d->prev == src) {
+        d->ptr = s->ptr;
+        d->prev = s->prev;
+        if (d->prev >= 0) a->b[d->prev].next = dst;
+    } else {
+        d->next = s->next;
+        if (d->next >= 0) a->b[d->next].prev = dst;
+    }
+    d->size += s->size;
+    delete_block(a, src);
+}
+
+static void note_reserved(alloc_sim *a, double bytes)
+{
+    a->st.reserved += bytes;
+    a->st.segments++;
+    if (a->st.reserved > a->st.peak_reserved) a->st.peak_reserved = a->st.reserved;
+}
+
+/* Map `size` bytes (whole pages) at the start of the unmapped block `u`. */
+static int map_pages(alloc_sim *a, int u, double size)
+{
+    block *k = &a->b[u];
+    const double page = k->pool == 0 ? SMALL_BUF : LARGE_BUF;
+    double mapped = page * (double)(long long)((size + page - 1) / page);
+    if (mapped < k->size) { /* the rest stays unmapped */
+        int rest = new_block(a, k->ptr + mapped, k->size - mapped, k->pool);
+        if (rest < 0) return -1;
+        k = &a->b[u];
+        a->b[rest].mapped = false;
+        a->b[rest].prev = u;
+        a->b[rest].next = k->next;
+        if (k->next >= 0) a->b[k->next].prev = rest;
+        k->next = rest;
+        k->size = mapped;
+        a->pools[k->pool].tail = rest;
+    }
+    k->mapped = true;
+    note_reserved(a, mapped);
+    try_merge(a, u, a->b[u].prev);
+    return u;
+}
+
+/* expandable: a block of at least `size` from the segment's end (mapping pages). */
+static int expand(alloc_sim *a, int pool_id, double size)
+{
+    pool *p = &a->pools[pool_id];
+    if (p->tail < 0) {
+        p->tail = new_block(a, a->next_ptr, ADDRESS_SPACE, pool_id);
+        if (p->tail < 0) return -1;
+        a->b[p->tail].mapped = false;
+        a->next_ptr += 2 * ADDRESS_SPACE;
+    }
+    int tail = p->tail, prev = a->b[tail].prev;
+    double have = 0;
+    if (prev >= 0 && !a->b[prev].allocated) { /* a free block right before the unmapped space */
+        have = a->b[prev].size;
+        cache_remove(a, prev);
+    }
+    int got = map_pages(a, tail, size - have);
+    if (got < 0) return -1;
+    return got;
+}
+
+/* native: a new segment (cudaMalloc). */
+static int new_segment(alloc_sim *a, int pool_id, double size)
+{
+    double seg = pool_id == 0 ? SMALL_BUF
+               : size < MIN_LARGE ? LARGE_BUF
+               : ROUND_LARGE * (double)(long long)((size + ROUND_LARGE - 1) / ROUND_LARGE);
+    int id = new_block(a, a->next_ptr, seg, pool_id);
+    if (id < 0) return -1;
+    a->next_ptr += seg + LARGE_BUF; /* segments never border each other */
+    note_reserved(a, seg);
+    return id;
+}
+
+static bool should_split(const alloc_sim *a, const block *k, double size)
+{
+    double remaining = k->size - size;
+    if (k->pool == 0 || a->expandable) return remaining >= MIN_BLOCK;
+    return remaining > SMALL_SIZE;
+}
+
+int alloc_sim_malloc(alloc_sim *a, double bytes)
+{
+    double size = bytes < MIN_BLOCK ? MIN_BLOCK : MIN_BLOCK * (double)(long long)((bytes + MIN_BLOCK - 1) / MIN_BLOCK);
+    int pool_id = size <= SMALL_SIZE ? 0 : 1;
+    pool *p = &a->pools[pool_id];
+    int id = get_free_block(a, p, size);
+    if (id < 0) id = a->expandable ? expand(a, pool_id, size) : new_segment(a, pool_id, size);
+    if (id < 0) {
+        a->failed = true;
+        return -1;
+    }
+    if (should_split(a, &a->b[id], size)) { /* the front is handed out, the rest stays cached */
+        int used = new_block(a, a->b[id].ptr, size, pool_id);
+        if (used < 0) {
+            a->failed = true;
+            return -1;
+        }
+        block *rest = &a->b[id], *u = &a->b[used];
+        u->prev = rest->prev;
+        if (u->prev >= 0) a->b[u->prev].next = used;
+        u->next = id;
+        rest->prev = used;
+        rest->ptr += size;
+        rest->size -= size;
+        if (!cache_insert(a, id)) a->failed = true;
+        id = used;
+    }
+    a->b[id].allocated = true;
+    a->st.allocated += a->b[id].size;
+    if (a->st.allocated > a->st.peak_allocated) a->st.peak_allocated = a->st.allocated;
+    return id;
+}
+
+void alloc_sim_free(alloc_sim *a, int id)
+{
+    if (id < 0 || id >= a->nb || !a->b[id].live || !a->b[id].allocated) return;
+    block *k = &a->b[id];
+    k->allocated = false;
+    a->st.allocated -= k->size;
+    try_merge(a, id, a->b[id].prev);
+    try_merge(a, id, a->b[id].next);
+    if (!cache_insert(a, id)) a->failed = true;
+}
+
+alloc_sim *alloc_sim_new(bool expandable)
+{
+    alloc_sim *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->expandable = expandable;
+    a->pools[0].tail = a->pools[1].tail = -1;
+    a->next_ptr = 1 << 20;
+    return a;
+}
+
+void alloc_sim_delete(alloc_sim *a)
+{
+    if (!a) return;
+    free(a->b);
+    free(a->spare);
+    free(a->pools[0].free);
+    free(a->pools[1].free);
+    free(a);
+}
+
+alloc_stats alloc_sim_stats(const alloc_sim *a)
+{
+    return a->st;
+}
