@@ -27,7 +27,20 @@ typedef struct layer_ctx {
     bool compiled;            /* torch.compile: pointwise intermediates recomputed (layer_setup) */
     mp_linear lin[16];
     int nlin;
+    act_tensors *saved, *core; /* where each kept tensor is listed, or NULL */
 } layer_ctx;
+
+static double note(act_tensors *to, double count, double bytes)
+{
+    if (to && count > 0 && bytes > 0 && to->n < ACT_MAX_KINDS) to->t[to->n++] = (act_tensor){count, bytes};
+    return count * bytes;
+}
+
+/* `count` tensors of `bytes` kept for the backward: their bytes, listed. */
+static double kept(const layer_ctx *l, double count, double bytes)
+{
+    return note(l->saved, count, bytes);
+}
 
 /* PEFT's fp32 adapters: PEFT upcasts 16-bit adapter weights to fp32
  * (huggingface/peft@831fd03e0403 src/peft/tuners/tuners_utils.py
@@ -56,6 +69,7 @@ static bool bitsandbytes_keeps_input(const mp_settings *s, const mp_framework *f
 static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
 {
     l->m = m, l->s = s, l->fw = settings_framework(s);
+    l->saved = l->core = NULL;
     l->torch = l->fw->hf_modeling;
     l->amp = mp_precision_desc_of(s->precision)->autocast;
     l->frozen = s->lora_rank > 0;
@@ -132,10 +146,10 @@ static double norm_output_copies(const layer_ctx *l, unsigned bits)
 static double norm_saved(const layer_ctx *l)
 {
     const double sb = l->sb, C = l->C;
-    double norm = l->r * sb * C + (l->m->norm == MP_NORM_LAYER ? 8 : 4) * sb;
     if (l->m->norm == MP_NORM_RMS && l->torch && !l->compiled)
-        norm = 4 * sb * C + (l->frozen ? 0 : l->r * sb * C) + 4 * sb + (l->fw->mean_keeps_input ? 4 * sb * C : 0);
-    return norm;
+        return kept(l, 1, 4 * sb * C) + kept(l, l->frozen ? 0 : 1, l->r * sb * C) + kept(l, 1, 4 * sb) +
+               kept(l, l->fw->mean_keeps_input ? 1 : 0, 4 * sb * C);
+    return kept(l, 1, l->r * sb * C) + kept(l, l->m->norm == MP_NORM_LAYER ? 2 : 1, 4 * sb);
 }
 
 /* K and V as attention keeps them: grouped heads (KVD wide), or repeated to
@@ -166,15 +180,15 @@ static double fused_qkv_kept(const layer_ctx *l)
 }
 
 /* The attention block's saved tensors; *core gets the T x T part. */
-static double attention_saved(const layer_ctx *l, double norm, double *core)
+static double attention_saved(const layer_ctx *l, double *core)
 {
     const mp_settings *s = l->s;
     const double a = l->a, sb = l->sb, QD = l->QD;
     /* The norm's output is the next linear's input (a 16-bit cast under autocast). */
-    double attn = norm + norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C;
+    double attn = norm_saved(l) + kept(l, norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V), a * sb * l->C);
     /* Q and K (after rotary) for Q K^T, V for the probabilities times V. */
-    attn += a * sb * (QD + 2 * kv_width(l));
-    attn += fused_qkv_kept(l);
+    attn += kept(l, 1, a * sb * QD) + kept(l, 2, a * sb * kv_width(l));
+    attn += kept(l, 1, fused_qkv_kept(l));
     *core = 0;
     if (l->eager) {
         /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
@@ -186,37 +200,37 @@ static double attention_saved(const layer_ctx *l, double norm, double *core)
          * dtype=torch.float).to(q.dtype); transformers' Gemma 2 eager attention alike). */
         bool capped = l->m->attn_softcap;
         bool fp32_softmax = capped || (l->amp && (l->fw->autocast_softmax_fp32 || l->m->norm == MP_NORM_RMS));
-        *core = ((fp32_softmax ? 4 + a : a) + (capped ? a : 0)) * l->scores;
-        if (s->dropout) *core += (l->mask + a) * l->scores; /* mask and dropped probabilities */
-        if (keeps(l, MP_LORA_O)) attn += a * sb * QD;        /* attention output: o-proj input */
+        *core = note(l->core, 1, (fp32_softmax ? 4 + a : a) * l->scores) + note(l->core, capped ? 1 : 0, a * l->scores);
+        if (s->dropout) /* mask and dropped probabilities */
+            *core += note(l->core, 1, l->mask * l->scores) + note(l->core, 1, a * l->scores);
+        if (keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD); /* attention output: o-proj input */
     } else {
-        attn += a * sb * QD + 4 * sb * l->NH;                /* output and row logsumexp */
+        attn += kept(l, 1, a * sb * QD) + kept(l, 1, 4 * sb * l->NH); /* output and row logsumexp */
     }
-    if (s->dropout) attn += l->mask * sb * l->C;             /* mask after the o-proj */
+    if (s->dropout) attn += kept(l, 1, l->mask * sb * l->C);          /* mask after the o-proj */
     return attn;
 }
 
-static double mlp_saved(const layer_ctx *l, double norm)
+static double mlp_saved(const layer_ctx *l)
 {
     const mp_model *m = l->m;
     const double a = l->a, sb = l->sb, C = l->C, f = l->f;
-    double mlp = norm + norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * C;
+    double mlp = norm_saved(l) + kept(l, norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP), a * sb * C);
     double down_in = keeps(l, MP_LORA_DOWN) ? 1 : 0;  /* the down projection's input */
     /* per token and ffn unit: gate, silu(gate) (recomputed from gate when compiled), up and the
      * product; or GELU's input and output */
     double per_f = m->mlp == MP_MLP_GATED ? 2 + (l->compiled ? 0 : 1) + down_in : 1 + down_in;
-    double one_mlp = per_f * a * sb * f;
     if (m->experts) {
         double k = (double)m->top_k;
-        mlp += k * one_mlp;                        /* each token through top_k experts */
-        mlp += k * a * sb * C;                     /* tokens gathered per expert */
-        mlp += 2 * 4 * sb * (double)m->experts;    /* router logits and probabilities (fp32) */
+        mlp += kept(l, k * per_f, a * sb * f);               /* each token through top_k experts */
+        mlp += kept(l, k, a * sb * C);                       /* tokens gathered per expert */
+        mlp += kept(l, 2, 4 * sb * (double)m->experts);      /* router logits and probabilities (fp32) */
         if (m->shared_experts)
-            mlp += per_f * a * sb * (double)m->shared_ffn;
+            mlp += kept(l, per_f, a * sb * (double)m->shared_ffn);
     } else {
-        mlp += one_mlp;
+        mlp += kept(l, per_f, a * sb * f);
     }
-    if (l->s->dropout) mlp += l->mask * sb * C;
+    if (l->s->dropout) mlp += kept(l, 1, l->mask * sb * C);
     return mlp;
 }
 
@@ -254,7 +268,10 @@ static double lora_saved(const layer_ctx *l)
             unsigned bit = l->lin[i].target;
             if (bit & s->lora_targets) {
                 double tok = l->m->experts && (bit & MP_LORA_MLP) ? l->sb * (double)l->m->top_k : l->sb;
-                lora += tok * (l->ad * a_width(l, bit) + adapter_input_saved(l, (double)l->lin[i].in));
+                double in = (double)l->lin[i].in;
+                lora += kept(l, 1, tok * l->ad * a_width(l, bit));
+                if (l->own_input) /* adapter_input_saved, tensor by tensor */
+                    lora += kept(l, 1, tok * in * l->ad) + kept(l, l->s->lora_dropout > 0 ? 1 : 0, tok * in * l->mask);
             }
         }
     }
@@ -280,11 +297,11 @@ static double quantised_head_input(const layer_ctx *l)
     return l->sb * l->a * l->C;
 }
 
-/* Everything one layer saves, without the T x T core (*core); a norm's part is norm. */
-static double layer_saved(const layer_ctx *l, double norm, double *core)
+/* Everything one layer saves, without the T x T core (*core). */
+static double layer_saved(const layer_ctx *l, double *core)
 {
-    double attn = attention_saved(l, norm, core);
-    return attn + mlp_saved(l, norm) + lora_saved(l);
+    double attn = attention_saved(l, core);
+    return attn + mlp_saved(l) + lora_saved(l);
 }
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)
@@ -292,12 +309,15 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     layer_ctx l;
     layer_setup(&l, m, s);
     const double a = l.a, sb = l.sb, C = l.C;
-    double core, without_kbit = 0, norm = norm_saved(&l);
-    double saved = layer_saved(&l, norm, &core);
+    double core, without_kbit = 0, norm = norm_saved(&l); /* the final norm's, unlisted */
+    ab->saved.n = ab->core.n = ab->backward.n = 0;
+    l.saved = &ab->saved, l.core = &ab->core;
+    double saved = layer_saved(&l, &core);
     if (l.kbit_input) { /* the same layer without them: their share, for --explain */
         layer_ctx plain = l;
         plain.kbit_input = false;
-        without_kbit = layer_saved(&plain, norm, &(double){0});
+        plain.saved = plain.core = NULL;
+        without_kbit = layer_saved(&plain, &(double){0});
     }
 
     ab->attn_core = core;
@@ -307,12 +327,16 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) + quantised_head_input(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
     /* Backward: gradients of the scores (eager) and of the widest tensors. */
-    ab->backward_temp = 2 * a * sb * l.f * (m->experts ? (double)m->top_k : 1) + 3 * a * sb * C +
-                        (l.eager ? 2 * a * l.scores : a * sb * (l.QD + 2 * l.KVD));
+    act_tensors *bw = &ab->backward;
+    ab->backward_temp = note(bw, 2 * (m->experts ? (double)m->top_k : 1), a * sb * l.f) + note(bw, 3, a * sb * C) +
+                        (l.eager ? note(bw, 2, a * l.scores) : note(bw, 1, a * sb * l.QD) + note(bw, 2, a * sb * l.KVD));
     /* a calibrated profile scales every activation term alike */
     const double k = l.fw->act_scale > 0 ? l.fw->act_scale : 1;
     ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
     ab->embed_mask *= k, ab->backward_temp *= k, ab->kbit_inputs *= k;
+    act_tensors *lists[] = {&ab->saved, &ab->core, &ab->backward};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < lists[i]->n; j++) lists[i]->t[j].bytes *= k;
 }
 
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, double *fwd, double *bwd,

@@ -4,6 +4,16 @@
 
 #include "memplan.h"
 
+/* Tensors of one kind: `count` of `bytes` each (what the allocator sees). */
+typedef struct act_tensor {
+    double count, bytes;
+} act_tensor;
+#define ACT_MAX_KINDS 48
+typedef struct act_tensors {
+    act_tensor t[ACT_MAX_KINDS];
+    int n;
+} act_tensors;
+
 /* Saved activations of one transformer layer for one micro-batch, in bytes. */
 typedef struct act_breakdown {
     double total;          /* everything saved for backward, no checkpointing */
@@ -13,6 +23,8 @@ typedef struct act_breakdown {
     double embed_mask;     /* the embedding dropout's mask (with --dropout) */
     double backward_temp;  /* activation gradients alive while one layer runs backward */
     double kbit_inputs;    /* of total: the quantised layers' inputs old bitsandbytes keeps */
+    /* the same, tensor by tensor: total - attn_core, attn_core, backward_temp */
+    act_tensors saved, core, backward;
 } act_breakdown;
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
