@@ -46,8 +46,14 @@ typedef struct block {
     bool allocated, mapped, live;
 } block;
 
+/* a cached block as the best-fit search reads it: its size and address inline */
+typedef struct cached {
+    double size, ptr;
+    int id;
+} cached;
+
 typedef struct pool {
-    int *free;          /* cached blocks, sorted by (size, ptr) */
+    cached *free;       /* cached blocks, sorted by (size, ptr) */
     int nfree, cap;
     int tail;           /* expandable: the segment's unmapped end, -1 before the first request */
 } pool;
@@ -94,19 +100,14 @@ static void delete_block(alloc_sim *a, int id)
     if (grow((void **)&a->spare, &a->capspare, a->nspare + 1, sizeof(int))) a->spare[a->nspare++] = id;
 }
 
-static bool before(const alloc_sim *a, int x, int y)
-{
-    const block *p = &a->b[x], *q = &a->b[y];
-    return p->size < q->size || (p->size == q->size && p->ptr < q->ptr);
-}
-
-/* the first position whose block is not before `id` (lower_bound) */
-static int lower_bound(const alloc_sim *a, const pool *p, int id)
+/* the first position not before (size, ptr) (lower_bound) */
+static int lower_bound(const pool *p, double size, double ptr)
 {
     int lo = 0, hi = p->nfree;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (before(a, p->free[mid], id)) lo = mid + 1;
+        const cached *c = &p->free[mid];
+        if (c->size < size || (c->size == size && c->ptr < ptr)) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -114,35 +115,31 @@ static int lower_bound(const alloc_sim *a, const pool *p, int id)
 
 static bool cache_insert(alloc_sim *a, int id)
 {
-    pool *p = &a->pools[a->b[id].pool];
-    if (!grow((void **)&p->free, &p->cap, p->nfree + 1, sizeof(int))) return false;
-    int at = lower_bound(a, p, id);
-    memmove(p->free + at + 1, p->free + at, (size_t)(p->nfree - at) * sizeof(int));
-    p->free[at] = id;
+    const block *k = &a->b[id];
+    pool *p = &a->pools[k->pool];
+    if (!grow((void **)&p->free, &p->cap, p->nfree + 1, sizeof(cached))) return false;
+    int at = lower_bound(p, k->size, k->ptr);
+    memmove(p->free + at + 1, p->free + at, (size_t)(p->nfree - at) * sizeof(cached));
+    p->free[at] = (cached){k->size, k->ptr, id};
     p->nfree++;
     return true;
 }
 
 static void cache_remove(alloc_sim *a, int id)
 {
-    pool *p = &a->pools[a->b[id].pool];
-    int at = lower_bound(a, p, id);
-    if (at < p->nfree && p->free[at] == id) {
-        memmove(p->free + at, p->free + at + 1, (size_t)(p->nfree - at - 1) * sizeof(int));
+    const block *k = &a->b[id];
+    pool *p = &a->pools[k->pool];
+    int at = lower_bound(p, k->size, k->ptr);
+    if (at < p->nfree && p->free[at].id == id) {
+        memmove(p->free + at, p->free + at + 1, (size_t)(p->nfree - at - 1) * sizeof(cached));
         p->nfree--;
     }
 }
 
 /* The first cached block at least `size` large (free[] is sorted by size). */
-static int first_fit_index(const alloc_sim *a, const pool *p, double size)
+static int first_fit_index(const pool *p, double size)
 {
-    int lo = 0, hi = p->nfree;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (a->b[p->free[mid]].size < size) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+    return lower_bound(p, size, -1);
 }
 
 static double expandable_size(const alloc_sim *a, int id)
@@ -153,12 +150,12 @@ static double expandable_size(const alloc_sim *a, int id)
 
 static int get_free_block(alloc_sim *a, pool *p, double size)
 {
-    int i = first_fit_index(a, p, size);
+    int i = first_fit_index(p, size);
     if (i >= p->nfree) return -1;
     if (a->expandable) /* walk on while the next candidate could grow less */
-        while (i + 1 < p->nfree && expandable_size(a, p->free[i + 1]) < expandable_size(a, p->free[i])) i++;
-    int id = p->free[i];
-    memmove(p->free + i, p->free + i + 1, (size_t)(p->nfree - i - 1) * sizeof(int));
+        while (i + 1 < p->nfree && expandable_size(a, p->free[i + 1].id) < expandable_size(a, p->free[i].id)) i++;
+    int id = p->free[i].id;
+    memmove(p->free + i, p->free + i + 1, (size_t)(p->nfree - i - 1) * sizeof(cached));
     p->nfree--;
     return id;
 }

@@ -18,6 +18,7 @@
 #include "memtrain_model.h"
 #include "params.h"
 #include "partition.h"
+#include "reserve.h"
 #include "speed.h"
 
 #include <math.h>
@@ -35,6 +36,7 @@ typedef struct est_ctx {
     const mp_precision_desc *prec; /* the precision's row: bytes stored, autocast, masters */
     mp_estimate *e;
     bool explain;
+    bool replay;                   /* replay the step through the caching allocator (est_peak) */
     bool lora, amp, half;          /* adapters on a frozen base; autocast; 16-bit storage */
     double P, B, T, L;             /* parameters, micro-batch, sequence, layers */
     double tp, pp, dp;             /* tensor, pipeline and data parallel degrees */
@@ -54,6 +56,9 @@ typedef struct est_ctx {
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
+    double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
+    act_breakdown ab;              /* one layer's activations, tensor by tensor */
+    double layer_lump;             /* a layer's forward as one block where it is not the layer's own list */
 } est_ctx;
 
 /* ---------- terms (for --explain) ---------- */
@@ -194,6 +199,7 @@ static void weights_lora(est_ctx *c)
     double base_rest = c->frozen_rest * rest_elt / c->split;
     double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
+    c->w_lin_elt = base_elt, c->w_rest_elt = rest_elt, c->w_adapter_elt = adapter_bytes(c);
     term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
          "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt,
          s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
@@ -235,6 +241,7 @@ static void est_weights(est_ctx *c)
     const mp_settings *s = c->s;
     const double P = c->P, L = c->L, split = c->split;
     c->w_elt = c->half ? 2 : 4; /* trainable weights' storage */
+    c->w_lin_elt = c->w_rest_elt = c->w_elt;
     if (c->lora) {
         weights_lora(c);
     } else {
@@ -471,8 +478,8 @@ static void est_activations(est_ctx *c)
 {
     const mp_settings *s = c->s;
     const double tp = c->tp, pp = c->pp;
-    act_breakdown ab;
-    activations_per_layer(c->m, s, &ab);
+    activations_per_layer(c->m, s, &c->ab);
+    const act_breakdown ab = c->ab;
     double layers_here = c->L / pp;
     /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
     double inflight = pp > 1 ? pp : 1;
@@ -486,6 +493,9 @@ static void est_activations(est_ctx *c)
     c->saved_layers *= inflight;
     c->e->act_per_layer = ab.total;
     if (s->offload_activations) offload_saved(c, ab.layer_input / tp, layer_full, layers_here * inflight);
+    /* where a layer's forward is not its own tensor list (offloaded, pipelined,
+     * tensor-parallel), the allocator sees one block per layer */
+    if (s->offload_activations || inflight > 1 || tp > 1) c->layer_lump = c->saved_layers / layers_here;
     if (s->offload_activations)
         term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
              "kept on the GPU while the rest are offloaded: %.0f B of %.0f B (B=%lld T=%lld)", c->saved_layers,
@@ -573,6 +583,31 @@ static void est_timeline(est_ctx *c)
 
 /* ---------- peak ---------- */
 
+/* What the caching allocator holds beyond the tensors: the step replayed
+ * through its rules (reserve.c); -1 when the replay could not run. */
+static double allocator_overhead(const est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    replay_in in = {
+        .m = c->m, .s = s, .ab = &c->ab, .layers = c->L / c->pp, .replayed = c->L / c->pp, .numel_div = c->tp,
+        .weights = c->weights, .w_lin = c->w_lin_elt, .w_rest = c->w_rest_elt, .w_adapter = c->w_adapter_elt,
+        .grads = s->optimizer_in_backward ? 0 : c->grads, .grad_elt = c->g_elt / c->zero_g,
+        .states = c->optimizer, .nstates = (int)od->states + (c->prec->master_copy ? 1 : 0),
+        .persistent = c->fw->workspace_bytes + c->fw->fixed_bytes + c->ddp_buckets + c->gathered + c->cast_cache,
+        .layer_lump = c->layer_lump,
+        .logits_fwd = c->logits_fwd, .logits_bwd = c->logits_bwd, .logits_kept = c->logits_kept,
+        .final_norm = c->final_norm, .dequant = c->dequant_layer,
+        .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
+    };
+    if (in.nstates < 1) in.nstates = 1;
+    const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
+    if (per_tensor) in.temp_elt = c->largest_held > 0 ? c->opt_temp / c->largest_held : 0;
+    else in.temps = c->opt_temp;
+    if (s->optimizer_in_backward && c->largest_held > 0) in.grad_elt = c->grads / c->largest_held;
+    return replay_overhead(&in, s->expandable_segments);
+}
+
 /* The largest moment, then what the allocator and the CUDA context add to it. */
 static void est_peak(est_ctx *c)
 {
@@ -592,7 +627,14 @@ static void est_peak(est_ctx *c)
     double rounded = e->total_bytes;
     /* a rounding below one byte is none (a profile's 1e-300 made it infinite) */
     if (fw->round_bytes >= 1) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
-    e->reserved_bytes = rounded * (1 + fw->frag);
+    /* the replay: requests rounded, carved out of segments, blocks cached
+     * across phases; the profile's frag: what steps of other shapes leave */
+    /* PyTorch's CUDA caching allocator (not a CPU's), running tensors as an
+     * eager loop allocates them: ZeRO-3 and FSDP hold flat parameter shards
+     * and gather buffers the replay does not lay out, and are left to the slack */
+    const bool caching = fw->round_bytes >= 1 && c->s->zero < 3;
+    e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
+    e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
     e->device_bytes = e->reserved_bytes + fw->context_bytes;
     /* Overhead: what the device holds beyond the tensors themselves. */
     double slack = e->device_bytes - e->total_bytes;
@@ -600,7 +642,10 @@ static void est_peak(est_ctx *c)
     e->peak[MP_OVERHEAD] += slack;
     term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
     term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
-    term(c, MP_OVERHEAD, "allocator rounding and fragmentation", e->reserved_bytes - e->total_bytes,
+    term(c, MP_OVERHEAD, "allocator segments and cache", rounded - e->total_bytes + e->allocator_cache_bytes,
+         "the step replayed through PyTorch's caching allocator%s",
+         c->s->expandable_segments ? " (expandable segments)" : "");
+    term(c, MP_OVERHEAD, "micro-batches of other shapes", rounded * fw->frag,
          "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
 }
 
@@ -610,8 +655,22 @@ int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     return mp_estimate_ex(m, s, gpu, e, true, err);
 }
 
+static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, bool explain,
+                    bool replay, char *err);
+
 int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                    bool explain, char *err)
+{
+    return estimate(m, s, gpu, e, explain, true, err);
+}
+
+int mp_estimate_screen(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err)
+{
+    return estimate(m, s, gpu, e, false, false, err);
+}
+
+static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, bool explain,
+                    bool replay, char *err)
 {
     if (mp_settings_check(m, s, err)) return -1;
     memset(e, 0, offsetof(mp_estimate, terms)); /* the terms array is filled only with explain */
@@ -626,6 +685,7 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
     m = &as_run;
     est_ctx c;
     est_setup(&c, m, s, e, explain);
+    c.replay = replay;
     est_weights(&c);
     est_gradients(&c);
     est_optimizer(&c);

@@ -156,7 +156,7 @@ typedef struct mp_framework {
     double context_bytes;     /* CUDA context and libraries, outside the allocator */
     double workspace_bytes;   /* cuBLAS/cuDNN workspaces inside the allocator */
     double round_bytes;       /* allocator block rounding */
-    double frag;              /* reserved/allocated - 1 at the peak */
+    double frag;              /* reserve beyond the allocator's replay, per allocated byte: micro-batches of varying shape */
     double fixed_bytes;       /* other fixed allocations */
     bool autocast_cache;      /* autocast keeps 16-bit weight copies */
     bool fp32_logits;         /* loss computed on an fp32 copy of the logits */
@@ -255,6 +255,7 @@ typedef struct mp_settings {
     bool optimizer_in_backward; /* each parameter stepped as its gradient lands (torchtune optimizer_in_bwd) */
     bool offload_activations; /* saved activations in pinned host RAM (torchtune OffloadActivations) */
     bool compile;             /* torch.compile: the partitioner recomputes pointwise intermediates in the backward */
+    bool expandable_segments; /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow by mapped pages */
     double dataset_bytes;     /* raw text size, for in-memory loading */
     int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
     bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
@@ -422,6 +423,7 @@ typedef struct mp_estimate {
     double logits_bytes;          /* the logits' share of activations at the peak */
     double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
     double reserved_bytes;        /* allocator reserved at the peak */
+    double allocator_cache_bytes; /* of it, what the step's replay through the caching allocator adds */
     double device_bytes;          /* reserved + context: what nvidia-smi shows */
     double host_bytes;            /* host RAM of one process at its peak (load or training) */
     double host_data_bytes;       /* of which the data loader */
@@ -491,6 +493,7 @@ typedef struct mp_candidate {
     double offloaded_bytes;   /* states moved to host RAM */
     double host_node_bytes;   /* host RAM of one node's processes */
     double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
+    bool verified;            /* estimated whole (the allocator replayed), not only screened */
 } mp_candidate;
 
 /* The speed model's error: plans within this fraction of the fastest of

@@ -313,7 +313,9 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
             s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
         mp_estimate e;
         r->evaluated++;
-        if (mp_estimate_ex(run->m, s, run->gpu, &e, false, e2)) { /* an invalid combination */
+        /* the screen: reserved and device as lower bounds, the allocator not
+         * replayed (verify_top estimates the plans ranked first whole) */
+        if (mp_estimate_screen(run->m, s, run->gpu, &e, e2)) { /* an invalid combination */
             if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
             break;
         }
@@ -399,6 +401,52 @@ static int rank_candidates(mp_search_result *r, bool prefer_speed, char *err)
     return 0;
 }
 
+/* The screen's verdicts rest on lower bounds of reserved and device memory:
+ * the plans that decide the ranking are estimated whole, with the step
+ * replayed through the caching allocator: each group's fastest fitting plan
+ * (the band of rule 6 is measured from it) and the first VERIFIED_TOP fitting
+ * plans (the best and the alternatives a report lists). One that no longer
+ * fits drops out of the fitting plans and the ranking is made again, until
+ * all of them stand. */
+#define VERIFIED_TOP 8
+
+/* Estimate c whole; false when it no longer fits. */
+static bool verify(const search_run *run, mp_candidate *c)
+{
+    mp_estimate e;
+    char err[MP_ERR_LEN];
+    c->verified = true;
+    if (mp_estimate_ex(run->m, &c->s, run->gpu, &e, false, err)) return true; /* the screen estimated it */
+    c->device_bytes = e.device_bytes, c->total_bytes = e.total_bytes;
+    memcpy(c->at_peak, e.at_peak, sizeof c->at_peak);
+    if (mp_fits(&e, run->o->budget_bytes, run->o->headroom)) return true;
+    c->fits = false;
+    run->r->fitting--;
+    return false;
+}
+
+static int verify_top(const search_run *run, mp_search_result *r, char *err)
+{
+    const bool speed = run->o->prefer_speed;
+    for (;;) {
+        bool dropped = false;
+        size_t setter[NGROUPS];
+        for (int g = 0; g < NGROUPS; g++) setter[g] = r->n;
+        for (size_t i = 0; i < r->n; i++) {
+            const mp_candidate *k = &r->cands[i];
+            int g = mp_rank_group(k, speed);
+            if (k->fits && (setter[g] == r->n || k->tokens_per_s > r->cands[setter[g]].tokens_per_s)) setter[g] = i;
+        }
+        for (int g = 0; g < NGROUPS && !dropped; g++)
+            if (setter[g] < r->n && !r->cands[setter[g]].verified) dropped = !verify(run, &r->cands[setter[g]]);
+        int stood = 0;
+        for (size_t i = 0; i < r->n && stood < VERIFIED_TOP && !dropped && r->cands[i].fits; i++, stood++)
+            if (!r->cands[i].verified) dropped = !verify(run, &r->cands[i]);
+        if (!dropped) return 0;
+        if (rank_candidates(r, speed, err)) return -1;
+    }
+}
+
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
               const mp_search_opts *o, mp_search_result *r, char *err)
 {
@@ -414,7 +462,8 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
         snprintf(err, MP_ERR_LEN, "%s", run.first_invalid[0] ? run.first_invalid : "no valid combination");
         return -1;
     }
-    return rank_candidates(r, o->prefer_speed, err);
+    if (rank_candidates(r, o->prefer_speed, err)) return -1;
+    return o->budget_bytes > 0 ? verify_top(&run, r, err) : 0;
 }
 
 void mp_search_free(mp_search_result *r)

@@ -77,9 +77,11 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
         BAD("memtrain has no LoRA dropout and no adapter on the head: use --lora-dropout 0 and targets without head");
     /* memtrain's own trainer: no compiler, a step after the backward, activations kept in RAM */
     if (settings_framework(s)->kind == MP_FW_MEMTRAIN &&
-        (s->compile || s->optimizer_in_backward || s->offload_activations))
-        BAD("memtrain has no --%s: it runs its own kernels, steps after the backward and keeps activations in memory",
-            s->compile ? "compile" : s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations");
+        (s->compile || s->optimizer_in_backward || s->offload_activations || s->expandable_segments))
+        BAD("memtrain has no --%s: it runs its own kernels on its own allocator, steps after the backward and keeps "
+            "activations in memory",
+            s->compile ? "compile" : s->optimizer_in_backward ? "optimizer-in-backward"
+            : s->offload_activations ? "offload-activations" : "expandable-segments");
     if (s->lora_rank > m->hidden) BAD("--lora-rank '%lld' exceeds the hidden size %lld", (long long)s->lora_rank, (long long)m->hidden);
     /* torchtune steps each parameter from its gradient hook: no accumulation
      * (its recipes refuse gradient_accumulation_steps > 1), nothing sharded */

@@ -121,6 +121,8 @@ const mp_opt mp_settings_opts[] = {
      .help = "step each parameter as its gradient lands (torchtune optimizer_in_bwd): one gradient at a time"},
     {"compile", MP_OPT_FLAG, S(compile),
      .help = "torch.compile the layers: the backward recomputes norm upcasts and the MLP's activation instead of keeping them"},
+    {"expandable-segments", MP_OPT_FLAG, S(expandable_segments),
+     .help = "run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator grows one segment by pages"},
     {0},
 };
 

@@ -578,6 +578,31 @@ has err "memtrain has no --compile"
 one_line_err
 expect 2 "and --offload-activations" -- "$mp" estimate --model gpt2 --framework memtrain --offload-activations
 has err "memtrain has no --offload-activations"
+# --expandable-segments (issue 12): the allocator's setting, in the settings, the JSON figures and
+# the emitted launch.sh and script; allocated is the same, reserved is the replay's
+expect 0 "expandable segments: in the settings" -- "$mp" estimate --model llama-2-7b --framework hf --lora-rank 16 --quant nf4 --checkpointing full --batch 2 --seq 512 --expandable-segments --format json
+cp "$tmp/out" "$tmp/expandable.json"
+expect 0 "expandable segments: the native twin" -- "$mp" estimate --model llama-2-7b --framework hf --lora-rank 16 --quant nf4 --checkpointing full --batch 2 --seq 512 --format json
+if python3 -c "
+import json
+x, n = json.load(open('$tmp/expandable.json')), json.load(open('$tmp/out'))
+assert x['settings']['expandable-segments'] is True and n['settings']['expandable-segments'] is False
+assert x['allocated_bytes'] == n['allocated_bytes']
+for d in (x, n):
+    assert 0 < d['allocator_cache_bytes'] < d['reserved_bytes'] - d['allocated_bytes'] < d['device_bytes'] - d['allocated_bytes']
+"; then ok "expandable: allocated unchanged, the replay's cache inside reserved"; else bad "expandable settings and figures"; fi
+expect 0 "expandable segments: launch.sh sets the allocator" -- "$mp" --model gpt2 --gpu 24GB --expandable-segments --emit launch
+has out "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+expect 0 "expandable segments: the script sets it before torch" -- "$mp" --model gpt2 --gpu 24GB --expandable-segments --emit hf
+if python3 -c "
+s = open('$tmp/out').read()
+assert s.index('os.environ.setdefault(\"PYTORCH_CUDA_ALLOC_CONF\", \"expandable_segments:True\")') < s.index('import torch')
+"; then ok "the variable is set before torch is imported"; else bad "expandable segments in the script"; fi
+expect 2 "expandable segments have no memtrain form" -- "$mp" --model gpt2 --gpu 24GB --expandable-segments --emit memtrain
+has err "--expandable-segments has no form in 'memtrain'"
+one_line_err
+expect 2 "memtrain's own estimate refuses --expandable-segments" -- "$mp" estimate --model gpt2 --framework memtrain --expandable-segments
+has err "memtrain has no --expandable-segments"
 # --offload-activations (issue 12): torchtune's OffloadActivations keeps the last 5 saved tensors on
 # the GPU (max_fwd_stash_size); under full checkpointing a layer saves its input, B x T x hidden
 # in bf16: Llama-3.2-3B (28 layers, hidden 3072, its config.json) at B=2, T=4096

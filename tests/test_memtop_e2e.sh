@@ -208,7 +208,7 @@ if coloured "NO_COLOR=1 '$memtop' '$run'"; then bad "NO_COLOR still has colour c
 keys q
 
 # ---------------------------------------------------------------- what-if view
-start "'$memtop' --plan --model gpt2 --gpu 24GB --batch 2 --seq 512"
+start "'$memtop' --plan --model gpt2 --gpu 24GB --batch 2 --seq 512 --attention flash --precision mixed-bf16"
 expect "memtop what-if" "what-if view starts"
 expect "params 124,439,808" "what-if: the model's parameters"
 expect "fits: device" "what-if: the verdict"
@@ -218,7 +218,7 @@ keys +
 expect "batch 3" "'+' raises the batch to 3"
 a2=$(line_of "   allocated" | awk '{print $2, $3}')
 check "$([ -n "$a1" ] && [ "$a1" != "$a2" ]; echo $?)" "'+' changes the allocated total ($a1 -> $a2)"
-want=$("$memtop" --once --plan --model gpt2 --gpu 24GB --batch 3 --seq 512 | python3 -c "
+want=$("$memtop" --once --plan --model gpt2 --gpu 24GB --batch 3 --seq 512 --attention flash --precision mixed-bf16 | python3 -c "
 import json, sys
 b = json.load(sys.stdin)['allocated']
 print('%.2f GiB' % (b / 2**30) if b >= 2**30 else '%.1f MiB' % (b / 2**20))")

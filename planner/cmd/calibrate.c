@@ -286,7 +286,8 @@ static int fit_allocation(const char *path, run *runs, int n, const mp_framework
             if ((rc = estimate(path, &runs[i], &fw, &e))) break;
             /* the estimate scales activations only when act_scale is neither 0 nor 1 */
             runs[i].acts = e.at_peak[MP_ACTIVATIONS] / (k != 1 && k > 0 ? k : 1);
-            runs[i].states = e.total_bytes - e.at_peak[MP_ACTIVATIONS] - e.at_peak[MP_OVERHEAD];
+            /* the overhead at the peak, less what sits above allocated (the replayed allocator's cache) */
+            runs[i].states = e.total_bytes - e.at_peak[MP_ACTIVATIONS] - (e.at_peak[MP_OVERHEAD] - (e.device_bytes - e.total_bytes));
             amin = fmin(amin, runs[i].acts), amax = fmax(amax, runs[i].acts);
             /* in MiB: both columns of order one */
             gsl_matrix_set(X, (size_t)i, 0, runs[i].acts / MiB);
@@ -329,17 +330,26 @@ static int fit_allocation(const char *path, run *runs, int n, const mp_framework
     return rc;
 }
 
-/* frag from reserved = (1 + frag) x allocated; the context from device - reserved. */
-static void fit_allocator(run *runs, int n, const mp_framework *base, fit *F)
+/* frag from reserved = (1 + frag) x allocated + the replayed allocator's cache
+ * (the estimate's, for each run's settings); the context from device - reserved. */
+static void fit_allocator(const char *path, run *runs, int n, const mp_framework *base, fit *F)
 {
     double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n), *wx = malloc(sizeof *wx * (size_t)n);
-    if (!x || !y || !wx) {
+    double *cache = calloc((size_t)n, sizeof *cache);
+    if (!x || !y || !wx || !cache) {
         fputs("memplan: error: out of memory\n", stderr);
         exit(EXIT_USAGE);
     }
+    /* each run's replayed cache, under the fitted activations and fixed bytes */
+    mp_framework fw = *base;
+    fw.act_scale = F->act_scale, fw.fixed_bytes = F->fixed - base->workspace_bytes;
+    for (int i = 0; i < n; i++) {
+        mp_estimate e;
+        if (estimate(path, &runs[i], &fw, &e) == 0) cache[i] = e.allocator_cache_bytes;
+    }
     F->nfrag = 0;
     for (int i = 0; i < n; i++)
-        if (runs[i].has_reserved) x[F->nfrag] = runs[i].alloc, y[F->nfrag++] = runs[i].reserved;
+        if (runs[i].has_reserved) x[F->nfrag] = runs[i].alloc, y[F->nfrag++] = runs[i].reserved - cache[i];
     F->frag = base->frag, F->frag_se = NAN, F->frag_rms_pct = NAN;
     if (F->nfrag >= 2) {
         /* weighted by 1/allocated^2, as the allocation fit: each run's ratio counts alike */
@@ -356,7 +366,8 @@ static void fit_allocator(run *runs, int n, const mp_framework *base, fit *F)
     double sum = 0, sum2 = 0;
     for (int i = 0; i < n; i++)
         if (runs[i].has_device) {
-            double d = runs[i].device - (runs[i].has_reserved ? runs[i].reserved : runs[i].alloc * (1 + F->frag));
+            double d = runs[i].device - (runs[i].has_reserved ? runs[i].reserved
+                                                              : runs[i].alloc * (1 + F->frag) + cache[i]);
             sum += d, sum2 += d * d, F->nctx++;
         }
     F->context = base->context_bytes, F->context_se = NAN;
@@ -365,6 +376,7 @@ static void fit_allocator(run *runs, int n, const mp_framework *base, fit *F)
         if (F->nctx >= 2)
             F->context_se = sqrt(fmax(sum2 - F->nctx * F->context * F->context, 0) / (F->nctx - 1) / F->nctx);
     }
+    free(cache);
 }
 
 /* ---------------------------------------------------------------- the profile */
@@ -644,7 +656,7 @@ static int calibrate_report(const calibrate_args *a, const char *path, run *runs
 {
     char err[MP_ERR_LEN];
     int rc = 0;
-    fit_allocator(runs, n, base, F);
+    fit_allocator(path, runs, n, base, F);
     /* the fitted profile, through the text it is written as */
     mp_framework fitted = *base;
     snprintf(fitted.name, sizeof fitted.name, "%.*s", MP_NAME_LEN - 1, a->name);

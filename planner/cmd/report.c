@@ -27,6 +27,7 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     if (s->optimizer_in_backward) ADD(", optimizer in backward");
     if (s->offload_activations) ADD(", activations offloaded");
     if (s->compile) ADD(", compiled");
+    if (s->expandable_segments) ADD(", expandable segments");
     if (s->gpus > 1) ADD(", %lld GPUs", (long long)s->gpus);
 #undef ADD
     return buf;
@@ -59,6 +60,8 @@ static void print_settings_text(FILE *f, const mp_settings *s)
     if (s->optimizer_in_backward) fprintf(f, "          optimizer-in-backward (each tensor stepped as its gradient lands)\n");
     if (s->offload_activations) fprintf(f, "          offload-activations (saved activations in pinned host RAM)\n");
     if (s->compile) fprintf(f, "          compile (torch.compile: pointwise intermediates recomputed in the backward)\n");
+    if (s->expandable_segments)
+        fprintf(f, "          expandable-segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)\n");
     if (s->bnb_version) {
         char release[32];
         fprintf(f, "          bitsandbytes %s\n", mp_version_name(s->bnb_version, release, sizeof release));
@@ -186,6 +189,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "optimizer-in-backward", json_boolean(s->optimizer_in_backward));
     json_object_set_new(o, "offload-activations", json_boolean(s->offload_activations));
     json_object_set_new(o, "compile", json_boolean(s->compile));
+    json_object_set_new(o, "expandable-segments", json_boolean(s->expandable_segments));
     json_object_set_new(o, "loader", json_string(mp_loader_name(s->loader)));
     json_object_set_new(o, "shuffle-buffer", json_integer(s->shuffle_buffer));
     json_object_set_new(o, "dataset-size", json_real(s->dataset_bytes));
@@ -208,6 +212,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "usable_bytes", c->have_gpu ? bytes_json(c->gpu.mem_bytes * (1 - c->headroom)) : json_null());
     json_object_set_new(o, "allocated_bytes", bytes_json(e->total_bytes));
     json_object_set_new(o, "reserved_bytes", bytes_json(e->reserved_bytes));
+    json_object_set_new(o, "allocator_cache_bytes", bytes_json(e->allocator_cache_bytes));
     json_object_set_new(o, "device_bytes", bytes_json(e->device_bytes));
     json_object_set_new(o, "host_bytes", bytes_json(e->host_bytes));
     json_object_set_new(o, "host_data_bytes", bytes_json(e->host_data_bytes));

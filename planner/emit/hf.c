@@ -264,7 +264,11 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const hf_family *f = hf_family_of(m->family);
     hf_summary(b, m, s, f);
-    sbuf_put(b, "import argparse\n\nimport torch\n%sfrom datasets import load_dataset\n",
+    sbuf_put(b, "import argparse\n");
+    /* before torch: the allocator reads its settings once, when CUDA starts */
+    if (s->expandable_segments)
+        sbuf_put(b, "import os\n\nos.environ.setdefault(\"PYTORCH_CUDA_ALLOC_CONF\", \"expandable_segments:True\")\n");
+    sbuf_put(b, "\nimport torch\n%sfrom datasets import load_dataset\n",
              s->ce == MP_CE_CHUNKED ? "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n" : "");
     sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
                 "                          DataCollatorForLanguageModeling%s)\n",

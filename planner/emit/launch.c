@@ -16,6 +16,8 @@ void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "set -eu\n");
     sbuf_put(b, "DATA=\"${1:?usage: bash launch.sh DATA_FILE}\"\n");
     sbuf_put(b, "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
+    /* the allocator reads it once, when CUDA starts (c10/cuda/CUDAAllocatorConfig) */
+    if (s->expandable_segments) sbuf_put(b, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     switch (e.kind) {
     case EMIT_SINGLE:
         sbuf_put(b, "exec python3 \"$HERE/train.py\" \"$DATA\"\n");

@@ -6,14 +6,22 @@
 
 static const char *bool01(bool v) { return v ? "1" : "0"; }
 
-/* memtrain runs its own kernels: nothing there to compile */
+/* memtrain runs its own kernels on its own allocator: nothing there to compile,
+ * no CUDA caching allocator to configure */
 int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
 {
     (void)m;
-    if (!s->compile) return 0;
-    snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
-             "(the Trainer's torch_compile runs it: --emit hf)");
-    return -1;
+    if (s->compile) {
+        snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
+                 "(the Trainer's torch_compile runs it: --emit hf)");
+        return -1;
+    }
+    if (s->expandable_segments) {
+        snprintf(err, MP_ERR_LEN, "--expandable-segments has no form in 'memtrain': it counts its own "
+                 "allocations on the CPU (launch.sh sets it for the engines: --emit hf)");
+        return -1;
+    }
+    return 0;
 }
 
 void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)

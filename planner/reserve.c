@@ -1,0 +1,284 @@
+/* reserve.c — a step's tensors, in the order a training loop allocates and
+ * frees them, replayed through the caching allocator (allocator.c).
+ *
+ * The estimate's phase timeline stays the authority on what is allocated; the
+ * replay measures what the allocator holds on top of it: every request rounded
+ * and carved out of its segment, and the blocks cached from one phase that the
+ * next cannot reuse. The order is PyTorch's eager loop: the weights tensor by
+ * tensor at load; each layer's saved tensors in the forward; the logits and
+ * the loss; in the backward, layer by layer from the last, the recomputed
+ * layer, its activation gradients, its weights' gradients, then its saved
+ * tensors freed; the optimizer's state at the first step, its temporaries, and
+ * the gradients set to None (zero_grad). Two steps run, so the second finds
+ * the first one's cache. */
+#include "reserve.h"
+#include "allocator.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct ptensor {
+    double numel;
+    int layer;     /* -1: embeddings, final norm, head */
+    double w;      /* bytes per element as stored */
+    bool trained;
+    int weight, grad; /* handles, -1 when not allocated */
+} ptensor;
+
+typedef struct replay {
+    const replay_in *in;
+    alloc_sim *a;
+    ptensor *t;
+    int nt, cap;
+    int *first;                /* layer l: tensors first[l]..first[l + 1] - 1; the rest are the globals */
+    double trained_numel;      /* over all the layers, replayed or not */
+    bool failed;
+} replay;
+
+/* Requests of 1 MiB or less (norm weights and statistics, LoRA factors of
+ * small ranks) go to the small pool, packed 2 MiB segments where a few MiB at
+ * most go unused: the replay leaves them out, the large pool is what it measures. */
+#define SMALL_REQUEST 1048576.0
+
+static int take(replay *r, double bytes)
+{
+    if (bytes <= SMALL_REQUEST) return -1;
+    int h = alloc_sim_malloc(r->a, bytes);
+    if (h < 0) r->failed = true;
+    return h;
+}
+
+static void give(replay *r, int *h)
+{
+    if (*h >= 0) alloc_sim_free(r->a, *h);
+    *h = -1;
+}
+
+static void add(replay *r, double numel, int layer, double w, bool trained)
+{
+    if (numel <= 0) return;
+    if (r->nt == r->cap) {
+        int n = r->cap ? 2 * r->cap : 256;
+        ptensor *t = realloc(r->t, (size_t)n * sizeof *t);
+        if (!t) {
+            r->failed = true;
+            return;
+        }
+        r->t = t, r->cap = n;
+    }
+    r->t[r->nt++] = (ptensor){.numel = numel / r->in->numel_div, .layer = layer, .w = w, .trained = trained,
+                              .weight = -1, .grad = -1};
+}
+
+/* The model's parameter tensors in load order, LoRA's beside the linears they adapt. */
+static void list_parameters(replay *r)
+{
+    const replay_in *in = r->in;
+    const mp_model *m = in->m;
+    const mp_settings *s = in->s;
+    const bool lora = s->lora_rank > 0;
+    const double C = (double)m->hidden, V = (double)m->vocab, rank = (double)s->lora_rank;
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    if (n > 16) n = 16;
+    add(r, V * C, -1, in->w_rest, !lora);
+    for (int l = 0; l < (int)in->replayed; l++) {
+        r->first[l] = r->nt;
+        for (int i = 0; i < n; i++) {
+            const bool adapted = lora && (lin[i].target & s->lora_targets);
+            for (int64_t k = 0; k < lin[i].count; k++) {
+                add(r, (double)lin[i].in * (double)lin[i].out, l, in->w_lin, !lora);
+                if (adapted) {
+                    add(r, rank * (double)lin[i].in, l, in->w_adapter, true);
+                    add(r, (double)lin[i].out * rank, l, in->w_adapter, true);
+                }
+            }
+        }
+        add(r, C, l, in->w_rest, !lora);
+        add(r, C, l, in->w_rest, !lora);
+    }
+    r->first[(int)in->replayed] = r->nt;
+    add(r, C, -1, in->w_rest, !lora);
+    if (!m->tied) add(r, V * C, -1, in->w_rest, !lora);
+    if (lora && (s->lora_targets & MP_LORA_HEAD)) {
+        add(r, rank * C, -1, in->w_adapter, true);
+        add(r, V * rank, -1, in->w_adapter, true);
+    }
+}
+
+static void take_list(replay *r, const act_tensors *list, int *h, int *nh, int max)
+{
+    for (int i = 0; i < list->n; i++)
+        for (double k = 0; k < list->t[i].count && *nh < max; k++) h[(*nh)++] = take(r, list->t[i].bytes);
+}
+
+static void give_all(replay *r, int *h, int *nh)
+{
+    for (int i = 0; i < *nh; i++) give(r, &h[i]);
+    *nh = 0;
+}
+
+#define PER_LAYER 256
+
+/* Tensors from..to-1 get their gradients; the optimizer in the backward steps
+ * each and frees it there. */
+static void gradients(replay *r, int from, int to, bool keep)
+{
+    const replay_in *in = r->in;
+    for (int i = from; i < to; i++) {
+        ptensor *p = &r->t[i];
+        if (!p->trained || p->grad >= 0) continue;
+        if (in->s->optimizer_in_backward) {
+            p->grad = take(r, p->numel * in->grad_elt);
+            int tmp = take(r, p->numel * in->temp_elt);
+            give(r, &tmp);
+            if (!keep) give(r, &p->grad);
+        } else if (in->grads > 0) {
+            p->grad = take(r, in->grads * p->numel / r->trained_numel);
+        }
+    }
+}
+
+/* A layer's gradients appear as its backward runs; layer -1: the embeddings,
+ * final norm and head, around the layers in the list. */
+static void layer_gradients(replay *r, int layer, bool keep)
+{
+    const int L = (int)r->in->replayed;
+    if (layer >= 0) {
+        gradients(r, r->first[layer], r->first[layer + 1], keep);
+    } else {
+        gradients(r, 0, r->first[0], keep);
+        gradients(r, r->first[L], r->nt, keep);
+    }
+}
+
+static void optimizer_step(replay *r, bool first)
+{
+    const replay_in *in = r->in;
+    if (first && in->states > 0 && in->nstates > 0) /* allocated at the first step, kept for good */
+        for (int i = 0; i < r->nt; i++)
+            if (r->t[i].trained)
+                for (int k = 0; k < in->nstates; k++)
+                    take(r, in->states * r->t[i].numel / r->trained_numel / in->nstates);
+    if (!in->s->optimizer_in_backward && (in->temps > 0 || in->temp_elt > 0)) {
+        int *tmp = calloc((size_t)r->nt + 1, sizeof(int));
+        if (!tmp) {
+            r->failed = true;
+            return;
+        }
+        int nt = 0;
+        for (int i = 0; i < r->nt; i++) {
+            if (!r->t[i].trained) continue;
+            if (in->temps > 0) tmp[nt++] = take(r, in->temps * r->t[i].numel / r->trained_numel);
+            else { /* a for-loop step: one tensor's at a time */
+                int one = take(r, r->t[i].numel * in->temp_elt);
+                give(r, &one);
+            }
+        }
+        give_all(r, tmp, &nt);
+        free(tmp);
+    }
+    if (in->s->accum <= 1) /* zero_grad(set_to_none=True) */
+        for (int i = 0; i < r->nt; i++) give(r, &r->t[i].grad);
+}
+
+static void one_step(replay *r, bool first, int *kept_logits)
+{
+    const replay_in *in = r->in;
+    const act_breakdown *ab = in->ab;
+    const int L = (int)in->replayed;
+    const int ckpt = in->s->checkpointing;
+    int (*fwd)[PER_LAYER] = calloc((size_t)(L > 0 ? L : 1), sizeof *fwd);
+    int *nfwd = calloc((size_t)(L > 0 ? L : 1), sizeof(int));
+    if (!fwd || !nfwd) {
+        free(fwd), free(nfwd);
+        r->failed = true;
+        return;
+    }
+    for (int l = 0; l < L; l++) {
+        int dq = take(r, in->dequant);
+        give(r, &dq);
+        if (in->layer_lump > 0) fwd[l][nfwd[l]++] = take(r, in->layer_lump);
+        else if (ckpt == MP_CKPT_FULL) fwd[l][nfwd[l]++] = take(r, ab->layer_input);
+        else {
+            take_list(r, &ab->saved, fwd[l], &nfwd[l], PER_LAYER);
+            if (ckpt == MP_CKPT_NONE) take_list(r, &ab->core, fwd[l], &nfwd[l], PER_LAYER);
+        }
+    }
+    int norm = take(r, in->final_norm);
+    give(r, kept_logits); /* the last step's logits, held until this forward returned */
+    int logits = take(r, in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2);
+    int loss = take(r, in->logits_fwd - (in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2));
+    int loss_bwd = take(r, in->logits_bwd);
+    give(r, &loss);
+    if (in->logits_kept > 0) *kept_logits = logits;
+    else give(r, &logits);
+    give(r, &loss_bwd);
+    layer_gradients(r, -1, in->s->accum > 1);
+    for (int l = L - 1; l >= 0; l--) {
+        int again[PER_LAYER], nagain = 0, bwd[PER_LAYER], nbwd = 0;
+        if (in->layer_lump <= 0 && ckpt != MP_CKPT_NONE) {
+            if (ckpt == MP_CKPT_FULL) take_list(r, &ab->saved, again, &nagain, PER_LAYER);
+            take_list(r, &ab->core, again, &nagain, PER_LAYER);
+        }
+        int dq = take(r, in->dequant);
+        give(r, &dq);
+        take_list(r, &ab->backward, bwd, &nbwd, PER_LAYER);
+        layer_gradients(r, l, in->s->accum > 1);
+        give_all(r, bwd, &nbwd);
+        give_all(r, again, &nagain);
+        give_all(r, fwd[l], &nfwd[l]);
+    }
+    give(r, &norm);
+    free(fwd), free(nfwd);
+    optimizer_step(r, first);
+}
+
+int replay_step(const replay_in *in, bool expandable, replay_out *out)
+{
+    replay r = {.in = in, .a = alloc_sim_new(expandable)};
+    r.first = calloc((size_t)in->replayed + 2, sizeof(int));
+    if (!r.a || !r.first) {
+        alloc_sim_delete(r.a);
+        free(r.first);
+        return -1;
+    }
+    list_parameters(&r);
+    /* totals are for every layer: a layer's tensors count layers / replayed times */
+    double stored = 0, reps = in->replayed > 0 ? in->layers / in->replayed : 1;
+    for (int i = 0; i < r.nt; i++) {
+        double k = r.t[i].layer >= 0 ? reps : 1;
+        stored += k * r.t[i].numel * r.t[i].w;
+        if (r.t[i].trained) r.trained_numel += k * r.t[i].numel;
+    }
+    if (r.trained_numel <= 0) r.trained_numel = 1;
+    for (int i = 0; i < r.nt; i++) {
+        /* bitsandbytes quantises a weight where it lands: the 16-bit copy goes to
+         * the GPU, the packed weight is made beside it, the copy is freed
+         * (Params4bit._quantize: w = self.data.contiguous().to(device);
+         * quantize_4bit(w); self.data = w_4bit) */
+        bool staged = in->staged_16bit && r.t[i].layer >= 0 && !r.t[i].trained && r.t[i].w == in->w_lin;
+        int copy = staged ? take(&r, 2 * r.t[i].numel) : -1;
+        r.t[i].weight = take(&r, stored > 0 ? in->weights * r.t[i].numel * r.t[i].w / stored : 0);
+        give(&r, &copy);
+    }
+    int persistent = take(&r, in->persistent), kept_logits = -1;
+    for (int step = 0; step < 2 && !r.failed; step++) one_step(&r, step == 0, &kept_logits);
+    (void)persistent;
+    alloc_stats st = alloc_sim_stats(r.a);
+    *out = (replay_out){.peak_allocated = st.peak_allocated, .peak_reserved = st.peak_reserved,
+                        .segments = st.segments};
+    bool failed = r.failed;
+    free(r.t);
+    free(r.first);
+    alloc_sim_delete(r.a);
+    return failed ? -1 : 0;
+}
+
+double replay_overhead(const replay_in *in, bool expandable)
+{
+    replay_in all = *in;
+    replay_out out;
+    all.replayed = floor(in->layers);
+    return replay_step(&all, expandable, &out) ? -1 : fmax(0, out.peak_reserved - out.peak_allocated);
+}

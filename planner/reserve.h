@@ -1,0 +1,45 @@
+/* reserve.h — what the caching allocator reserves beyond the tensors of a step. */
+#ifndef RESERVE_H
+#define RESERVE_H
+
+#include "activations.h"
+#include "memplan.h"
+
+/* One GPU's step as the allocator sees it: sizes from the estimate. */
+typedef struct replay_in {
+    const mp_model *m;
+    const mp_settings *s;
+    const act_breakdown *ab;  /* one layer's tensors, listed */
+    double layers;            /* transformer layers on this GPU: the totals below cover them */
+    double replayed;          /* of them, how many to replay (the rest repeat them) */
+    double numel_div;         /* a tensor's elements on this GPU: its full count / numel_div (tensor parallel) */
+    double weights;           /* the weights on this GPU, shared out by elements x the kind's w_* */
+    double w_lin, w_rest, w_adapter; /* relative bytes per element: the layers' linears; embeddings,
+                                      * norms, head; LoRA's A and B */
+    double grads;             /* the gradients, shared out over the trained tensors' elements */
+    double grad_elt;          /* bytes per element of one gradient where each is stepped in the backward */
+    double states;            /* the optimizer's state, shared out likewise */
+    int nstates;              /* optimizer state tensors per parameter (2 for Adam) */
+    double temps;             /* foreach: the step's temporaries for every tensor at once */
+    double temp_elt;          /* else bytes per element of one tensor's step temporaries */
+    double persistent;        /* other blocks alive all run: workspaces, buckets, gathered layers */
+    bool staged_16bit;        /* each quantised linear arrives in 16 bits and is quantised on the GPU */
+    double layer_lump;        /* > 0: a layer's forward keeps this one block (offloaded, pipelined) */
+    double logits_fwd, logits_bwd, logits_kept, final_norm, dequant;
+} replay_in;
+
+typedef struct replay_out {
+    double peak_allocated, peak_reserved; /* the replay's own high-water marks */
+    long segments;
+} replay_out;
+
+/* Replays load, two steps and their optimizer steps through allocator.c;
+ * returns -1 when out of host memory. */
+int replay_step(const replay_in *in, bool expandable, replay_out *out);
+
+/* What the allocator holds beyond the tensors at its peak, for all in->layers:
+ * replays of a few layers, extrapolated layer by layer (the layers repeat);
+ * -1 when a replay could not run. */
+double replay_overhead(const replay_in *in, bool expandable);
+
+#endif
