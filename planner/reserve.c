@@ -262,9 +262,9 @@ int replay_step(const replay_in *in, bool expandable, replay_out *out)
         r.t[i].weight = take(&r, stored > 0 ? in->weights * r.t[i].numel * r.t[i].w / stored : 0);
         give(&r, &copy);
     }
-    int persistent = take(&r, in->persistent), kept_logits = -1;
+    take(&r, in->persistent); /* alive all run: never freed */
+    int kept_logits = -1;
     for (int step = 0; step < 2 && !r.failed; step++) one_step(&r, step == 0, &kept_logits);
-    (void)persistent;
     alloc_stats st = alloc_sim_stats(r.a);
     *out = (replay_out){.peak_allocated = st.peak_allocated, .peak_reserved = st.peak_reserved,
                         .segments = st.segments};
