@@ -627,11 +627,11 @@ static void est_peak(est_ctx *c)
     double rounded = e->total_bytes;
     /* a rounding below one byte is none (a profile's 1e-300 made it infinite) */
     if (fw->round_bytes >= 1) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
-    /* the replay: requests rounded, carved out of segments, blocks cached
-     * across phases; the profile's frag: what steps of other shapes leave */
-    /* PyTorch's CUDA caching allocator (not a CPU's), running tensors as an
-     * eager loop allocates them: ZeRO-3 and FSDP hold flat parameter shards
-     * and gather buffers the replay does not lay out, and are left to the slack */
+    /* The replay (PyTorch's CUDA caching allocator, not a CPU's): requests
+     * rounded, carved out of segments, blocks cached across phases, for
+     * tensors as an eager loop allocates them; ZeRO-3 and FSDP hold flat
+     * parameter shards and gather buffers it does not lay out. The profile's
+     * frag: what micro-batches of other shapes leave cached. */
     const bool caching = fw->round_bytes >= 1 && c->s->zero < 3;
     e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
