@@ -67,7 +67,6 @@ struct alloc_sim {
     pool pools[2];
     double next_ptr;
     alloc_stats st;
-    bool failed;        /* out of host memory at some point */
 };
 
 static bool grow(void **p, int *cap, int need, size_t elt)
@@ -226,9 +225,7 @@ static int expand(alloc_sim *a, int pool_id, double size)
         have = a->b[prev].size;
         cache_remove(a, prev);
     }
-    int got = map_pages(a, tail, size - have);
-    if (got < 0) return -1;
-    return got;
+    return map_pages(a, tail, size - have);
 }
 
 /* native: a new segment (cudaMalloc). */
@@ -259,13 +256,13 @@ int alloc_sim_malloc(alloc_sim *a, double bytes)
     int id = get_free_block(a, p, size);
     if (id < 0) id = a->expandable ? expand(a, pool_id, size) : new_segment(a, pool_id, size);
     if (id < 0) {
-        a->failed = true;
+        a->st.failed = true;
         return -1;
     }
     if (should_split(a, &a->b[id], size)) { /* the front is handed out, the rest stays cached */
         int used = new_block(a, a->b[id].ptr, size, pool_id);
         if (used < 0) {
-            a->failed = true;
+            a->st.failed = true;
             return -1;
         }
         block *rest = &a->b[id], *u = &a->b[used];
@@ -275,7 +272,7 @@ int alloc_sim_malloc(alloc_sim *a, double bytes)
         rest->prev = used;
         rest->ptr += size;
         rest->size -= size;
-        if (!cache_insert(a, id)) a->failed = true;
+        if (!cache_insert(a, id)) a->st.failed = true;
         id = used;
     }
     a->b[id].allocated = true;
@@ -292,7 +289,7 @@ void alloc_sim_free(alloc_sim *a, int id)
     a->st.allocated -= k->size;
     try_merge(a, id, a->b[id].prev);
     try_merge(a, id, a->b[id].next);
-    if (!cache_insert(a, id)) a->failed = true;
+    if (!cache_insert(a, id)) a->st.failed = true;
 }
 
 alloc_sim *alloc_sim_new(bool expandable)

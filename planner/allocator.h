@@ -27,6 +27,7 @@ typedef struct alloc_stats {
     double allocated, reserved;           /* now */
     double peak_allocated, peak_reserved; /* high-water marks */
     long segments;                        /* cudaMalloc calls (native) or page mappings (expandable) */
+    bool failed;                          /* out of host memory at some point: the figures fall short */
 } alloc_stats;
 alloc_stats alloc_sim_stats(const alloc_sim *a);
 

@@ -590,7 +590,7 @@ static double allocator_overhead(const est_ctx *c)
     const mp_settings *s = c->s;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     replay_in in = {
-        .m = c->m, .s = s, .ab = &c->ab, .layers = c->L / c->pp, .replayed = c->L / c->pp, .numel_div = c->tp,
+        .m = c->m, .s = s, .ab = &c->ab, .layers = c->L / c->pp, .numel_div = c->tp,
         .weights = c->weights, .w_lin = c->w_lin_elt, .w_rest = c->w_rest_elt, .w_adapter = c->w_adapter_elt,
         .grads = s->optimizer_in_backward ? 0 : c->grads, .grad_elt = c->g_elt / c->zero_g,
         .states = c->optimizer, .nstates = (int)od->states + (c->prec->master_copy ? 1 : 0),

@@ -22,7 +22,7 @@ typedef struct ptensor {
     int layer;     /* -1: embeddings, final norm, head */
     double w;      /* bytes per element as stored */
     bool trained;
-    int weight, grad; /* handles, -1 when not allocated */
+    int grad;      /* its gradient's handle, -1 when none is allocated */
 } ptensor;
 
 typedef struct replay {
@@ -30,8 +30,9 @@ typedef struct replay {
     alloc_sim *a;
     ptensor *t;
     int nt, cap;
+    int layers;                /* replayed: the whole ones of in->layers */
     int *first;                /* layer l: tensors first[l]..first[l + 1] - 1; the rest are the globals */
-    double trained_numel;      /* over all the layers, replayed or not */
+    double trained_numel;      /* over in->layers */
     bool failed;
 } replay;
 
@@ -67,7 +68,7 @@ static void add(replay *r, double numel, int layer, double w, bool trained)
         r->t = t, r->cap = n;
     }
     r->t[r->nt++] = (ptensor){.numel = numel / r->in->numel_div, .layer = layer, .w = w, .trained = trained,
-                              .weight = -1, .grad = -1};
+                              .grad = -1};
 }
 
 /* The model's parameter tensors in load order, LoRA's beside the linears they adapt. */
@@ -82,7 +83,7 @@ static void list_parameters(replay *r)
     int n = mp_model_linears(m, lin, 16);
     if (n > 16) n = 16;
     add(r, V * C, -1, in->w_rest, !lora);
-    for (int l = 0; l < (int)in->replayed; l++) {
+    for (int l = 0; l < r->layers; l++) {
         r->first[l] = r->nt;
         for (int i = 0; i < n; i++) {
             const bool adapted = lora && (lin[i].target & s->lora_targets);
@@ -97,7 +98,7 @@ static void list_parameters(replay *r)
         add(r, C, l, in->w_rest, !lora);
         add(r, C, l, in->w_rest, !lora);
     }
-    r->first[(int)in->replayed] = r->nt;
+    r->first[r->layers] = r->nt;
     add(r, C, -1, in->w_rest, !lora);
     if (!m->tied) add(r, V * C, -1, in->w_rest, !lora);
     if (lora && (s->lora_targets & MP_LORA_HEAD)) {
@@ -121,8 +122,8 @@ static void give_all(replay *r, int *h, int *nh)
 #define PER_LAYER 256
 
 /* Tensors from..to-1 get their gradients; the optimizer in the backward steps
- * each and frees it there. */
-static void gradients(replay *r, int from, int to, bool keep)
+ * each and frees it there (it runs without accumulation: settings.c). */
+static void gradients(replay *r, int from, int to)
 {
     const replay_in *in = r->in;
     for (int i = from; i < to; i++) {
@@ -132,7 +133,7 @@ static void gradients(replay *r, int from, int to, bool keep)
             p->grad = take(r, p->numel * in->grad_elt);
             int tmp = take(r, p->numel * in->temp_elt);
             give(r, &tmp);
-            if (!keep) give(r, &p->grad);
+            give(r, &p->grad);
         } else if (in->grads > 0) {
             p->grad = take(r, in->grads * p->numel / r->trained_numel);
         }
@@ -141,14 +142,13 @@ static void gradients(replay *r, int from, int to, bool keep)
 
 /* A layer's gradients appear as its backward runs; layer -1: the embeddings,
  * final norm and head, around the layers in the list. */
-static void layer_gradients(replay *r, int layer, bool keep)
+static void layer_gradients(replay *r, int layer)
 {
-    const int L = (int)r->in->replayed;
     if (layer >= 0) {
-        gradients(r, r->first[layer], r->first[layer + 1], keep);
+        gradients(r, r->first[layer], r->first[layer + 1]);
     } else {
-        gradients(r, 0, r->first[0], keep);
-        gradients(r, r->first[L], r->nt, keep);
+        gradients(r, 0, r->first[0]);
+        gradients(r, r->first[r->layers], r->nt);
     }
 }
 
@@ -186,7 +186,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
 {
     const replay_in *in = r->in;
     const act_breakdown *ab = in->ab;
-    const int L = (int)in->replayed;
+    const int L = r->layers;
     const int ckpt = in->s->checkpointing;
     int (*fwd)[PER_LAYER] = calloc((size_t)(L > 0 ? L : 1), sizeof *fwd);
     int *nfwd = calloc((size_t)(L > 0 ? L : 1), sizeof(int));
@@ -207,14 +207,16 @@ static void one_step(replay *r, bool first, int *kept_logits)
     }
     int norm = take(r, in->final_norm);
     give(r, kept_logits); /* the last step's logits, held until this forward returned */
-    int logits = take(r, in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2);
-    int loss = take(r, in->logits_fwd - (in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2));
+    /* the logits (or what the loop keeps of them) and the loss's work beside them */
+    const double held = in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2;
+    int logits = take(r, held);
+    int loss = take(r, in->logits_fwd - held);
     int loss_bwd = take(r, in->logits_bwd);
     give(r, &loss);
     if (in->logits_kept > 0) *kept_logits = logits;
     else give(r, &logits);
     give(r, &loss_bwd);
-    layer_gradients(r, -1, in->s->accum > 1);
+    layer_gradients(r, -1);
     for (int l = L - 1; l >= 0; l--) {
         int again[PER_LAYER], nagain = 0, bwd[PER_LAYER], nbwd = 0;
         if (in->layer_lump <= 0 && ckpt != MP_CKPT_NONE) {
@@ -224,7 +226,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         int dq = take(r, in->dequant);
         give(r, &dq);
         take_list(r, &ab->backward, bwd, &nbwd, PER_LAYER);
-        layer_gradients(r, l, in->s->accum > 1);
+        layer_gradients(r, l);
         give_all(r, bwd, &nbwd);
         give_all(r, again, &nagain);
         give_all(r, fwd[l], &nfwd[l]);
@@ -234,51 +236,41 @@ static void one_step(replay *r, bool first, int *kept_logits)
     optimizer_step(r, first);
 }
 
-int replay_step(const replay_in *in, bool expandable, replay_out *out)
+double replay_overhead(const replay_in *in, bool expandable)
 {
-    replay r = {.in = in, .a = alloc_sim_new(expandable)};
-    r.first = calloc((size_t)in->replayed + 2, sizeof(int));
+    replay r = {.in = in, .a = alloc_sim_new(expandable), .layers = (int)floor(in->layers)};
+    r.first = calloc((size_t)r.layers + 2, sizeof(int));
     if (!r.a || !r.first) {
         alloc_sim_delete(r.a);
         free(r.first);
         return -1;
     }
     list_parameters(&r);
-    /* totals are for every layer: a layer's tensors count layers / replayed times */
-    double stored = 0, reps = in->replayed > 0 ? in->layers / in->replayed : 1;
+    /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
+    double stored = 0, reps = r.layers > 0 ? in->layers / r.layers : 1;
     for (int i = 0; i < r.nt; i++) {
         double k = r.t[i].layer >= 0 ? reps : 1;
         stored += k * r.t[i].numel * r.t[i].w;
         if (r.t[i].trained) r.trained_numel += k * r.t[i].numel;
     }
     if (r.trained_numel <= 0) r.trained_numel = 1;
-    for (int i = 0; i < r.nt; i++) {
+    for (int i = 0; i < r.nt; i++) { /* loaded, alive all run */
         /* bitsandbytes quantises a weight where it lands: the 16-bit copy goes to
          * the GPU, the packed weight is made beside it, the copy is freed
          * (Params4bit._quantize: w = self.data.contiguous().to(device);
          * quantize_4bit(w); self.data = w_4bit) */
         bool staged = in->staged_16bit && r.t[i].layer >= 0 && !r.t[i].trained && r.t[i].w == in->w_lin;
         int copy = staged ? take(&r, 2 * r.t[i].numel) : -1;
-        r.t[i].weight = take(&r, stored > 0 ? in->weights * r.t[i].numel * r.t[i].w / stored : 0);
+        take(&r, stored > 0 ? in->weights * r.t[i].numel * r.t[i].w / stored : 0);
         give(&r, &copy);
     }
     take(&r, in->persistent); /* alive all run: never freed */
     int kept_logits = -1;
     for (int step = 0; step < 2 && !r.failed; step++) one_step(&r, step == 0, &kept_logits);
     alloc_stats st = alloc_sim_stats(r.a);
-    *out = (replay_out){.peak_allocated = st.peak_allocated, .peak_reserved = st.peak_reserved,
-                        .segments = st.segments};
-    bool failed = r.failed;
+    bool failed = r.failed || st.failed;
     free(r.t);
     free(r.first);
     alloc_sim_delete(r.a);
-    return failed ? -1 : 0;
-}
-
-double replay_overhead(const replay_in *in, bool expandable)
-{
-    replay_in all = *in;
-    replay_out out;
-    all.replayed = floor(in->layers);
-    return replay_step(&all, expandable, &out) ? -1 : fmax(0, out.peak_reserved - out.peak_allocated);
+    return failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
 }

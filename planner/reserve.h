@@ -11,7 +11,6 @@ typedef struct replay_in {
     const mp_settings *s;
     const act_breakdown *ab;  /* one layer's tensors, listed */
     double layers;            /* transformer layers on this GPU: the totals below cover them */
-    double replayed;          /* of them, how many to replay (the rest repeat them) */
     double numel_div;         /* a tensor's elements on this GPU: its full count / numel_div (tensor parallel) */
     double weights;           /* the weights on this GPU, shared out by elements x the kind's w_* */
     double w_lin, w_rest, w_adapter; /* relative bytes per element: the layers' linears; embeddings,
@@ -28,18 +27,9 @@ typedef struct replay_in {
     double logits_fwd, logits_bwd, logits_kept, final_norm, dequant;
 } replay_in;
 
-typedef struct replay_out {
-    double peak_allocated, peak_reserved; /* the replay's own high-water marks */
-    long segments;
-} replay_out;
-
-/* Replays load, two steps and their optimizer steps through allocator.c;
- * returns -1 when out of host memory. */
-int replay_step(const replay_in *in, bool expandable, replay_out *out);
-
-/* What the allocator holds beyond the tensors at its peak, for all in->layers:
- * replays of a few layers, extrapolated layer by layer (the layers repeat);
- * -1 when a replay could not run. */
+/* Replays the load, two steps and their optimizer steps through allocator.c:
+ * what the allocator reserves beyond what it allocates at their high-water
+ * marks; -1 when out of host memory. */
 double replay_overhead(const replay_in *in, bool expandable);
 
 #endif
