@@ -479,20 +479,20 @@ static void est_activations(est_ctx *c)
     const mp_settings *s = c->s;
     const double tp = c->tp, pp = c->pp;
     activations_per_layer(c->m, s, &c->ab);
-    const act_breakdown ab = c->ab;
+    const act_breakdown *ab = &c->ab; /* not copied: the search's hot path */
     double layers_here = c->L / pp;
     /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
     double inflight = pp > 1 ? pp : 1;
-    double layer_full = ab.total / tp;
+    double layer_full = ab->total / tp;
     switch (s->checkpointing) {
     case MP_CKPT_NONE: c->saved_layers = layers_here * layer_full; break;
-    case MP_CKPT_SELECTIVE: c->saved_layers = layers_here * (ab.total - ab.attn_core) / tp; break;
-    case MP_CKPT_FULL: c->saved_layers = layers_here * ab.layer_input / tp; break;
+    case MP_CKPT_SELECTIVE: c->saved_layers = layers_here * (ab->total - ab->attn_core) / tp; break;
+    case MP_CKPT_FULL: c->saved_layers = layers_here * ab->layer_input / tp; break;
     default: break;
     }
     c->saved_layers *= inflight;
-    c->e->act_per_layer = ab.total;
-    if (s->offload_activations) offload_saved(c, ab.layer_input / tp, layer_full, layers_here * inflight);
+    c->e->act_per_layer = ab->total;
+    if (s->offload_activations) offload_saved(c, ab->layer_input / tp, layer_full, layers_here * inflight);
     /* where a layer's forward is not its own tensor list (offloaded, pipelined,
      * tensor-parallel), the allocator sees one block per layer */
     if (s->offload_activations || inflight > 1 || tp > 1) c->layer_lump = c->saved_layers / layers_here;
@@ -506,14 +506,14 @@ static void est_activations(est_ctx *c)
              c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
              s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
              s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
-    if (ab.kbit_inputs > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
+    if (ab->kbit_inputs > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
         char v[32];
-        term(c, MP_ACTIVATIONS, "  of which 4-bit layers' inputs", layers_here * inflight * ab.kbit_inputs / tp,
+        term(c, MP_ACTIVATIONS, "  of which 4-bit layers' inputs", layers_here * inflight * ab->kbit_inputs / tp,
              "bitsandbytes %s keeps each quantised layer's input (fixed in 0.43.2)",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
-                 : s->checkpointing == MP_CKPT_SELECTIVE ? ab.attn_core / tp : 0;
+                 : s->checkpointing == MP_CKPT_SELECTIVE ? ab->attn_core / tp : 0;
     term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
          "one layer rebuilt during backward");
 
@@ -526,8 +526,8 @@ static void est_activations(est_ctx *c)
     term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
          kept ? c->B * c->T : tokens_logits, (double)c->m->vocab,
          kept ? ", every chunk's logits kept by the loop" : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
-    c->final_norm = (ab.final_norm + ab.embed_mask) / tp;
-    c->act_bwd_temp = ab.backward_temp / tp;
+    c->final_norm = (ab->final_norm + ab->embed_mask) / tp;
+    c->act_bwd_temp = ab->backward_temp / tp;
     term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
          "activation gradients of one layer");
 }
