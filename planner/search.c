@@ -299,6 +299,15 @@ static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opt
     return false;
 }
 
+/* A candidate's figures from its estimate: the screen's, then the whole one's. */
+static void candidate_figures(mp_candidate *c, const mp_estimate *e)
+{
+    c->device_bytes = e->device_bytes, c->total_bytes = e->total_bytes, c->host_bytes = e->host_bytes;
+    c->trainable = e->trainable_params, c->tokens_per_s = e->tokens_per_s;
+    c->offloaded_bytes = e->host_offload_bytes, c->host_node_bytes = e->host_node_bytes;
+    memcpy(c->at_peak, e->at_peak, sizeof c->at_peak);
+}
+
 /* Estimate s at each micro-batch, smallest first, until one misses the
  * budget; 0, or -1 with err when out of memory. */
 static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
@@ -323,12 +332,8 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         if (s->offload != MP_OFFLOAD_NONE && !(o->pinned & MP_PIN_OFFLOAD) &&
             e.host_offload_bytes < OFFLOAD_MIN_STATE_BYTES)
             break; /* a state too small to be worth moving, at every batch */
-        mp_candidate c = {.s = *s, .task = task, .tier = mp_optimizer_desc_of(s->optimizer)->tier,
-                          .device_bytes = e.device_bytes, .total_bytes = e.total_bytes,
-                          .host_bytes = e.host_bytes, .trainable = e.trainable_params,
-                          .tokens_per_s = e.tokens_per_s, .offloaded_bytes = e.host_offload_bytes,
-                          .host_node_bytes = e.host_node_bytes};
-        memcpy(c.at_peak, e.at_peak, sizeof c.at_peak);
+        mp_candidate c = {.s = *s, .task = task, .tier = mp_optimizer_desc_of(s->optimizer)->tier};
+        candidate_figures(&c, &e);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
         if (c.fits && o->host_budget_bytes > 0 && e.host_node_bytes > o->host_budget_bytes) {
             c.fits = false; /* the GPU holds it, the node's host RAM does not */
@@ -417,8 +422,7 @@ static bool verify(const search_run *run, mp_candidate *c)
     char err[MP_ERR_LEN];
     c->verified = true;
     if (mp_estimate_ex(run->m, &c->s, run->gpu, &e, false, err)) return true; /* the screen estimated it */
-    c->device_bytes = e.device_bytes, c->total_bytes = e.total_bytes;
-    memcpy(c->at_peak, e.at_peak, sizeof c->at_peak);
+    candidate_figures(c, &e);
     if (mp_fits(&e, run->o->budget_bytes, run->o->headroom)) return true;
     c->fits = false;
     run->r->fitting--;
