@@ -32,7 +32,7 @@ int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
 /* A target's check: 0 when an engine runs the plan as estimated, else -1 with err. */
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
 int check_deepspeed(const mp_model *m, const mp_settings *s, char *err);
-/* 0, or -1 with err when memtrain cannot run the plan (it has nothing to compile). */
+/* 0, or -1 with err when memtrain cannot run the plan (nothing to compile, no CUDA allocator). */
 int check_memtrain(const mp_model *m, const mp_settings *s, char *err);
 const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (deepspeed.c). */
