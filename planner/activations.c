@@ -191,15 +191,19 @@ static double attention_saved(const layer_ctx *l, double *core)
     attn += kept(l, 1, fused_qkv_kept(l));
     *core = 0;
     if (l->eager) {
-        /* The softmax output. Under autocast it is fp32 with a 16-bit copy for
-         * the next matmul, where autocast runs softmax in fp32 (CUDA) or the model
-         * asks for it (Llama-lineage code: softmax(..., dtype=float32)); CPU
-         * autocast leaves GPT-2-style softmax in 16 bits. Soft-capped scores
-         * (Gemma 2) add tanh's output, and that code asks for an fp32 softmax
-         * (LitGPT: do_softcapping = tanh(x / c) * c, then F.softmax(scores,
-         * dtype=torch.float).to(q.dtype); transformers' Gemma 2 eager attention alike). */
+        /* The softmax output. With 16-bit activations it is fp32 with a 16-bit
+         * copy for the next matmul where the model asks for it, with or without
+         * autocast (Llama-lineage code: softmax(..., dtype=torch.float32).to(q.dtype),
+         * measured on an H200 at 6 bytes per score in pure bf16:
+         * tests/validation/gpu, 1b-r16-all-eager), or where CUDA autocast runs
+         * softmax in fp32; CPU autocast leaves GPT-2-style softmax in 16 bits.
+         * Soft-capped scores (Gemma 2) add tanh's output, and that code asks for
+         * an fp32 softmax (LitGPT: do_softcapping = tanh(x / c) * c, then
+         * F.softmax(scores, dtype=torch.float).to(q.dtype); transformers' Gemma 2
+         * eager attention alike). In fp32 the softmax's output is the only copy. */
         bool capped = l->m->attn_softcap;
-        bool fp32_softmax = capped || (l->amp && (l->fw->autocast_softmax_fp32 || l->m->norm == MP_NORM_RMS));
+        bool asks_fp32 = capped || l->m->norm == MP_NORM_RMS;
+        bool fp32_softmax = a < 4 && (asks_fp32 || (l->amp && l->fw->autocast_softmax_fp32));
         *core = note(l->core, 1, (fp32_softmax ? 4 + a : a) * l->scores) + note(l->core, capped ? 1 : 0, a * l->scores);
         if (s->dropout) /* mask and dropped probabilities */
             *core += note(l->core, 1, l->mask * l->scores) + note(l->core, 1, a * l->scores);
