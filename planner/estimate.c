@@ -57,6 +57,7 @@ typedef struct est_ctx {
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
     double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
+    const mp_gpu *gpu;             /* the card, when one is named: its measured context */
     act_breakdown ab;              /* one layer's activations, tensor by tensor */
     double layer_lump;             /* a layer's forward as one block where it is not the layer's own list */
 } est_ctx;
@@ -583,6 +584,17 @@ static void est_timeline(est_ctx *c)
 
 /* ---------- peak ---------- */
 
+/* The logits Hugging Face's loss works on at once, for the replay to lay out
+ * tensor by tensor; 0 where the loss is another's (chunked, kept by the loop,
+ * soft-capped, a calibrated scale), which the replay takes as lumps. */
+static double hf_loss_logits(const est_ctx *c)
+{
+    const mp_framework *fw = c->fw;
+    bool plain = fw->fp32_logits && !fw->logits_kept && c->s->ce != MP_CE_CHUNKED && !c->m->logit_softcap &&
+                 (fw->act_scale <= 0 || fw->act_scale == 1);
+    return plain ? c->B * c->T * (double)c->m->vocab / c->tp : 0;
+}
+
 /* What the caching allocator holds beyond the tensors: the step replayed
  * through its rules (reserve.c); -1 when the replay could not run. */
 static double allocator_overhead(const est_ctx *c)
@@ -598,6 +610,7 @@ static double allocator_overhead(const est_ctx *c)
         .layer_lump = c->layer_lump,
         .logits_fwd = c->logits_fwd, .logits_bwd = c->logits_bwd, .logits_kept = c->logits_kept,
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
+        .loss_logits = hf_loss_logits(c), .logit_elt = s->precision == MP_FP32 ? 4 : 2,
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
     };
     if (in.nstates < 1) in.nstates = 1;
@@ -635,12 +648,17 @@ static void est_peak(est_ctx *c)
     const bool caching = fw->round_bytes >= 1 && c->s->zero < 3;
     e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
-    e->device_bytes = e->reserved_bytes + fw->context_bytes;
+    /* outside the allocator: the card's measured figure where it has one */
+    const double context = c->gpu && c->gpu->context_bytes > 0 ? c->gpu->context_bytes : fw->context_bytes;
+    e->device_bytes = e->reserved_bytes + context;
     /* Overhead: what the device holds beyond the tensors themselves. */
     double slack = e->device_bytes - e->total_bytes;
     e->at_peak[MP_OVERHEAD] += slack;
     e->peak[MP_OVERHEAD] += slack;
-    term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
+    if (context != fw->context_bytes)
+        term(c, MP_OVERHEAD, "CUDA context and libraries", context, "measured on %s", c->gpu->name);
+    else
+        term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
     term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
     term(c, MP_OVERHEAD, "allocator segments and cache", rounded - e->total_bytes + e->allocator_cache_bytes,
          "the step replayed through PyTorch's caching allocator%s",
@@ -686,6 +704,7 @@ static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     est_ctx c;
     est_setup(&c, m, s, e, explain);
     c.replay = replay;
+    c.gpu = gpu;
     est_weights(&c);
     est_gradients(&c);
     est_optimizer(&c);

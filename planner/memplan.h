@@ -143,6 +143,9 @@ typedef struct mp_gpu {
     double nvlink;            /* GPU-to-GPU fabric per direction, bytes/s; 0: over PCIe */
     double ib;                /* network per GPU across nodes, bytes/s; 0: not stated */
     bool generic_speed;       /* a bare size: speed figures of a stated generic card */
+    double context_bytes;     /* held outside the caching allocator while training runs (CUDA
+                               * context, libraries' handles, loaded kernels), measured on this
+                               * card; 0: the framework profile's */
     char source[MP_SOURCE_LEN];
     char how[64];             /* for sizes: how the size was read */
 } mp_gpu;

@@ -201,6 +201,7 @@ static int load_gpus(const char *dir, char *err)
         g->pcie = num(&t, row, "pcie_gbs") * 1e9;
         snprintf(g->arch, sizeof g->arch, "%s", field(&t, row, "arch"));
         g->nvlink = num(&t, row, "nvlink_gbs") * 1e9, g->ib = num(&t, row, "ib_gbs") * 1e9;
+        g->context_bytes = num(&t, row, "context_mib") * 1048576.0;
         snprintf(g->source, sizeof g->source, "%s", field(&t, row, "source"));
         if (g->mem_bytes <= 0) {
             snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name);

@@ -182,6 +182,33 @@ static void optimizer_step(replay *r, bool first)
         for (int i = 0; i < r->nt; i++) give(r, &r->t[i].grad);
 }
 
+/* Hugging Face's loss tensor by tensor (transformers ForCausalLMLoss:
+ * logits.float(), then cross_entropy, i.e. log_softmax and nll_loss). Forward:
+ * the head's output, its fp32 copy (16-bit logits only), the log-softmax that
+ * its backward keeps; the copy is freed as the loss returns, the logits as the
+ * loop keeps only the loss. Backward: the NLL's gradient, the log-softmax
+ * input's gradient beside it (then both the NLL's gradient and the saved output
+ * go), the cast's 16-bit gradient (then the fp32 one goes), which the head's
+ * backward reads while the head's and other globals' gradients are made. */
+static void hf_loss(replay *r)
+{
+    const double n = r->in->loss_logits, a = r->in->logit_elt;
+    int logits = take(r, a * n);
+    int copy = a < 4 ? take(r, 4 * n) : -1;
+    int log_softmax = take(r, 4 * n);
+    give(r, &copy);
+    give(r, &logits);
+    int grad_nll = take(r, 4 * n);
+    int grad_in = take(r, 4 * n);
+    give(r, &grad_nll);
+    give(r, &log_softmax);
+    int grad16 = a < 4 ? take(r, a * n) : -1;
+    if (a < 4) give(r, &grad_in);
+    layer_gradients(r, -1);
+    give(r, &grad16);
+    give(r, &grad_in);
+}
+
 static void one_step(replay *r, bool first, int *kept_logits)
 {
     const replay_in *in = r->in;
@@ -199,24 +226,37 @@ static void one_step(replay *r, bool first, int *kept_logits)
         int dq = take(r, in->dequant);
         give(r, &dq);
         if (in->layer_lump > 0) fwd[l][nfwd[l]++] = take(r, in->layer_lump);
-        else if (ckpt == MP_CKPT_FULL) fwd[l][nfwd[l]++] = take(r, ab->layer_input);
+        else if (ckpt == MP_CKPT_FULL) {
+            /* the checkpointed layer runs without keeping anything, but its
+             * tensors are made and freed all the same; its output, the next
+             * layer's input, is made last, where they leave room */
+            int tmp[PER_LAYER], ntmp = 0;
+            take_list(r, &ab->saved, tmp, &ntmp, PER_LAYER);
+            take_list(r, &ab->core, tmp, &ntmp, PER_LAYER);
+            fwd[l][nfwd[l]++] = take(r, ab->layer_input);
+            give_all(r, tmp, &ntmp);
+        }
         else {
             take_list(r, &ab->saved, fwd[l], &nfwd[l], PER_LAYER);
             if (ckpt == MP_CKPT_NONE) take_list(r, &ab->core, fwd[l], &nfwd[l], PER_LAYER);
         }
     }
     int norm = take(r, in->final_norm);
-    give(r, kept_logits); /* the last step's logits, held until this forward returned */
-    /* the logits (or what the loop keeps of them) and the loss's work beside them */
-    const double held = in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2;
-    int logits = take(r, held);
-    int loss = take(r, in->logits_fwd - held);
-    int loss_bwd = take(r, in->logits_bwd);
-    give(r, &loss);
-    if (in->logits_kept > 0) *kept_logits = logits;
-    else give(r, &logits);
-    give(r, &loss_bwd);
-    layer_gradients(r, -1);
+    if (in->loss_logits > 0) {
+        hf_loss(r);
+    } else {
+        give(r, kept_logits); /* the last step's logits, held until this forward returned */
+        /* the logits (or what the loop keeps of them) and the loss's work beside them */
+        const double held = in->logits_kept > 0 ? in->logits_kept : in->logits_fwd / 2;
+        int logits = take(r, held);
+        int loss = take(r, in->logits_fwd - held);
+        int loss_bwd = take(r, in->logits_bwd);
+        give(r, &loss);
+        if (in->logits_kept > 0) *kept_logits = logits;
+        else give(r, &logits);
+        give(r, &loss_bwd);
+        layer_gradients(r, -1);
+    }
     for (int l = L - 1; l >= 0; l--) {
         int again[PER_LAYER], nagain = 0, bwd[PER_LAYER], nbwd = 0;
         if (in->layer_lump <= 0 && ckpt != MP_CKPT_NONE) {

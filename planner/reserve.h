@@ -25,6 +25,9 @@ typedef struct replay_in {
     bool staged_16bit;        /* each quantised linear arrives in 16 bits and is quantised on the GPU */
     double layer_lump;        /* > 0: a layer's forward keeps this one block (offloaded, pipelined) */
     double logits_fwd, logits_bwd, logits_kept, final_norm, dequant;
+    double loss_logits;       /* > 0: Hugging Face's loss over this many logits, replayed tensor by
+                               * tensor; else the logits_* lumps */
+    double logit_elt;         /* bytes per element of the head's output */
 } replay_in;
 
 /* Replays the load, two steps and their optimizer steps through allocator.c:

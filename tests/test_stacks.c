@@ -485,8 +485,9 @@ static void test_gemma2_softcapping(void)
 }
 
 /* Reserved = allocated + the step replayed through PyTorch's caching allocator
- * (planner/reserve.c, allocator.c) + the profile's slack for steps of other
- * shapes. PEFT's method comparison publishes the peak reserved memory
+ * (planner/reserve.c, allocator.c); the hf profile keeps no slack beyond it
+ * (frag 0: fixed-length runs measured on an H200 reserve what PEFT's
+ * variable-length ones do). PEFT's method comparison publishes the peak reserved memory
  * (train_info.*_memory_max, torch.cuda.max_memory_reserved; the rows cited in
  * tests/validation/published/measurements.csv): the figure meets it from at
  * most 1% under to 3% over. */
@@ -512,8 +513,9 @@ static void test_reserved(void)
         double rel = e.reserved_bytes / r->published - 1;
         CHECK(rel >= -0.01 && rel <= 0.03, "%s: reserved %.4g B vs published %.4g B (%+.1f%%, from -1%% to +3%%)",
               r->id, e.reserved_bytes, r->published, 100 * rel);
-        CHECK(e.allocator_cache_bytes > 0 && e.reserved_bytes > e.total_bytes + e.allocator_cache_bytes,
-              "%s: the replay's cache (%.3g B) and the profile's slack are both above allocated", r->id,
+        CHECK(e.allocator_cache_bytes > 0 && e.reserved_bytes >= e.total_bytes + e.allocator_cache_bytes &&
+                  e.reserved_bytes < e.total_bytes + e.allocator_cache_bytes + 1048576,
+              "%s: reserved is allocated (rounded) and the replay's cache (%.3g B), nothing more", r->id,
               e.allocator_cache_bytes);
     }
     /* expandable segments map 20 MiB pages at the end of one segment instead of
