@@ -6,6 +6,7 @@
 #   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
 #   make validate-ddp    PyTorch data parallel (gloo, 2 and 4 ranks, DDP and ZeRO-1) per rank against memplan
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
+#                            and our own (tests/validation/gpu/, measured by its measure_cuda.py)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
 #   make fuzz-brief      the same for FUZZ_BRIEF_SECONDS=5 each (make check runs it; skipped without clang)
@@ -148,6 +149,8 @@ endif
 test-published: $(BIN)/memplan
 ifeq ($(SANITIZE),)
 	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
+	@# transformers + PEFT measured on a GPU (committed; CI never runs the GPU): gated
+	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 endif
 # Then the fuzz harnesses, briefly, once per check (their build is sanitized already),
 # after the other tests, whose timings two fuzzers at once would skew.
@@ -218,6 +221,7 @@ validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
 validate-published: $(BIN)/memplan
 	@python3 tests/validation/published/compare.py $(BIN)/memplan
+	@python3 tests/validation/gpu/compare.py $(BIN)/memplan
 validate-pytorch: $(PROGS) $(COUNTER)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --out $(BUILD)/pytorch-measurements.csv
 # Reports memplan's per-rank error without judging it (the planner does not model

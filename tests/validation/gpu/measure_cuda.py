@@ -41,7 +41,7 @@ COLUMNS = ["name", "model", "batch", "seq", "precision", "optim", "ckpt", "atten
            "step_allocated_peak_bytes", "step_reserved_peak_bytes", "peak_phase",
            "context_bytes", "device", "torch", "transformers", "peft", "error"]
 TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
-           "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+           "gate": "gate_proj", "up": "up_proj", "down": "down_proj", "head": "lm_head"}
 GROUPS = {"attn": "q,k,v,o", "mlp": "gate,up,down", "all": "q,k,v,o,gate,up,down"}
 
 
