@@ -343,13 +343,13 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
         for (int j = 0; j < lists[i]->n; j++) lists[i]->t[j].bytes *= k;
 }
 
-void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, double *fwd, double *bwd,
-                  double *kept)
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost)
 {
     const mp_framework *fw = settings_framework(s);
     const double V = (double)m->vocab;
     const double a = s->precision == MP_FP32 ? 4 : 2;
-    *kept = 0;
+    *cost = (logits_cost){.elt = a};
+    double *fwd = &cost->fwd, *bwd = &cost->bwd, *kept = &cost->kept;
     /* fwd: the loss's peak in forward; bwd: what the loss's backward adds to it;
      * kept: what stays into the layers' backward. */
     if (fw->logits_kept) {
@@ -372,6 +372,9 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
          * input's gradient, all fp32, 12 bytes per logit. */
         *fwd = (a + (a == 2 ? 4 : 0) + 4) * tokens * V;
         *bwd = 12 * tokens * V - *fwd;
+        /* reserve.c lays these tensors out one by one, unchunked and unscaled */
+        bool plain = s->ce != MP_CE_CHUNKED && !m->logit_softcap && (fw->act_scale <= 0 || fw->act_scale == 1);
+        if (plain) cost->hf_elems = tokens * V;
     } else {
         *fwd = a == 4 ? 4 * tokens * V : (a + 4) * tokens * V; /* log-softmax in place of the copy */
         *bwd = 8 * tokens * V;

@@ -28,8 +28,15 @@ typedef struct act_breakdown {
 } act_breakdown;
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
-/* Logits and loss: bytes alive at forward end, and extra during the loss backward. */
-void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, double *fwd, double *bwd,
-                  double *kept);
+/* Logits and the loss: what is alive at the forward's end (fwd), what the
+ * loss's backward adds (bwd), what stays into the layers' backward (kept); and
+ * where the loss is Hugging Face's over every logit at once, its logits and
+ * their bytes each, for the allocator replay to lay out tensor by tensor
+ * (hf_elems 0 elsewhere: the replay takes the lumps). */
+typedef struct logits_cost {
+    double fwd, bwd, kept;
+    double hf_elems, elt;
+} logits_cost;
+void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost);
 
 #endif

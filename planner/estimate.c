@@ -55,6 +55,7 @@ typedef struct est_ctx {
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
+    double loss_logits, logit_elt;  /* Hugging Face's loss for the replay (logits_cost.hf_elems, elt) */
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
     double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
     const mp_gpu *gpu;             /* the card, when one is named: its measured context */
@@ -521,8 +522,10 @@ static void est_activations(est_ctx *c)
     /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
     double tokens_logits = c->B * c->T;
     if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
-    logits_model(c->m, s, tokens_logits, c->B * c->T, &c->logits_fwd, &c->logits_bwd, &c->logits_kept);
-    c->logits_fwd /= tp, c->logits_bwd /= tp, c->logits_kept /= tp;
+    logits_cost lc;
+    logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
+    c->logits_fwd = lc.fwd / tp, c->logits_bwd = lc.bwd / tp, c->logits_kept = lc.kept / tp;
+    c->loss_logits = lc.hf_elems / tp, c->logit_elt = lc.elt;
     const bool kept = c->fw->logits_kept;
     term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
          kept ? c->B * c->T : tokens_logits, (double)c->m->vocab,
@@ -584,17 +587,6 @@ static void est_timeline(est_ctx *c)
 
 /* ---------- peak ---------- */
 
-/* The logits Hugging Face's loss works on at once, for the replay to lay out
- * tensor by tensor; 0 where the loss is another's (chunked, kept by the loop,
- * soft-capped, a calibrated scale), which the replay takes as lumps. */
-static double hf_loss_logits(const est_ctx *c)
-{
-    const mp_framework *fw = c->fw;
-    bool plain = fw->fp32_logits && !fw->logits_kept && c->s->ce != MP_CE_CHUNKED && !c->m->logit_softcap &&
-                 (fw->act_scale <= 0 || fw->act_scale == 1);
-    return plain ? c->B * c->T * (double)c->m->vocab / c->tp : 0;
-}
-
 /* What the caching allocator holds beyond the tensors: the step replayed
  * through its rules (reserve.c); -1 when the replay could not run. */
 static double allocator_overhead(const est_ctx *c)
@@ -610,7 +602,7 @@ static double allocator_overhead(const est_ctx *c)
         .layer_lump = c->layer_lump,
         .logits_fwd = c->logits_fwd, .logits_bwd = c->logits_bwd, .logits_kept = c->logits_kept,
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
-        .loss_logits = hf_loss_logits(c), .logit_elt = s->precision == MP_FP32 ? 4 : 2,
+        .loss_logits = c->loss_logits, .logit_elt = c->logit_elt,
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
     };
     if (in.nstates < 1) in.nstates = 1;
@@ -649,13 +641,14 @@ static void est_peak(est_ctx *c)
     e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
     /* outside the allocator: the card's measured figure where it has one */
-    const double context = c->gpu && c->gpu->context_bytes > 0 ? c->gpu->context_bytes : fw->context_bytes;
+    const bool measured = c->gpu && c->gpu->context_bytes > 0;
+    const double context = measured ? c->gpu->context_bytes : fw->context_bytes;
     e->device_bytes = e->reserved_bytes + context;
     /* Overhead: what the device holds beyond the tensors themselves. */
     double slack = e->device_bytes - e->total_bytes;
     e->at_peak[MP_OVERHEAD] += slack;
     e->peak[MP_OVERHEAD] += slack;
-    if (context != fw->context_bytes)
+    if (measured)
         term(c, MP_OVERHEAD, "CUDA context and libraries", context, "measured on %s", c->gpu->name);
     else
         term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);

@@ -202,11 +202,13 @@ static void hf_loss(replay *r)
     int grad_in = take(r, 4 * n);
     give(r, &grad_nll);
     give(r, &log_softmax);
-    int grad16 = a < 4 ? take(r, a * n) : -1;
-    if (a < 4) give(r, &grad_in);
+    int grad_head = grad_in; /* what the head's backward reads */
+    if (a < 4) {
+        grad_head = take(r, a * n);
+        give(r, &grad_in);
+    }
     layer_gradients(r, -1);
-    give(r, &grad16);
-    give(r, &grad_in);
+    give(r, &grad_head);
 }
 
 static void one_step(replay *r, bool first, int *kept_logits)
