@@ -301,6 +301,24 @@ static double quantised_head_input(const layer_ctx *l)
     return l->sb * l->a * l->C;
 }
 
+/* What bitsandbytes' MatMul4Bit holds of one layer for as long as the graph
+ * lives: every quantised linear's input, one tensor per group of linears that
+ * read the same one (a 16-bit cast of its own each under autocast), whether or
+ * not another op saves the same tensor. It keeps them as a plain ctx attribute
+ * (ctx.tensors = (A, B)), not through save_for_backward, and the autograd
+ * engine frees only saved variables as each node's backward runs
+ * (PyNode::release_variables clears saved_variables): the inputs go when the
+ * graph does. */
+static double kbit_held(const layer_ctx *l)
+{
+    if (!l->kbit_input) return 0;
+    const double a = l->a, sb = l->sb, k = l->m->experts ? (double)l->m->top_k : 1;
+    double held = norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C + a * sb * l->QD;
+    held += k * (norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * l->C + a * sb * l->f);
+    if (l->m->experts && l->m->shared_experts) held += a * sb * (double)l->m->shared_ffn;
+    return held;
+}
+
 /* Everything one layer saves, without the T x T core (*core). */
 static double layer_saved(const layer_ctx *l, double *core)
 {
@@ -327,6 +345,8 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     ab->attn_core = core;
     ab->total = saved + core;
     ab->kbit_inputs = l.kbit_input ? saved - without_kbit : 0;
+    ab->kbit_held = kbit_held(&l);
+    ab->kbit_held_head = l.kbit_input && framework_quantises_head(m, s) ? sb * a * C : 0;
     ab->layer_input = l.r * sb * C;
     ab->final_norm = norm + (l.frozen ? head_adapter_saved(&l) + quantised_head_input(&l) : a * sb * C);
     ab->embed_mask = s->dropout ? l.mask * sb * C : 0;
@@ -337,10 +357,15 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
     /* a calibrated profile scales every activation term alike */
     const double k = l.fw->act_scale > 0 ? l.fw->act_scale : 1;
     ab->total *= k, ab->attn_core *= k, ab->layer_input *= k, ab->final_norm *= k;
-    ab->embed_mask *= k, ab->backward_temp *= k, ab->kbit_inputs *= k;
+    ab->embed_mask *= k, ab->backward_temp *= k, ab->kbit_inputs *= k, ab->kbit_held *= k, ab->kbit_held_head *= k;
     act_tensors *lists[] = {&ab->saved, &ab->core, &ab->backward};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < lists[i]->n; j++) lists[i]->t[j].bytes *= k;
+}
+
+double previous_batch_share(const mp_settings *s)
+{
+    return s->prev_seq < 0 || s->seq < 1 ? 1 : (double)s->prev_seq / (double)s->seq;
 }
 
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost)
@@ -364,6 +389,11 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
         *fwd = 2 * out * all_tokens * V;
         *bwd = 2 * out * tokens * V; /* tokens: one chunk's, or all of them unchunked */
         *kept = out * all_tokens * V;
+        /* Before the loss, while the head runs: the old step's list and the
+         * head's own 16-bit chunks; then Fabric's cast makes the new list beside
+         * both, before the model call returns and the old list goes. */
+        cost->head = (out * previous_batch_share(s) + a) * all_tokens * V;
+        cost->cast = out != a ? out * all_tokens * V : 0;
     } else if (fw->fp32_logits) {
         /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)
          * and the fp32 log-softmax are live together while the loss is computed.
@@ -380,7 +410,10 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
         *bwd = 8 * tokens * V;
     }
     /* Soft-capped logits: tanh keeps its 16-bit output for each logit until the head's backward */
-    if (m->logit_softcap) *fwd += a * (fw->logits_kept ? all_tokens : tokens) * V;
+    if (m->logit_softcap) {
+        *fwd += a * (fw->logits_kept ? all_tokens : tokens) * V;
+        if (fw->logits_kept) cost->head += a * all_tokens * V;
+    }
     const double k = fw->act_scale;
-    if (k > 0) *fwd *= k, *bwd *= k, *kept *= k;
+    if (k > 0) *fwd *= k, *bwd *= k, *kept *= k, cost->head *= k, cost->cast *= k;
 }

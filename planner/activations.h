@@ -23,18 +23,26 @@ typedef struct act_breakdown {
     double embed_mask;     /* the embedding dropout's mask (with --dropout) */
     double backward_temp;  /* activation gradients alive while one layer runs backward */
     double kbit_inputs;    /* of total: the quantised layers' inputs old bitsandbytes keeps */
+    double kbit_held;      /* every quantised linear's input, which old bitsandbytes holds until
+                            * the graph goes (kbit_held in activations.c); shared ones included */
+    double kbit_held_head; /* the same for a quantised head: the final norm's output */
     /* the same, tensor by tensor: total - attn_core, attn_core, backward_temp */
     act_tensors saved, core, backward;
 } act_breakdown;
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab);
-/* Logits and the loss: what is alive at the forward's end (fwd), what the
+/* The micro-batch before the planned one, as a share of it (--previous-seq):
+ * what a loop still holds of the last step scales with it. */
+double previous_batch_share(const mp_settings *s);
+/* Logits and the loss: what is alive when the loss is computed (fwd), what the
  * loss's backward adds (bwd), what stays into the layers' backward (kept); and
  * where the loss is Hugging Face's over every logit at once, its logits and
  * their bytes each, for the allocator replay to lay out tensor by tensor
  * (hf_elems 0 elsewhere: the replay takes the lumps). */
 typedef struct logits_cost {
     double fwd, bwd, kept;
+    double head, cast;    /* a loop that keeps the logits: what they hold while the head runs, and
+                           * what the cast to the loss's type adds on top at the forward's end */
     double hf_elems, elt;
 } logits_cost;
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost);

@@ -55,7 +55,9 @@ typedef struct est_ctx {
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
+    double logits_head, logits_cast; /* a loop that keeps the logits: the head's moment (logits_cost) */
     double loss_logits, logit_elt;  /* Hugging Face's loss for the replay (logits_cost.hf_elems, elt) */
+    double prev_graph;             /* the last step's graph, held into this forward: its 4-bit inputs */
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
     double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
     const mp_gpu *gpu;             /* the card, when one is named: its measured context */
@@ -514,6 +516,20 @@ static void est_activations(est_ctx *c)
              "bitsandbytes %s keeps each quantised layer's input (fixed in 0.43.2)",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
+    /* A loop that holds the last step's logits (LitGPT: logits = model(...)
+     * until the next step's forward has returned, the logits_kept column) holds
+     * its graph with them, and old bitsandbytes' nodes hold their inputs as
+     * long as the graph lives (activations.c kbit_held): the last step's
+     * inputs are still there when this forward ends. Under full checkpointing
+     * the forward keeps no 4-bit nodes (they run without grad). */
+    if (c->fw->logits_kept && ab->kbit_held > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
+        char v[32];
+        c->prev_graph = (layers_here * inflight * ab->kbit_held + ab->kbit_held_head) * previous_batch_share(s) / tp;
+        term(c, MP_ACTIVATIONS, "last step's 4-bit inputs", c->prev_graph,
+             "the loop holds the last step's logits, so its graph: bitsandbytes %s's 4-bit layers "
+             "hold their inputs until this forward returns",
+             mp_version_name(s->bnb_version, v, sizeof v));
+    }
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
                  : s->checkpointing == MP_CKPT_SELECTIVE ? ab->attn_core / tp : 0;
     term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
@@ -526,6 +542,7 @@ static void est_activations(est_ctx *c)
     logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
     c->logits_fwd = lc.fwd / tp, c->logits_bwd = lc.bwd / tp, c->logits_kept = lc.kept / tp;
     c->loss_logits = lc.hf_elems / tp, c->logit_elt = lc.elt;
+    c->logits_head = lc.head / tp, c->logits_cast = lc.cast / tp;
     const bool kept = c->fw->logits_kept;
     term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
          kept ? c->B * c->T : tokens_logits, (double)c->m->vocab,
@@ -549,8 +566,13 @@ static void est_timeline(est_ctx *c)
     double acts_fwd = c->saved_layers + c->final_norm + c->logits_fwd;
     double p[MP_NCOMP];
 
+    /* The forward's end: the loss over the logits, or, where the loop keeps
+     * them, the head's last chunk (its dequantised weight where it is 4-bit)
+     * and the cast beside the last step's logits, and its graph */
+    double head = c->logits_head > 0 ? c->logits_head + fmax(c->logits_cast, c->dequant_head) : 0;
     p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
-    p[MP_OPTIMIZER] = c->optimizer, p[MP_ACTIVATIONS] = acts_fwd, p[MP_OVERHEAD] = fixed;
+    p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
+    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + fmax(c->logits_fwd, head);
     phase(e, "forward end", p);
 
     p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_after_fwd;
@@ -604,6 +626,8 @@ static double allocator_overhead(const est_ctx *c)
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
         .loss_logits = c->loss_logits, .logit_elt = c->logit_elt,
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
+        .held_layer = c->prev_graph > 0 ? c->ab.kbit_held * previous_batch_share(s) / c->tp : 0,
+        .held_head = c->prev_graph > 0 ? c->ab.kbit_held_head * previous_batch_share(s) / c->tp : 0,
     };
     if (in.nstates < 1) in.nstates = 1;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;

@@ -243,6 +243,8 @@ typedef struct mp_settings {
     int64_t batch;            /* B, micro-batch per GPU */
     int64_t accum;            /* micro-batches per optimizer step */
     int64_t seq;              /* T */
+    int64_t prev_seq;         /* T of the micro-batch before, whose logits and graph a loop may still
+                               * hold (LitGPT); -1: T as well; 0: none (the run's first) */
     mp_ce ce;
     int64_t ce_chunk;         /* tokens per cross-entropy chunk */
     int64_t lora_rank;        /* 0: full fine-tuning */

@@ -32,6 +32,7 @@ typedef struct replay {
     int nt, cap;
     int layers;                /* replayed: the whole ones of in->layers */
     int *first;                /* layer l: tensors first[l]..first[l + 1] - 1; the rest are the globals */
+    int *held;                 /* per layer, then the head: the last step's held 4-bit inputs */
     double trained_numel;      /* over in->layers */
     bool failed;
 } replay;
@@ -244,6 +245,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         }
     }
     int norm = take(r, in->final_norm);
+    for (int l = 0; l <= L; l++) give(r, &r->held[l]); /* the last step's graph goes with its logits */
     if (in->loss_logits > 0) {
         hf_loss(r);
     } else {
@@ -272,7 +274,9 @@ static void one_step(replay *r, bool first, int *kept_logits)
         give_all(r, bwd, &nbwd);
         give_all(r, again, &nagain);
         give_all(r, fwd[l], &nfwd[l]);
+        r->held[l] = take(r, in->held_layer); /* its 4-bit nodes' inputs stay with the graph */
     }
+    r->held[L] = take(r, in->held_head);
     give(r, &norm);
     free(fwd), free(nfwd);
     optimizer_step(r, first);
@@ -282,11 +286,13 @@ double replay_overhead(const replay_in *in, bool expandable)
 {
     replay r = {.in = in, .a = alloc_sim_new(expandable), .layers = (int)floor(in->layers)};
     r.first = calloc((size_t)r.layers + 2, sizeof(int));
-    if (!r.a || !r.first) {
+    r.held = malloc(((size_t)r.layers + 1) * sizeof(int));
+    if (!r.a || !r.first || !r.held) {
         alloc_sim_delete(r.a);
-        free(r.first);
+        free(r.first), free(r.held);
         return -1;
     }
+    for (int l = 0; l <= r.layers; l++) r.held[l] = -1;
     list_parameters(&r);
     /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
     double stored = 0, reps = r.layers > 0 ? in->layers / r.layers : 1;
@@ -312,7 +318,7 @@ double replay_overhead(const replay_in *in, bool expandable)
     alloc_stats st = alloc_sim_stats(r.a);
     bool failed = r.failed || st.failed;
     free(r.t);
-    free(r.first);
+    free(r.first), free(r.held);
     alloc_sim_delete(r.a);
     return failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
 }

@@ -28,6 +28,8 @@ typedef struct replay_in {
     double loss_logits;       /* > 0: Hugging Face's loss over this many logits, replayed tensor by
                                * tensor; else the logits_* lumps */
     double logit_elt;         /* bytes per element of the head's output */
+    double held_layer, held_head; /* what a layer's 4-bit nodes (and the head's) hold past the backward
+                                   * until the next forward's end (estimate.c prev_graph) */
 } replay_in;
 
 /* Replays the load, two steps and their optimizer steps through allocator.c:

@@ -14,6 +14,7 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->batch = 1;
     s->accum = 1;
     s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+    s->prev_seq = -1;
     s->ce_chunk = 1024;
     s->lora_targets = MP_LORA_ALL;
     s->gpus = 1;
@@ -92,6 +93,9 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
         BAD("--optimizer-in-backward runs on unsharded parameters: not with --zero '%d' or offload", s->zero);
     if (mp_optimizer_desc_of(s->optimizer)->eight_bit && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
+    if (s->prev_seq > s->seq)
+        BAD("--previous-seq '%lld' is longer than --seq '%lld' (plan the longer micro-batch)",
+            (long long)s->prev_seq, (long long)s->seq);
     if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
     return 0;
 #undef BAD

@@ -81,6 +81,9 @@ const mp_opt mp_settings_opts[] = {
      .help = "micro-batches accumulated per optimizer step"},
     {"seq", MP_OPT_INT, S(seq), .lo = 1, .hi = 1 << 24, .pin = MP_PIN_SEQ, .arg = "T",
      .help = "tokens per sequence (default: the model's maximum positions or 2048, the smaller)"},
+    {"previous-seq", MP_OPT_INT, S(prev_seq), .lo = 0, .hi = 1 << 24, .arg = "T",
+     .help = "tokens per sequence of the micro-batch before (default: --seq): what a loop still holds of the "
+             "last step (LitGPT: its logits and graph) scales with it; 0: the planned micro-batch is the first"},
     {"ce", MP_OPT_ENUM, S(ce), .vocab = &mp_vocab_ce, .pin = MP_PIN_CE,
      .help = "cross-entropy over all the logits at once, or in chunks"},
     {"ce-chunk", MP_OPT_INT, S(ce_chunk), .lo = 1, .hi = 1 << 24, .arg = "N",
