@@ -84,6 +84,8 @@ def flags_and_gaps(row, profiles):
         f += ["--offload-activations"]
     if st.get("compile", "false").startswith("true"):
         f += ["--compile"]
+    if st.get("optimizer_impl"):
+        f += ["--optimizer-impl", st["optimizer_impl"].split()[0]]
     if st.get("previous_seq"):
         f += ["--previous-seq", st["previous_seq"].split()[0]]
     return f, gaps
