@@ -170,6 +170,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "accum", json_integer(s->accum));
     json_object_set_new(o, "global-batch", json_integer(s->batch * s->accum * (s->gpus / (s->tp * s->pp))));
     json_object_set_new(o, "seq", json_integer(s->seq));
+    json_object_set_new(o, "previous-seq", json_integer(s->prev_seq < 0 ? s->seq : s->prev_seq));
     json_object_set_new(o, "ce", json_string(mp_ce_name(s->ce)));
     json_object_set_new(o, "ce-chunk", json_integer(s->ce_chunk));
     json_object_set_new(o, "lora-rank", json_integer(s->lora_rank));
