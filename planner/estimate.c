@@ -526,8 +526,7 @@ static void est_activations(est_ctx *c)
         char v[32];
         c->prev_graph = (layers_here * inflight * ab->kbit_held + ab->kbit_held_head) * previous_batch_share(s) / tp;
         term(c, MP_ACTIVATIONS, "last step's 4-bit inputs", c->prev_graph,
-             "the loop holds the last step's logits, so its graph: bitsandbytes %s's 4-bit layers "
-             "hold their inputs until this forward returns",
+             "the loop still holds the last step's graph; bitsandbytes %s keeps its inputs on it",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
