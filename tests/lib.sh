@@ -17,3 +17,4 @@ expect() {
 }
 # has out|err TEXT: the last command's stdout or stderr contains TEXT
 has() { if grep -qF -- "$2" "$tmp/$1"; then ok "$1 says '$2'"; else bad "$1 lacks '$2'"; sed 's/^/    /' "$tmp/$1" | head -5; fi; }
+lacks() { if grep -qF -- "$2" "$tmp/$1"; then bad "$1 says '$2'"; else ok "$1 does not say '$2'"; fi; }

@@ -204,6 +204,20 @@ expect 0 "an old bitsandbytes keeps the 4-bit layers' inputs (explain)" -- "$mp"
     --precision pure-bf16 --lora-rank 8 --lora-targets q,v --quant nf4 --bitsandbytes 0.42.0 --explain
 has out "of which 4-bit layers' inputs"
 has out "bitsandbytes 0.42.0 keeps each quantised layer's input (fixed in 0.43.2)"
+# --previous-seq: LitGPT's loop holds the last step's graph, and old bitsandbytes its 4-bit inputs on it
+expect 0 "LitGPT on an old bitsandbytes: the last step's inputs (explain)" -- "$mp" estimate --model llama-2-7b \
+    --framework litgpt --precision pure-bf16 --lora-rank 8 --lora-targets q,v --quant nf4 --bitsandbytes 0.41.0 \
+    --seq 512 --explain
+has out "last step's 4-bit inputs"
+expect 0 "... none before a first micro-batch (--previous-seq 0)" -- "$mp" estimate --model llama-2-7b \
+    --framework litgpt --precision pure-bf16 --lora-rank 8 --lora-targets q,v --quant nf4 --bitsandbytes 0.41.0 \
+    --seq 512 --previous-seq 0 --explain
+lacks out "last step's 4-bit inputs"
+expect 2 "--previous-seq longer than --seq refused" -- "$mp" estimate --model gpt2 --seq 512 --previous-seq 1024
+has err "--previous-seq '1024' is longer than --seq '512'"
+one_line_err
+expect 2 "--previous-seq below 0 refused" -- "$mp" estimate --model gpt2 --previous-seq -1
+has err "invalid value '-1' for --previous-seq"
 expect 2 "unknown model" -- "$mp" --model llama-2-7x --gpu 12GB
 has err "unknown model 'llama-2-7x'"
 has err "llama-2-7b"
