@@ -224,7 +224,7 @@ static void weights_autocast(est_ctx *c)
     double castable = c->lora ? (s->quant == MP_QUANT_NONE ? c->frozen_lin + head_matrix : 0) + c->trainable
                               : linear_params(m) + head_matrix;
     c->cast_cache = castable * 2 / c->split / (s->zero >= 3 ? c->dp : 1);
-    if (s->zero >= 3) c->cast_cache = 2.0 * (c->P / c->L) * 2 / c->split; /* per layer in flight */
+    if (s->zero >= 3) c->cast_cache = 2.0 * (castable / c->L) * 2 / c->split; /* per layer in flight */
     term(c, MP_WEIGHTS, "autocast 16-bit weight copies", c->cast_cache,
          "%.0f params x 2 B, cached from forward to backward", castable / c->split);
     /* Under full checkpointing the layers' copies are made without a graph:
@@ -263,7 +263,7 @@ static void est_weights(est_ctx *c)
     }
     /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
     if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
-        c->gathered = 2.0 * (P / L) * (c->lora ? 2 : c->w_elt) / split;
+        c->gathered = 2.0 * (P / L) * (c->lora ? (s->quant != MP_QUANT_NONE ? c->w_lin_elt : 2) : c->w_elt) / split;
         term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
              "prefetch 2 layers x %.0f params", P / L / split);
     }

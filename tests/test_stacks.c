@@ -74,7 +74,6 @@ typedef struct run {
     mp_ce ce;
     int metric;        /* 0 allocated (total_bytes), 1 reserved */
     double published;  /* bytes, measurements.csv value_bytes */
-    bool first_step;   /* the peak is the run's first micro-batch (--previous-seq 0) */
 } run;
 
 static int64_t litgpt_chunk(const run *r) { return 128 * r->batch; }
@@ -91,25 +90,39 @@ static int run_settings(const run *r, const mp_framework *f, mp_model *m, mp_set
     s->precision = r->precision, s->batch = r->batch, s->seq = r->seq, s->lora_rank = r->rank;
     s->lora_targets = r->targets, s->lora_dropout = r->dropout, s->ce = r->ce, s->attention = MP_ATTN_FLASH;
     if (!strcmp(f->name, "litgpt")) s->ce_chunk = litgpt_chunk(r);
-    if (r->first_step) s->prev_seq = 0;
     return 0;
 }
 
 /* The run on a base quantised as q, with bitsandbytes release bnb (0: a current
- * one), under profile f; term_bytes gets the named --explain term's bytes. */
-static double estimate_under(const run *r, const mp_framework *f, mp_quant q, int bnb, const char *term,
-                             double *term_bytes)
+ * one), under profile f, after a micro-batch of prev_seq tokens per sequence (-1:
+ * its own length, 0: none, the run's first); term_bytes gets the named
+ * --explain term's bytes. */
+static double estimate_after(const run *r, const mp_framework *f, mp_quant q, int bnb, int64_t prev_seq,
+                             const char *term, double *term_bytes)
 {
     char err[256];
     mp_model m;
     mp_settings s;
     mp_estimate e;
     if (run_settings(r, f, &m, &s)) return -1;
-    s.quant = q, s.bnb_version = bnb;
+    s.quant = q, s.bnb_version = bnb, s.prev_seq = prev_seq;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     for (int i = 0; term && i < e.nterms; i++)
         if (strcmp(e.terms[i].name, term) == 0) *term_bytes = e.terms[i].bytes;
     return r->metric ? e.reserved_bytes : e.total_bytes;
+}
+
+static double estimate_under(const run *r, const mp_framework *f, mp_quant q, int bnb, const char *term,
+                             double *term_bytes)
+{
+    return estimate_after(r, f, q, bnb, -1, term, term_bytes);
+}
+
+/* The run's first micro-batch, which no step precedes (--previous-seq 0). */
+static double estimate_first_step(const run *r, const char *framework, mp_quant q, int bnb)
+{
+    char err[256];
+    return estimate_after(r, mp_framework_find(framework, err), q, bnb, 0, NULL, NULL);
 }
 
 static double estimate_quantised(const run *r, const char *framework, float dropout, mp_quant q, int bnb)
@@ -288,19 +301,18 @@ static void test_last_step_graph(void)
     int v0410;
     CHECK(mp_version_parse("0.41.0", &v0410) == 0, "0.41.0 parses");
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        run after = runs[i], first = runs[i];
-        first.first_step = true;
-        double held = -1, with = estimate_under(&after, mp_framework_find("litgpt", (char[256]){0}), MP_QUANT_NF4,
+        const run *after = &runs[i];
+        double held = -1, with = estimate_under(after, mp_framework_find("litgpt", (char[256]){0}), MP_QUANT_NF4,
                                                 v0410, "last step's 4-bit inputs", &held);
-        double without = estimate_quantised(&first, "litgpt", first.dropout, MP_QUANT_NF4, v0410);
-        CHECK(with > 0 && fabs(with / after.published - 1) <= 0.05, "%s after a step of its length: %.4g B vs "
-              "published %.4g B (within 5%%)", after.id, with, after.published);
-        CHECK(without > 0 && without / after.published - 1 < -0.05, "%s as the first step: %.4g B, more than 5%% under",
-              after.id, without);
-        CHECK(held > 0, "%s: --explain names the last step's 4-bit inputs (%.4g B)", after.id, held);
-        double now = estimate_quantised(&after, "litgpt", after.dropout, MP_QUANT_NF4, 0);
-        double now_first = estimate_quantised(&first, "litgpt", first.dropout, MP_QUANT_NF4, 0);
-        CHECK(now < with && now_first <= now, "%s on a current bitsandbytes holds no inputs past the backward", after.id);
+        double without = estimate_first_step(after, "litgpt", MP_QUANT_NF4, v0410);
+        CHECK(with > 0 && fabs(with / after->published - 1) <= 0.05, "%s after a step of its length: %.4g B vs "
+              "published %.4g B (within 5%%)", after->id, with, after->published);
+        CHECK(without > 0 && without / after->published - 1 < -0.05, "%s as the first step: %.4g B, more than 5%% under",
+              after->id, without);
+        CHECK(held > 0, "%s: --explain names the last step's 4-bit inputs (%.4g B)", after->id, held);
+        double now = estimate_under(after, mp_framework_find("litgpt", (char[256]){0}), MP_QUANT_NF4, 0, NULL, NULL);
+        double now_first = estimate_first_step(after, "litgpt", MP_QUANT_NF4, 0);
+        CHECK(now < with && now_first <= now, "%s on a current bitsandbytes holds no inputs past the backward", after->id);
     }
 }
 
@@ -308,16 +320,16 @@ static void test_bitsandbytes_keeps_input(void)
 {
     static const run runs[] = {
         {"litgpt-rt-llama-2-7b-nf4-mbs1-1gpu", "llama-2-7b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
-         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 14140000000.0, true},
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 14140000000.0},
         {"litgpt-rt-llama-2-13b-nf4-mbs1-1gpu", "llama-2-13b", "litgpt", MP_PURE_BF16, 1, 1304, 8,
-         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 23140000000.0, true},
+         MP_LORA_Q | MP_LORA_V, 0.05f, MP_CE_CHUNKED, 0, 23140000000.0},
     };
     int v0411;
     CHECK(mp_version_parse("0.41.1", &v0411) == 0 && v0411 == 4101, "0.41.1 reads as 4101");
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         const run *r = &runs[i];
-        double old = estimate_quantised(r, "litgpt", r->dropout, MP_QUANT_NF4, v0411);
-        double now = estimate_quantised(r, "litgpt", r->dropout, MP_QUANT_NF4, 0);
+        double old = estimate_first_step(r, "litgpt", MP_QUANT_NF4, v0411);
+        double now = estimate_first_step(r, "litgpt", MP_QUANT_NF4, 0);
         CHECK(old > 0 && fabs(old / r->published - 1) <= 0.10, "%s on bitsandbytes 0.41.1: %.4g B vs published %.4g B "
               "(within 10%%)", r->id, old, r->published);
         CHECK(now > 0 && now / r->published - 1 < -0.15, "%s on a current bitsandbytes: %.4g B, more than 15%% under",
@@ -367,6 +379,44 @@ static double estimate_sharded(const run *r, const mp_framework *f, int gpus, in
     s.gpus = gpus, s.zero = 3, s.accum = accum, s.checkpointing = MP_CKPT_FULL;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     return e.total_bytes;
+}
+
+/* The named --explain term of a ZeRO-3 LoRA run of Llama 2 70B on two GPUs under
+ * autocast (PEFT's FSDP QLoRA guide's setup), with the base stored as q. */
+static double zero3_term(mp_quant q, const char *term)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (mp_model_lookup("llama-2-70b", &m, err)) return -1;
+    mp_settings_default(&s, &m);
+    s.framework = mp_framework_find("hf", err);
+    s.precision = MP_AMP_BF16, s.batch = 2, s.seq = 2048, s.gpus = 2, s.zero = 3;
+    s.checkpointing = MP_CKPT_FULL, s.lora_rank = 8, s.quant = q;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    for (int i = 0; i < e.nterms; i++)
+        if (strcmp(e.terms[i].name, term) == 0) return e.terms[i].bytes;
+    return 0;
+}
+
+/* ZeRO-3 gathers a layer as it is stored: a 4-bit base (bitsandbytes' packed
+ * codes in a bf16-typed storage, bnb_4bit_quant_storage, the form FSDP and
+ * DeepSpeed shard) moves 4 bits per weight plus its block statistics (an 8-bit
+ * absmax per 64 weights and an fp32 one per 256 blocks under double
+ * quantisation: 4.127 bits), a quarter of a 16-bit layer. Autocast casts only
+ * what is fp32: under QLoRA the adapters, not the base. */
+static void test_zero3_quantised_layers(void)
+{
+    double g16 = zero3_term(MP_QUANT_NONE, "gathered layer (ZeRO-3)");
+    double g4 = zero3_term(MP_QUANT_NF4_DQ, "gathered layer (ZeRO-3)");
+    double bits = 4 + 8.0 / 64 + 32.0 / (64 * 256);
+    CHECK(g16 > 0 && g4 > 0 && fabs(g4 / g16 - bits / 16) < 0.02, "ZeRO-3 gathers nf4-dq layers at %.3f of 16-bit "
+          "ones (%.3f: %.3f bits of 16)", g4 / g16, bits / 16, bits);
+    double c16 = zero3_term(MP_QUANT_NONE, "autocast 16-bit weight copies");
+    double c4 = zero3_term(MP_QUANT_NF4_DQ, "autocast 16-bit weight copies");
+    CHECK(c16 > 0 && c4 >= 0 && c4 < 0.01 * c16, "ZeRO-3 under autocast: QLoRA casts its adapters only "
+          "(%.4g B against %.4g B for a 16-bit base)", c4, c16);
 }
 
 /* LitGPT's LoRA on several GPUs (Lightning-AI/litgpt@4839345a97a0
@@ -588,6 +638,7 @@ int main(void)
     test_litgpt_fsdp_unit_gradients();
     test_bitsandbytes_keeps_input();
     test_last_step_graph();
+    test_zero3_quantised_layers();
     test_litgpt_fused_qkv();
     test_sdpa_full_kv();
     test_compile();
