@@ -47,6 +47,8 @@ typedef struct est_ctx {
     double zero1_share;            /* ZeRO-1 by whole tensors: the heaviest rank's share; 0: even */
     /* weights */
     double w_elt, weights, weights_host, gathered, cast_cache, cast_after_fwd;
+    double quant_stats_elt;        /* bytes per frozen weight of quantisation statistics every GPU keeps whole */
+    double quant_stats;            /* those statistics on this GPU */
     /* gradients */
     double g_elt, grads, ddp_buckets;
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
@@ -192,6 +194,21 @@ static double quantised_rest_bytes(const est_ctx *c)
     return c->fw->kbit_fp32_rest && c->s->zero < 3 ? 4 : 2;
 }
 
+/* ZeRO-3 shards a bitsandbytes layer's packed codes, its parameter, and not its
+ * statistics: Linear4bit keeps its quant_state (the absmax and, double-quantised,
+ * their own constants) on the module, outside the parameter FSDP flattens and
+ * DeepSpeed partitions, and hands it back to the gathered weight at each forward
+ * (bitsandbytes-foundation/bitsandbytes@005a63c2bada bitsandbytes/nn/modules.py
+ * fix_4bit_weight_quant_state_from_module: "the quant state got lost when the
+ * parameter got converted. This happens for example for fsdp"). Every GPU holds
+ * the whole model's statistics: bytes per weight beyond the codes' bits. */
+static double replicated_quant_stats(const est_ctx *c, double base_elt)
+{
+    const mp_quant_desc *q = mp_quant_desc_of(c->s->quant);
+    if (c->s->zero < 3 || !q->quant_method || strcmp(q->quant_method, "bitsandbytes") || q->bits <= 0) return 0;
+    return fmax(base_elt - q->bits / 8.0, 0);
+}
+
 /* A frozen base, quantised or not, with LoRA's adapters beside it. */
 static void weights_lora(est_ctx *c)
 {
@@ -199,14 +216,20 @@ static void weights_lora(est_ctx *c)
     const bool half = c->half;
     double base_elt = s->quant != MP_QUANT_NONE ? mp_quant_bytes_per_param(c->m, s->quant) : half ? 2 : 4;
     double rest_elt = s->quant != MP_QUANT_NONE ? quantised_rest_bytes(c) : (half ? 2 : 4);
-    double base_lin = (c->frozen_lin * base_elt + mp_quant_index_bytes(c->m, s->quant)) / c->split;
+    c->quant_stats_elt = replicated_quant_stats(c, base_elt);
+    double stats = c->quant_stats = c->frozen_lin * c->quant_stats_elt / c->split;
+    double base_lin = (c->frozen_lin * (base_elt - c->quant_stats_elt) + mp_quant_index_bytes(c->m, s->quant)) /
+                      c->split;
     double base_rest = c->frozen_rest * rest_elt / c->split;
     double adapters = c->trainable * adapter_bytes(c) / c->split;
-    c->weights = (base_lin + base_rest) / c->zero_p + adapters / c->zero_p;
+    c->weights = (base_lin + base_rest) / c->zero_p + stats + adapters / c->zero_p;
     c->w_lin_elt = base_elt, c->w_rest_elt = rest_elt, c->w_adapter_elt = adapter_bytes(c);
     term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
-         "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt,
+         "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt - c->quant_stats_elt,
          s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
+    term(c, MP_WEIGHTS, "quantisation statistics", stats,
+         "%.4g B a weight, whole on every GPU: bitsandbytes keeps them outside the sharded parameter",
+         c->quant_stats_elt);
     term(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
          "%.0f params x %.0f B", c->frozen_rest / c->split, rest_elt);
     term(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
@@ -254,16 +277,17 @@ static void est_weights(est_ctx *c)
              c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
     }
     if (s->offload == MP_OFFLOAD_PARAMS) {
-        c->weights_host = c->weights;
+        c->weights_host = c->weights - c->quant_stats;
         /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
         double in_flight = 2.0 * (P / L) * 2 / split;
         term(c, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
              "2 layers x %.0f params x 2 B", P / L / split);
-        c->weights = in_flight;
+        c->weights = in_flight + c->quant_stats; /* not parameters: they stay */
     }
     /* ZeRO-3 gathers each layer's full parameters for its forward and backward. */
     if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
-        c->gathered = 2.0 * (P / L) * (c->lora ? (s->quant != MP_QUANT_NONE ? c->w_lin_elt : 2) : c->w_elt) / split;
+        double elt = c->lora ? (s->quant != MP_QUANT_NONE ? c->w_lin_elt - c->quant_stats_elt : 2) : c->w_elt;
+        c->gathered = 2.0 * (P / L) * elt / split;
         term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
              "prefetch 2 layers x %.0f params", P / L / split);
     }

@@ -400,19 +400,25 @@ static double zero3_term(mp_quant q, const char *term)
     return 0;
 }
 
-/* ZeRO-3 gathers a layer as it is stored: a 4-bit base (bitsandbytes' packed
- * codes in a bf16-typed storage, bnb_4bit_quant_storage, the form FSDP and
- * DeepSpeed shard) moves 4 bits per weight plus its block statistics (an 8-bit
- * absmax per 64 weights and an fp32 one per 256 blocks under double
- * quantisation: 4.127 bits), a quarter of a 16-bit layer. Autocast casts only
- * what is fp32: under QLoRA the adapters, not the base. */
+/* ZeRO-3 shards and gathers a layer as it is stored: a 4-bit base's parameter is
+ * bitsandbytes' packed codes (in a bf16-typed storage, bnb_4bit_quant_storage),
+ * 4 bits a weight, a quarter of a 16-bit layer; its block statistics (an 8-bit
+ * absmax per 64 weights and an fp32 constant per 256 of those under double
+ * quantisation: 0.127 bits a weight) live on the module, whole on every GPU
+ * (bitsandbytes/nn/modules.py fix_4bit_weight_quant_state_from_module). Autocast
+ * casts only what is fp32: under QLoRA the adapters, not the base. */
 static void test_zero3_quantised_layers(void)
 {
     double g16 = zero3_term(MP_QUANT_NONE, "gathered layer (ZeRO-3)");
     double g4 = zero3_term(MP_QUANT_NF4_DQ, "gathered layer (ZeRO-3)");
-    double bits = 4 + 8.0 / 64 + 32.0 / (64 * 256);
-    CHECK(g16 > 0 && g4 > 0 && fabs(g4 / g16 - bits / 16) < 0.02, "ZeRO-3 gathers nf4-dq layers at %.3f of 16-bit "
-          "ones (%.3f: %.3f bits of 16)", g4 / g16, bits / 16, bits);
+    CHECK(g16 > 0 && g4 > 0 && fabs(g4 / g16 - 4.0 / 16) < 0.01, "ZeRO-3 gathers nf4-dq layers at %.3f of 16-bit "
+          "ones (4 bits of 16)", g4 / g16);
+    double codes = zero3_term(MP_QUANT_NF4_DQ, "frozen base (linear layers)");
+    double stats = zero3_term(MP_QUANT_NF4_DQ, "quantisation statistics");
+    double stat_bits = 8.0 / 64 + 32.0 / (64 * 256), gpus = 2;
+    CHECK(codes > 0 && fabs(stats / codes - stat_bits / 4 * gpus) < 0.002, "the statistics stay whole on each of %.0f "
+          "GPUs: %.4f of the codes' share (%.4f: %.3f bits a weight against 4, sharded)", gpus, stats / codes,
+          stat_bits / 4 * gpus, stat_bits);
     double c16 = zero3_term(MP_QUANT_NONE, "autocast 16-bit weight copies");
     double c4 = zero3_term(MP_QUANT_NF4_DQ, "autocast 16-bit weight copies");
     CHECK(c16 > 0 && c4 >= 0 && c4 < 0.01 * c16, "ZeRO-3 under autocast: QLoRA casts its adapters only "
