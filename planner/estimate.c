@@ -60,6 +60,7 @@ typedef struct est_ctx {
     double logits_head, logits_cast; /* a loop that keeps the logits: the head's moment (logits_cost) */
     double loss_logits, logit_elt;  /* Hugging Face's loss for the replay (logits_cost.hf_elems, elt) */
     double prev_graph;             /* the last step's graph, held into this forward: its 4-bit inputs */
+    double held_layer, held_head;  /* ... per layer and the head's, for the replay */
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
     double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
     const mp_gpu *gpu;             /* the card, when one is named: its measured context */
@@ -548,7 +549,9 @@ static void est_activations(est_ctx *c)
      * the forward keeps no 4-bit nodes (they run without grad). */
     if (c->fw->logits_kept && ab->kbit_held > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
         char v[32];
-        c->prev_graph = (layers_here * inflight * ab->kbit_held + ab->kbit_held_head) * previous_batch_share(s) / tp;
+        const double share = previous_batch_share(s) / tp;
+        c->held_layer = ab->kbit_held * share, c->held_head = ab->kbit_held_head * share;
+        c->prev_graph = layers_here * inflight * c->held_layer + c->held_head;
         term(c, MP_ACTIVATIONS, "last step's 4-bit inputs", c->prev_graph,
              "the loop still holds the last step's graph; bitsandbytes %s keeps its inputs on it",
              mp_version_name(s->bnb_version, v, sizeof v));
@@ -649,8 +652,7 @@ static double allocator_overhead(const est_ctx *c)
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
         .loss_logits = c->loss_logits, .logit_elt = c->logit_elt,
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
-        .held_layer = c->prev_graph > 0 ? c->ab.kbit_held * previous_batch_share(s) / c->tp : 0,
-        .held_head = c->prev_graph > 0 ? c->ab.kbit_held_head * previous_batch_share(s) / c->tp : 0,
+        .held_layer = c->held_layer, .held_head = c->held_head,
     };
     if (in.nstates < 1) in.nstates = 1;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
