@@ -78,7 +78,14 @@ typedef struct run {
 
 static int64_t litgpt_chunk(const run *r) { return 128 * r->batch; }
 
-/* The run on a base quantised as q, with bitsandbytes release bnb (0: a current one). */
+/* The named --explain term's bytes, 0 where the estimate has none. */
+static double term_bytes(const mp_estimate *e, const char *name)
+{
+    for (int i = 0; i < e->nterms; i++)
+        if (strcmp(e->terms[i].name, name) == 0) return e->terms[i].bytes;
+    return 0;
+}
+
 /* The run's model and settings under profile f (LitGPT's chunks where f is LitGPT's
  * or a variant of it); -1 when the model or the profile is missing. */
 static int run_settings(const run *r, const mp_framework *f, mp_model *m, mp_settings *s)
@@ -95,10 +102,10 @@ static int run_settings(const run *r, const mp_framework *f, mp_model *m, mp_set
 
 /* The run on a base quantised as q, with bitsandbytes release bnb (0: a current
  * one), under profile f, after a micro-batch of prev_seq tokens per sequence (-1:
- * its own length, 0: none, the run's first); term_bytes gets the named
- * --explain term's bytes. */
+ * its own length, 0: none, the run's first); found gets the named --explain
+ * term's bytes. */
 static double estimate_after(const run *r, const mp_framework *f, mp_quant q, int bnb, int64_t prev_seq,
-                             const char *term, double *term_bytes)
+                             const char *term, double *found)
 {
     char err[256];
     mp_model m;
@@ -107,8 +114,7 @@ static double estimate_after(const run *r, const mp_framework *f, mp_quant q, in
     if (run_settings(r, f, &m, &s)) return -1;
     s.quant = q, s.bnb_version = bnb, s.prev_seq = prev_seq;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    for (int i = 0; term && i < e.nterms; i++)
-        if (strcmp(e.terms[i].name, term) == 0) *term_bytes = e.terms[i].bytes;
+    if (term && term_bytes(&e, term) != 0) *found = term_bytes(&e, term);
     return r->metric ? e.reserved_bytes : e.total_bytes;
 }
 
@@ -395,9 +401,7 @@ static double zero3_term(mp_quant q, const char *term)
     s.precision = MP_AMP_BF16, s.batch = 2, s.seq = 2048, s.gpus = 2, s.zero = 3;
     s.checkpointing = MP_CKPT_FULL, s.lora_rank = 8, s.quant = q;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    for (int i = 0; i < e.nterms; i++)
-        if (strcmp(e.terms[i].name, term) == 0) return e.terms[i].bytes;
-    return 0;
+    return term_bytes(&e, term);
 }
 
 /* ZeRO-3 shards and gathers a layer as it is stored: a 4-bit base's parameter is
