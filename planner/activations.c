@@ -142,15 +142,25 @@ static double norm_output_copies(const layer_ctx *l, unsigned bits)
 /* Norms save their input; LayerNorm adds mean and rstd (fp32), RMSNorm rstd.
  * Hugging Face's eager RMSNorm upcasts its input to fp32 (kept by pow), keeps
  * the normalised input (in the input's type) for the weight's gradient, and
- * on torch 1.x mean() keeps x^2 as well. */
-static double norm_saved(const layer_ctx *l)
+ * on torch 1.x mean() keeps x^2 as well. LitGPT's multiplies the weight in fp32
+ * and casts after (Lightning-AI/litgpt@04205815e884 litgpt/model.py RMSNorm:
+ * (x_normed * weight.float()).to(dtype)), so a trained weight keeps the fp32
+ * normalised input (counted on an H200: tests/validation/gpu/litgpt_probe.json,
+ * tinyllama-full). input_shared: another norm already keeps this input (a
+ * parallel block's second norm), so only what this one computes is new; an
+ * upcast to fp32 is its own tensor unless the input is fp32 already. */
+static double norm_saves(const layer_ctx *l, bool input_shared)
 {
     const double sb = l->sb, C = l->C;
-    if (l->m->norm == MP_NORM_RMS && l->torch && !l->compiled)
-        return kept(l, 1, 4 * sb * C) + kept(l, l->frozen ? 0 : 1, l->r * sb * C) + kept(l, 1, 4 * sb) +
-               kept(l, l->fw->mean_keeps_input ? 1 : 0, 4 * sb * C);
-    return kept(l, 1, l->r * sb * C) + kept(l, l->m->norm == MP_NORM_LAYER ? 2 : 1, 4 * sb);
+    if (l->m->norm == MP_NORM_RMS && l->torch && !l->compiled) {
+        const double normed = l->fw->norm_fp32_product ? 4 : l->r;
+        return kept(l, input_shared && l->r == 4 ? 0 : 1, 4 * sb * C) + kept(l, l->frozen ? 0 : 1, normed * sb * C) +
+               kept(l, 1, 4 * sb) + kept(l, l->fw->mean_keeps_input ? 1 : 0, 4 * sb * C);
+    }
+    return kept(l, input_shared ? 0 : 1, l->r * sb * C) + kept(l, l->m->norm == MP_NORM_LAYER ? 2 : 1, 4 * sb);
 }
+
+static double norm_saved(const layer_ctx *l) { return norm_saves(l, false); }
 
 /* K and V as attention keeps them: grouped heads (KVD wide), or repeated to
  * the query heads (QD wide) where the model repeats them first: transformers'
@@ -210,16 +220,49 @@ static double attention_saved(const layer_ctx *l, double *core)
         if (keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD); /* attention output: o-proj input */
     } else {
         attn += kept(l, 1, a * sb * QD) + kept(l, 1, 4 * sb * l->NH); /* output and row logsumexp */
+        /* The o-projection reads SDPA's output itself where the queries arrive
+         * token-major (transformers: the projection's output viewed and
+         * transposed, so transpose(1, 2).contiguous() copies nothing); LitGPT
+         * builds q head-major (cat after rotary), SDPA's output follows q's
+         * layout and y.transpose(1, 2).reshape(B, T, C) copies it
+         * (Lightning-AI/litgpt@04205815e884 litgpt/model.py): the projection
+         * keeps the copy where it keeps its input (counted on an H200:
+         * tests/validation/gpu/litgpt_probe.json, tinyllama-full). */
+        if (l->fw->attn_out_copy && keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD);
     }
     if (s->dropout) attn += kept(l, 1, l->mask * sb * l->C);          /* mask after the o-proj */
     return attn;
+}
+
+/* The MLP's norm. A parallel block feeds attention and MLP from the layer's
+ * input (transformers' GPTNeoXLayer with use_parallel_residual, PhiDecoderLayer,
+ * FalconDecoderLayer; LitGPT's Block with parallel_residual): with one norm
+ * (Phi, Falcon-7B) the MLP reads the attention's normed tensor and its norm
+ * keeps nothing of its own; with two (GPT-NeoX) the second norm's input is the
+ * tensor the first keeps. Counted on an H200: LitGPT's phi-1_5 and
+ * stablelm-base-alpha-3b blocks keep one LayerNorm input per layer
+ * (tests/validation/gpu/litgpt_probe.json). */
+static double mlp_norm_saved(const layer_ctx *l)
+{
+    if (!l->m->parallel_residual) return norm_saved(l);
+    return l->m->norms_per_layer < 2 ? 0 : norm_saves(l, true);
+}
+
+/* Copies of the MLP's normed input its linears keep: in a block with one
+ * shared norm the attention's tensor, which a second reader does not copy
+ * (each reader's 16-bit cast under autocast is its own). */
+static double mlp_norm_output_copies(const layer_ctx *l)
+{
+    double mlp = norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP);
+    if (!l->m->parallel_residual || l->m->norms_per_layer >= 2 || l->amp) return mlp;
+    return norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) > 0 ? 0 : mlp;
 }
 
 static double mlp_saved(const layer_ctx *l)
 {
     const mp_model *m = l->m;
     const double a = l->a, sb = l->sb, C = l->C, f = l->f;
-    double mlp = norm_saved(l) + kept(l, norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP), a * sb * C);
+    double mlp = mlp_norm_saved(l) + kept(l, mlp_norm_output_copies(l), a * sb * C);
     double down_in = keeps(l, MP_LORA_DOWN) ? 1 : 0;  /* the down projection's input */
     /* per token and ffn unit: gate, silu(gate) (recomputed from gate when compiled), up and the
      * product; or GELU's input and output */
@@ -282,6 +325,23 @@ static double lora_saved(const layer_ctx *l)
     return lora;
 }
 
+/* LitGPT's LoRA on its fused qkv with some of q, k and v left out (lora_query
+ * and lora_value, say) pads B's output to the qkv width with index_copy
+ * (Lightning-AI/litgpt@01e39f5069f5 litgpt/lora.py LoRAQKVLinear.zero_pad;
+ * with all three enabled it returns B's output as is), and index_copy's
+ * backward keeps its source, whose shape it needs (pytorch/pytorch@d327a7877826
+ * tools/autograd/derivatives.yaml index_copy: grad.index_select(dim,
+ * index).expand_as(source)): B's output for the enabled projections, per token.
+ * Counted on an H100 (tests/validation/gpu/litgpt_probe.json: IndexCopyBackward0
+ * source, 8192 wide on Llama 2 7B's q and v, 5120 on Mistral 7B's). */
+static double qkv_zero_pad_saved(const layer_ctx *l)
+{
+    const unsigned qkv = MP_LORA_Q | MP_LORA_K | MP_LORA_V, on = l->s->lora_targets & qkv;
+    if (!l->fw->lora_zero_pad || !l->fused_qkv || l->s->lora_rank == 0 || !on || on == qkv) return 0;
+    double width = (on & MP_LORA_Q ? l->QD : 0) + (on & MP_LORA_K ? l->KVD : 0) + (on & MP_LORA_V ? l->KVD : 0);
+    return kept(l, 1, l->sb * l->ad * width);
+}
+
 /* LoRA on the output head (LitGPT lora_head: the head is a LoRALinear like the
  * layers' projections): A keeps the final norm's output, or its own copy, and B
  * keeps A's output. A frozen head without an adapter keeps nothing. */
@@ -314,7 +374,7 @@ static double kbit_held(const layer_ctx *l)
     if (!l->kbit_input) return 0;
     const double a = l->a, sb = l->sb, k = l->m->experts ? (double)l->m->top_k : 1;
     double held = norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) * a * sb * l->C + a * sb * l->QD;
-    held += k * (norm_output_copies(l, MP_LORA_GATE | MP_LORA_UP) * a * sb * l->C + a * sb * l->f);
+    held += k * (mlp_norm_output_copies(l) * a * sb * l->C + a * sb * l->f);
     if (l->m->experts && l->m->shared_experts) held += a * sb * (double)l->m->shared_ffn;
     return held;
 }
@@ -323,7 +383,7 @@ static double kbit_held(const layer_ctx *l)
 static double layer_saved(const layer_ctx *l, double *core)
 {
     double attn = attention_saved(l, core);
-    return attn + mlp_saved(l) + lora_saved(l);
+    return attn + mlp_saved(l) + lora_saved(l) + qkv_zero_pad_saved(l);
 }
 
 void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdown *ab)

@@ -124,11 +124,15 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
     if (!strcmp(type, "falcon")) {
         m->pos = get_bool(root, "alibi", false) ? MP_POS_ALIBI : MP_POS_ROPE;
         m->qkv_bias = m->out_bias = m->mlp_bias = get_bool(root, "bias", false);
-        if (get_bool(root, "parallel_attn", true) && !get_bool(root, "new_decoder_architecture", false))
-            m->norms_per_layer = 1;
+        bool new_arch = get_bool(root, "new_decoder_architecture", false);
+        if (get_bool(root, "parallel_attn", true) && !new_arch) m->norms_per_layer = 1;
+        /* FalconDecoderLayer: parallel_attn or the new architecture (ln_attn and ln_mlp) */
+        m->parallel_residual = new_arch || get_bool(root, "parallel_attn", true);
     }
-    if (!strcmp(type, "gpt_neox")) m->pos = MP_POS_ROPE, m->fused_qkv = true;
-    if (!strcmp(type, "phi")) m->pos = MP_POS_ROPE, m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false;
+    if (!strcmp(type, "gpt_neox"))
+        m->pos = MP_POS_ROPE, m->fused_qkv = true, m->parallel_residual = get_bool(root, "use_parallel_residual", true);
+    if (!strcmp(type, "phi"))
+        m->pos = MP_POS_ROPE, m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false, m->parallel_residual = true;
     if (!strcmp(type, "qwen2") || !strcmp(type, "qwen2_moe")) m->qkv_bias = true;
     if (!strcmp(type, "phi3")) m->fused_qkv = true;
     /* Gemma 2 caps attention scores and logits with tanh: a number here, null when off */

@@ -220,6 +220,25 @@ static void test_hf_configs(void)
     CHECK(mp_model_from_hf_config("tests/data/partial-config.json", &m, err) == -1 && strstr(err, "lacks"),
           "partial config refused: %s", err);
     CHECK(mp_model_from_hf_config("tests/data/no-such-file.json", &m, err) == -1, "missing config refused: %s", err);
+    /* GPT-NeoX reads use_parallel_residual (EleutherAI/pythia-410m config.json: true; the
+     * pythia README's 405,334,016 parameters): both norms read the layer's input */
+    CHECK(mp_model_from_hf_config("tests/data/pythia-410m-config.json", &m, err) == 0 &&
+              params_of(&m) == 405334016.0 && m.parallel_residual && m.norms_per_layer == 2,
+          "pythia-410m config.json: %.0f params, parallel residual %d", params_of(&m), m.parallel_residual);
+    mp_model prof = profile("pythia-410m");
+    CHECK(prof.parallel_residual, "the pythia-410m profile is a parallel block too");
+    char path[] = "/tmp/memplan-neox-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f) {
+        fputs("{\"model_type\": \"gpt_neox\", \"hidden_size\": 1024, \"intermediate_size\": 4096, "
+              "\"num_attention_heads\": 16, \"num_hidden_layers\": 24, \"vocab_size\": 50304, "
+              "\"max_position_embeddings\": 2048, \"use_parallel_residual\": false}", f);
+        fclose(f);
+        CHECK(mp_model_from_hf_config(path, &m, err) == 0 && !m.parallel_residual,
+              "gpt_neox with use_parallel_residual false: sequential (%s)", err);
+        remove(path);
+    }
 }
 
 static void test_invalid_combinations(void)
