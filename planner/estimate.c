@@ -619,17 +619,20 @@ static void est_timeline(est_ctx *c)
     if (in_bwd) p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
     phase(e, "backward start", p);
 
-    /* autocast's 16-bit weight copies went with the graph */
+    /* autocast's 16-bit weight copies went with the graph; a loop that keeps
+     * the logits (LitGPT: logits = model(...) lives until the next forward)
+     * still holds them through the optimizer's step */
+    const double logits_after = c->fw->logits_kept ? c->logits_kept : 0;
     p[MP_WEIGHTS] = c->weights + c->gathered;
     p[MP_GRADIENTS] = c->grads + c->ddp_buckets;
-    p[MP_ACTIVATIONS] = c->act_bwd_temp;
+    p[MP_ACTIVATIONS] = c->act_bwd_temp + logits_after;
     phase(e, "backward end", p);
 
     p[MP_WEIGHTS] = c->weights;
     p[MP_OPTIMIZER] = c->optimizer + (in_bwd ? 0 : c->opt_temp);
     /* between steps: the weights and the optimizer's state (gradients are set to None) */
     e->resident_bytes = c->weights + c->optimizer + fixed + wrap;
-    p[MP_ACTIVATIONS] = 0;
+    p[MP_ACTIVATIONS] = logits_after;
     phase(e, "optimizer step", p);
 }
 

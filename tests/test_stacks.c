@@ -591,6 +591,41 @@ static void test_litgpt_logits_kept(void)
     }
 }
 
+/* The named moment's allocated bytes, -1 when the timeline lacks it. */
+static double phase_bytes(const mp_estimate *e, const char *name)
+{
+    for (int i = 0; i < e->nphases; i++)
+        if (strcmp(e->phases[i].name, name) == 0) return e->phases[i].total;
+    return -1;
+}
+
+/* LitGPT's loop rebinds logits only at the next forward, so the fp32 list
+ * (4 bytes a logit: Fabric's convert_output) is still there when the backward
+ * has ended and while the optimizer steps: TinyLlama (vocab 32000), batch 4 x
+ * 512, holds 4 * 2048 * 32000 bytes more at both moments than a loop that
+ * lets them go. */
+static void test_litgpt_logits_outlive_backward(void)
+{
+    char err[256];
+    const mp_framework *lit = mp_framework_find("litgpt", err);
+    mp_model m;
+    if (!lit || mp_model_lookup("tinyllama-1.1b", &m, err)) return;
+    mp_framework let_go = *lit;
+    let_go.logits_kept = false;
+    mp_settings s;
+    mp_estimate kept, gone;
+    mp_settings_default(&s, &m);
+    s.framework = lit, s.precision = MP_PURE_BF16, s.batch = 4, s.seq = 512, s.ce = MP_CE_CHUNKED, s.ce_chunk = 512;
+    CHECK(mp_estimate_run(&m, &s, NULL, &kept, err) == 0, "litgpt estimates (%s)", err);
+    s.framework = &let_go;
+    CHECK(mp_estimate_run(&m, &s, NULL, &gone, err) == 0, "a loop that lets the logits go estimates (%s)", err);
+    const double logits = 4.0 * 2048 * 32000;
+    CHECK_NEAR(phase_bytes(&kept, "optimizer step") - phase_bytes(&gone, "optimizer step"), logits, 1e-9,
+               "the optimizer steps beside the last step's fp32 logits");
+    CHECK_NEAR(phase_bytes(&kept, "backward end") - phase_bytes(&gone, "backward end"), logits, 1e-9,
+               "the backward ends beside them");
+}
+
 /* LitGPT builds its own head, so a tied checkpoint (Llama 3.2 1B and 3B tie
  * embed_tokens and lm_head in their config.json) runs with an untied copy: the
  * config hub's LoRA rows (Lightning-AI/litgpt config_hub/finetune/README.md,
@@ -737,6 +772,7 @@ int main(void)
     test_zero3_quantised_layers();
     test_litgpt_fused_qkv();
     test_litgpt_layer_census();
+    test_litgpt_logits_outlive_backward();
     test_sdpa_full_kv();
     test_compile();
     test_kbit_fp32_rest();
