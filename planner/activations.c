@@ -228,7 +228,13 @@ static double attention_saved(const layer_ctx *l, double *core)
          * (Lightning-AI/litgpt@04205815e884 litgpt/model.py): the projection
          * keeps the copy where it keeps its input (counted on an H200:
          * tests/validation/gpu/litgpt_probe.json, tinyllama-full). */
-        if (l->fw->attn_out_copy && keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD);
+        /* Rotary on part of each head concatenates the rotated and passed parts
+         * (transformers' GPT-NeoX and Phi apply_rotary_pos_emb: torch.cat([q_embed,
+         * q_pass], dim=-1)), which makes q head-major there too: counted on an
+         * H100, tests/validation/gpu/hf_layer_probe.json (pythia-1b, phi-2; not
+         * Llama, whose rotary covers the head). */
+        bool copy = l->fw->attn_out_copy || l->m->rope_partial;
+        if (copy && keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD);
     }
     if (s->dropout) attn += kept(l, 1, l->mask * sb * l->C);          /* mask after the o-proj */
     return attn;
@@ -258,6 +264,22 @@ static double mlp_norm_output_copies(const layer_ctx *l)
     return norm_output_copies(l, MP_LORA_Q | MP_LORA_K | MP_LORA_V) > 0 ? 0 : mlp;
 }
 
+/* transformers' gelu_new (GPT-2, Phi) is NewGELUActivation, written out in
+ * Python: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+ * (huggingface/transformers src/transformers/activations.py). Autograd keeps
+ * x (for the cube, the one tensor a fused GELU keeps too), tanh's output, and
+ * both factors of the last product, 0.5 * x and 1 + tanh: three tensors of the
+ * MLP's width beyond a fused GELU. Counted on an H100, phi-2's layer keeps
+ * these five (tests/validation/gpu/hf_layer_probe.json). Stacks that run their
+ * own fused GELU (LitGPT's F.gelu(approximate="tanh")) keep one; under
+ * torch.compile the partitioner recomputes them. */
+static double python_gelu_extra(const layer_ctx *l)
+{
+    const mp_model *m = l->m;
+    if (!m->gelu_python || !l->fw->python_gelu || m->mlp != MP_MLP_GELU || l->compiled) return 0;
+    return (m->experts ? (double)m->top_k : 1) * 3;
+}
+
 static double mlp_saved(const layer_ctx *l)
 {
     const mp_model *m = l->m;
@@ -277,6 +299,7 @@ static double mlp_saved(const layer_ctx *l)
     } else {
         mlp += kept(l, per_f, a * sb * f);
     }
+    mlp += kept(l, python_gelu_extra(l), a * sb * f);
     if (l->s->dropout) mlp += kept(l, 1, l->mask * sb * C);
     return mlp;
 }

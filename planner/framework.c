@@ -10,7 +10,7 @@ static const mp_framework builtin_pytorch = {
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
     .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
     .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true,
-    .dequant_bytes = 2};
+    .dequant_bytes = 2, .python_gelu = true};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
@@ -53,6 +53,7 @@ const fw_column fw_columns[] = {
     COL("lora_zero_pad", lora_zero_pad, true, 1, 0),
     COL("norm_fp32_product", norm_fp32_product, true, 1, 0),
     COL("attn_out_copy", attn_out_copy, true, 1, 0),
+    COL("python_gelu", python_gelu, true, 1, 1),
     COL("fsdp_mixed_units", fsdp_mixed_units, true, 1, 0),
     COL("fsdp_no_sync", fsdp_no_sync, true, 1, 0),
     COL("untied_head", untied_head, true, 1, 0),

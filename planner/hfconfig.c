@@ -147,6 +147,19 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
     if (tie && json_is_boolean(tie)) m->tied = json_is_true(tie);
     else m->tied = gpt || strcmp(type, "llama") != 0;
     if (!strcmp(type, "gpt_neox") && !tie) m->tied = false;
+    /* Rotary on part of each head: GPT-NeoX's rotary_pct (default 0.25), Phi's and
+     * StableLM's partial_rotary_factor (default 0.5 and 0.25) */
+    double rotary = 1;
+    json_t *rp = json_object_get(root, "rotary_pct");
+    if (!rp) rp = json_object_get(root, "partial_rotary_factor");
+    if (rp && json_is_number(rp)) rotary = json_number_value(rp);
+    else if (!strcmp(type, "gpt_neox") || !strcmp(type, "stablelm")) rotary = 0.25;
+    else if (!strcmp(type, "phi")) rotary = 0.5;
+    m->rope_partial = m->pos == MP_POS_ROPE && rotary < 1;
+    /* the activation as transformers names it (GPT-2: activation_function, others: hidden_act) */
+    const char *act = json_string_value(json_object_get(root, "activation_function"));
+    if (!act) act = json_string_value(json_object_get(root, "hidden_act"));
+    m->gelu_python = act && !strcmp(act, "gelu_new");
 }
 
 /* What transformers fills in when a nested text_config leaves a key out: the

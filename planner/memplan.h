@@ -81,6 +81,8 @@ typedef struct mp_model {
     bool final_norm;
     int norms_per_layer;      /* 2, or 1 for parallel blocks (Falcon-7B) */
     bool parallel_residual;   /* attention and MLP both read the layer's input (GPT-NeoX, Phi, Falcon) */
+    bool rope_partial;        /* rotary on part of each head, the rest concatenated back (GPT-NeoX, Phi) */
+    bool gelu_python;         /* the MLP's GELU is transformers' gelu_new, composed in Python (GPT-2, Phi) */
     bool attn_softcap;        /* attention scores soft-capped, tanh(s / c) * c (Gemma 2 attn_logit_softcapping) */
     bool logit_softcap;       /* the logits soft-capped likewise (Gemma 2 final_logit_softcapping) */
     /* Mixture of experts: experts == 0 means a dense MLP. */
@@ -186,6 +188,7 @@ typedef struct mp_framework {
     bool lora_zero_pad;       /* LoRA on part of a fused qkv pads B's output with index_copy, which keeps it (LitGPT) */
     bool norm_fp32_product;   /* RMSNorm multiplies its weight in fp32, then casts: a trained weight keeps fp32 (LitGPT) */
     bool attn_out_copy;       /* attention's output reaches the o-projection as a copy of its own (LitGPT) */
+    bool python_gelu;         /* a gelu_new checkpoint runs transformers' Python GELU, which keeps its intermediates */
     bool fsdp_mixed_units;    /* an FSDP unit flattens its frozen base and its adapters together (use_orig_params) */
     bool fsdp_no_sync;        /* accumulation micro-batches run under FSDP's no_sync(): unsharded gradients */
     bool untied_head;         /* the stack builds its own output head, so a tied checkpoint's is a copy (LitGPT) */

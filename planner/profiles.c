@@ -157,6 +157,7 @@ static int load_models(const char *dir, char *err)
         m->final_norm = true;
         m->norms_per_layer = (int)inum(&t, row, "norms_per_layer");
         m->parallel_residual = flag(&t, row, "parallel_residual");
+        m->rope_partial = flag(&t, row, "rope_partial"), m->gelu_python = flag(&t, row, "gelu_python");
         m->attn_softcap = flag(&t, row, "attn_softcap"), m->logit_softcap = flag(&t, row, "logit_softcap");
         m->experts = inum(&t, row, "experts"), m->top_k = inum(&t, row, "top_k");
         m->shared_experts = inum(&t, row, "shared_experts");

@@ -225,6 +225,11 @@ static void test_hf_configs(void)
     CHECK(mp_model_from_hf_config("tests/data/pythia-410m-config.json", &m, err) == 0 &&
               params_of(&m) == 405334016.0 && m.parallel_residual && m.norms_per_layer == 2,
           "pythia-410m config.json: %.0f params, parallel residual %d", params_of(&m), m.parallel_residual);
+    CHECK(m.rope_partial && !m.gelu_python, "pythia-410m: rotary on a quarter of each head, the exact GELU");
+    CHECK(mp_model_from_hf_config("tests/data/gpt2-config.json", &m, err) == 0 && m.gelu_python && !m.rope_partial,
+          "gpt2 config.json: activation_function gelu_new, learned positions");
+    CHECK(mp_model_from_hf_config("tests/data/llama-2-7b-config.json", &m, err) == 0 && !m.gelu_python &&
+              !m.rope_partial, "llama-2-7b config.json: silu, rotary over the whole head");
     mp_model prof = profile("pythia-410m");
     CHECK(prof.parallel_residual, "the pythia-410m profile is a parallel block too");
     char path[] = "/tmp/memplan-neox-XXXXXX";

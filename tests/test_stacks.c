@@ -459,6 +459,57 @@ static void test_litgpt_layer_census(void)
     CHECK(with.total_bytes == without.total_bytes, "LoRA on all of q, k and v pads nothing");
 }
 
+/* transformers' own layers, counted the same way (tests/validation/gpu/hf_layer_probe.py on
+ * an NVIDIA H100, torch 2.11.0+cu130, transformers 5.17.0; hf_layer_probe.json layer1_bytes):
+ * two-layer copies of pythia-1b, phi-2 and Llama 3.2 1B, every weight trained, batch 2 x 512,
+ * bf16, SDPA. */
+static double hf_saved_per_layer(const char *model, const mp_framework *f, bool partial_rope)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (!f || mp_model_lookup(model, &m, err)) return -1;
+    m.rope_partial = partial_rope && m.rope_partial;
+    mp_settings_default(&s, &m);
+    s.framework = f, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 512, s.attention = MP_ATTN_FLASH;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    return term_bytes(&e, "saved activations") / (double)m.layers;
+}
+
+/* Each layer meets the census within 0.2%, and each term alone is the bytes of
+ * the tensors it names there:
+ * - gelu_new composed in Python (phi-2): TanhBackward0 result and MulBackward0
+ *   self and other, three (2, 512, 10240) bf16 tensors beyond the GELU's input;
+ * - rotary on part of each head (pythia-1b): the o-projection's own
+ *   AddmmBackward0 input, (1024, 2048) bf16, apart from SDPA's output, which
+ *   Llama's o-projection shares. */
+static void test_hf_layer_census(void)
+{
+    char err[256];
+    const mp_framework *hf = mp_framework_find("hf", err);
+    CHECK(hf != NULL, "the hf profile loads");
+    if (!hf) return;
+    static const struct { const char *model; double bytes; } runs[] = {
+        {"pythia-1b", 75546640}, {"phi-2", 141697040}, {"llama-3.2-1b", 111288336},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        double got = hf_saved_per_layer(runs[i].model, hf, true);
+        CHECK(got > 0 && fabs(got / runs[i].bytes - 1) <= 0.002, "%s under transformers: %.0f B a layer vs %.0f B "
+              "counted on the GPU (within 0.2%%)", runs[i].model, got, runs[i].bytes);
+    }
+    mp_framework fused_gelu = *hf;
+    fused_gelu.python_gelu = false;
+    CHECK_NEAR(hf_saved_per_layer("phi-2", hf, true) - hf_saved_per_layer("phi-2", &fused_gelu, true),
+               3 * 20971520.0, 1e-9, "phi-2: gelu_new keeps tanh's output and both factors of its product");
+    CHECK_NEAR(hf_saved_per_layer("pythia-1b", hf, true) - hf_saved_per_layer("pythia-1b", hf, false), 4194304.0,
+               1e-9, "pythia-1b: partial rotary gives the o-projection its own (1024, 2048) bf16 input");
+    CHECK_NEAR(hf_saved_per_layer("llama-3.2-1b", hf, true), hf_saved_per_layer("llama-3.2-1b", hf, false), 1e-12,
+               "Llama 3.2 1B (rotary over the whole head): the o-projection reads SDPA's output");
+    /* LitGPT runs phi's GELU fused (F.gelu(approximate="tanh")): its phi-1_5 census
+     * (test_litgpt_layer_census) is met with none of these tensors */
+}
+
 /* The run sharded FSDP-style (ZeRO-3, blocks checkpointed) over gpus ranks,
  * accum micro-batches per step, under profile f. */
 static double estimate_sharded(const run *r, const mp_framework *f, int gpus, int accum)
@@ -772,6 +823,7 @@ int main(void)
     test_zero3_quantised_layers();
     test_litgpt_fused_qkv();
     test_litgpt_layer_census();
+    test_hf_layer_census();
     test_litgpt_logits_outlive_backward();
     test_sdpa_full_kv();
     test_compile();

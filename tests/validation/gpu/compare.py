@@ -47,11 +47,19 @@ PAIRS = [
     ("LoRA on the output head too (H100)", "1b-r16-all@h100", "1b-r16-all-head@h100", "allocated"),
     ("LoRA rank 32 -> 64 on q,v", "peft-3b-r32-qv", "peft-3b-r64-qv", "allocated"),
     ("full fine-tuning instead of LoRA r32 q,v", "peft-3b-r32-qv", "peft-3b-full", "allocated"),
+    ("GPT-NeoX's norms each on their own input (use_parallel_residual off, H100)", "pythia-1b-full@h100",
+     "pythia-1b-serial-full@h100", "allocated"),
 ]
 
 
+def model_args(r):
+    """The config.json the run was built from (models/NAME.json): its activation and
+    its variants (GPT-2 with the fused tanh GELU, pythia-1b-serial) as they ran."""
+    return ["--hf-config", os.path.join(HERE, "models", r["model"] + ".json")]
+
+
 def memplan_args(r):
-    a = ["estimate", "--framework", "hf", "--model", r["model"], "--gpu", CARDS[r["device"]],
+    a = ["estimate", "--framework", "hf"] + model_args(r) + ["--gpu", CARDS[r["device"]],
          "--batch", r["batch"], "--seq", r["seq"], "--precision", r["precision"], "--optimizer", "adamw",
          "--optimizer-impl", "fused" if r["optim"] == "adamw-fused" else "foreach",
          "--checkpointing", r["ckpt"], "--attention", "flash" if r["attention"] == "sdpa" else "eager",
