@@ -221,18 +221,16 @@ static double attention_saved(const layer_ctx *l, double *core)
     } else {
         attn += kept(l, 1, a * sb * QD) + kept(l, 1, 4 * sb * l->NH); /* output and row logsumexp */
         /* The o-projection reads SDPA's output itself where the queries arrive
-         * token-major (transformers: the projection's output viewed and
-         * transposed, so transpose(1, 2).contiguous() copies nothing); LitGPT
-         * builds q head-major (cat after rotary), SDPA's output follows q's
-         * layout and y.transpose(1, 2).reshape(B, T, C) copies it
-         * (Lightning-AI/litgpt@04205815e884 litgpt/model.py): the projection
-         * keeps the copy where it keeps its input (counted on an H200:
-         * tests/validation/gpu/litgpt_probe.json, tinyllama-full). */
-        /* Rotary on part of each head concatenates the rotated and passed parts
-         * (transformers' GPT-NeoX and Phi apply_rotary_pos_emb: torch.cat([q_embed,
-         * q_pass], dim=-1)), which makes q head-major there too: counted on an
-         * H100, tests/validation/gpu/hf_layer_probe.json (pythia-1b, phi-2; not
-         * Llama, whose rotary covers the head). */
+         * token-major (transformers' Llama: the projection's output viewed and
+         * transposed, so transpose(1, 2).contiguous() copies nothing). Where q
+         * is built head-major by a cat after rotary, SDPA's output follows q's
+         * layout and the reshape for the projection copies it; the projection
+         * keeps the copy where it keeps its input. LitGPT always concatenates
+         * (Lightning-AI/litgpt@04205815e884 litgpt/model.py; counted on an H200,
+         * tests/validation/gpu/litgpt_probe.json, tinyllama-full); transformers
+         * does where rotary covers part of each head (GPT-NeoX and Phi
+         * apply_rotary_pos_emb: torch.cat([q_embed, q_pass], dim=-1); counted on
+         * an H100, tests/validation/gpu/hf_layer_probe.json, pythia-1b, phi-2). */
         bool copy = l->fw->attn_out_copy || l->m->rope_partial;
         if (copy && keeps(l, MP_LORA_O)) attn += kept(l, 1, a * sb * QD);
     }
