@@ -114,7 +114,8 @@ static double estimate_after(const run *r, const mp_framework *f, mp_quant q, in
     if (run_settings(r, f, &m, &s)) return -1;
     s.quant = q, s.bnb_version = bnb, s.prev_seq = prev_seq;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    if (term && term_bytes(&e, term) != 0) *found = term_bytes(&e, term);
+    double bytes = term ? term_bytes(&e, term) : 0;
+    if (bytes != 0) *found = bytes;
     return r->metric ? e.reserved_bytes : e.total_bytes;
 }
 
@@ -386,6 +387,15 @@ typedef struct layer_census {
     double bytes;
 } layer_census;
 
+/* The "saved activations" term of a run, per layer; -1 when it does not estimate. */
+static double layer_bytes(const mp_model *m, const mp_settings *s)
+{
+    char err[256];
+    mp_estimate e;
+    if (mp_estimate_run(m, s, NULL, &e, err)) return -1;
+    return term_bytes(&e, "saved activations") / (double)m->layers;
+}
+
 /* memplan's saved bytes per layer for the census's run, under profile f; with
  * serial set, the model's blocks read as sequential (no parallel residual). */
 static double saved_per_layer(const layer_census *c, const mp_framework *f, bool serial)
@@ -393,15 +403,13 @@ static double saved_per_layer(const layer_census *c, const mp_framework *f, bool
     char err[256];
     mp_model m;
     mp_settings s;
-    mp_estimate e;
     if (!f || mp_model_lookup(c->model, &m, err)) return -1;
     if (serial) m.parallel_residual = false;
     mp_settings_default(&s, &m);
     s.framework = f, s.precision = MP_PURE_BF16, s.batch = c->batch, s.seq = c->seq, s.lora_rank = c->rank;
     if (c->rank > 0) s.lora_targets = MP_LORA_Q | MP_LORA_V, s.lora_dropout = c->dropout;
     s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED, s.ce_chunk = 128 * c->batch;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    return term_bytes(&e, "saved activations") / (double)m.layers;
+    return layer_bytes(&m, &s);
 }
 
 /* Each layer's saved bytes meet the census within 0.2%; each of the terms the
@@ -448,33 +456,30 @@ static void test_litgpt_layer_census(void)
     /* LoRA on all of q, k and v: LoRAQKVLinear.zero_pad returns B's output as is */
     mp_model m;
     mp_settings s;
-    mp_estimate with, without;
     if (mp_model_lookup("llama-2-7b", &m, err)) return;
     mp_settings_default(&s, &m);
     s.framework = lit, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 512, s.lora_rank = 8;
     s.lora_targets = MP_LORA_Q | MP_LORA_K | MP_LORA_V;
-    CHECK(mp_estimate_run(&m, &s, NULL, &with, err) == 0, "q,k,v estimates");
+    double with = layer_bytes(&m, &s);
     s.framework = &no_pad;
-    CHECK(mp_estimate_run(&m, &s, NULL, &without, err) == 0, "q,k,v without padding estimates");
-    CHECK(with.total_bytes == without.total_bytes, "LoRA on all of q, k and v pads nothing");
+    CHECK(with > 0 && with == layer_bytes(&m, &s), "LoRA on all of q, k and v pads nothing");
 }
 
 /* transformers' own layers, counted the same way (tests/validation/gpu/hf_layer_probe.py on
  * an NVIDIA H100, torch 2.11.0+cu130, transformers 5.17.0; hf_layer_probe.json layer1_bytes):
  * two-layer copies of pythia-1b, phi-2 and Llama 3.2 1B, every weight trained, batch 2 x 512,
- * bf16, SDPA. */
-static double hf_saved_per_layer(const char *model, const mp_framework *f, bool partial_rope)
+ * bf16, SDPA. rope: -1 the model as profiled, 0 or 1 its rotary read as over the
+ * whole head or over part of it. */
+static double hf_saved_per_layer(const char *model, const mp_framework *f, int rope)
 {
     char err[256];
     mp_model m;
     mp_settings s;
-    mp_estimate e;
     if (!f || mp_model_lookup(model, &m, err)) return -1;
-    m.rope_partial = partial_rope && m.rope_partial;
+    if (rope >= 0) m.rope_partial = rope;
     mp_settings_default(&s, &m);
     s.framework = f, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 512, s.attention = MP_ATTN_FLASH;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    return term_bytes(&e, "saved activations") / (double)m.layers;
+    return layer_bytes(&m, &s);
 }
 
 /* Each layer meets the census within 0.2%, and each term alone is the bytes of
@@ -483,7 +488,8 @@ static double hf_saved_per_layer(const char *model, const mp_framework *f, bool 
  *   self and other, three (2, 512, 10240) bf16 tensors beyond the GELU's input;
  * - rotary on part of each head (pythia-1b): the o-projection's own
  *   AddmmBackward0 input, (1024, 2048) bf16, apart from SDPA's output, which
- *   Llama's o-projection shares. */
+ *   Llama's o-projection shares: read as partial, Llama's layer would exceed
+ *   its census by that copy. */
 static void test_hf_layer_census(void)
 {
     char err[256];
@@ -494,18 +500,18 @@ static void test_hf_layer_census(void)
         {"pythia-1b", 75546640}, {"phi-2", 141697040}, {"llama-3.2-1b", 111288336},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        double got = hf_saved_per_layer(runs[i].model, hf, true);
+        double got = hf_saved_per_layer(runs[i].model, hf, -1);
         CHECK(got > 0 && fabs(got / runs[i].bytes - 1) <= 0.002, "%s under transformers: %.0f B a layer vs %.0f B "
               "counted on the GPU (within 0.2%%)", runs[i].model, got, runs[i].bytes);
     }
     mp_framework fused_gelu = *hf;
     fused_gelu.python_gelu = false;
-    CHECK_NEAR(hf_saved_per_layer("phi-2", hf, true) - hf_saved_per_layer("phi-2", &fused_gelu, true),
+    CHECK_NEAR(hf_saved_per_layer("phi-2", hf, -1) - hf_saved_per_layer("phi-2", &fused_gelu, -1),
                3 * 20971520.0, 1e-9, "phi-2: gelu_new keeps tanh's output and both factors of its product");
-    CHECK_NEAR(hf_saved_per_layer("pythia-1b", hf, true) - hf_saved_per_layer("pythia-1b", hf, false), 4194304.0,
+    CHECK_NEAR(hf_saved_per_layer("pythia-1b", hf, 1) - hf_saved_per_layer("pythia-1b", hf, 0), 4194304.0,
                1e-9, "pythia-1b: partial rotary gives the o-projection its own (1024, 2048) bf16 input");
-    CHECK_NEAR(hf_saved_per_layer("llama-3.2-1b", hf, true), hf_saved_per_layer("llama-3.2-1b", hf, false), 1e-12,
-               "Llama 3.2 1B (rotary over the whole head): the o-projection reads SDPA's output");
+    CHECK_NEAR(hf_saved_per_layer("llama-3.2-1b", hf, 1) - runs[2].bytes, 4194304.0, 0.01,
+               "Llama 3.2 1B read as partial rotary would keep one (1024, 2048) bf16 copy its census lacks");
     /* LitGPT runs phi's GELU fused (F.gelu(approximate="tanh")): its phi-1_5 census
      * (test_litgpt_layer_census) is met with none of these tensors */
 }
