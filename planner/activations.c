@@ -271,7 +271,7 @@ static double mlp_norm_output_copies(const layer_ctx *l)
  * these five (tests/validation/gpu/hf_layer_probe.json). Stacks that run their
  * own fused GELU (LitGPT's F.gelu(approximate="tanh")) keep one; under
  * torch.compile the partitioner recomputes them. */
-static double python_gelu_extra(const layer_ctx *l)
+static double python_gelu_tensors(const layer_ctx *l)
 {
     const mp_model *m = l->m;
     if (!m->gelu_python || !l->fw->python_gelu || m->mlp != MP_MLP_GELU || l->compiled) return 0;
@@ -297,7 +297,7 @@ static double mlp_saved(const layer_ctx *l)
     } else {
         mlp += kept(l, per_f, a * sb * f);
     }
-    mlp += kept(l, python_gelu_extra(l), a * sb * f);
+    mlp += kept(l, python_gelu_tensors(l), a * sb * f);
     if (l->s->dropout) mlp += kept(l, 1, l->mask * sb * C);
     return mlp;
 }

@@ -309,7 +309,7 @@ def unsaved_blocks(model, saved, logits):
     return [{"bytes": k[0], "count": n, "where": k[1]} for k, n in sorted(groups.items(), key=lambda kv: -kv[0][0] * kv[1])]
 
 
-def run_case(name, c, layers):
+def run_case(c, layers):
     torch.manual_seed(0)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -380,7 +380,7 @@ def main():
     for name in names:
         c = CASES[name]
         t0 = time.time()
-        a, b = run_case(name, c, 2), run_case(name, c, 4)
+        a, b = run_case(c, 2), run_case(c, 4)
         tok = c["B"] * c["T"]
         slope = (b["after_loss"] - b["weights_and_inputs"] - (a["after_loss"] - a["weights_and_inputs"])) / 2
         l1 = b["saved_bytes_by_layer"].get("1", 0)
