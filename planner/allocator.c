@@ -1,8 +1,13 @@
 /* allocator.c — PyTorch's CUDA caching allocator, rule by rule.
  *
  * The rules are c10/cuda/CUDACachingAllocator.cpp's (pytorch/pytorch@001074d25084,
- * the native allocator, one stream, default settings: no max_split_size, no
+ * the native allocator, default settings: no max_split_size, no
  * roundup_power2_divisions, no garbage collection threshold):
+ *   streams              a block belongs to the stream it was allocated on and, once
+ *                        freed, serves only requests on that stream ("Once freed, blocks
+ *                        can be re-allocated on the same stream, but not on any other
+ *                        stream", pytorch/pytorch@eb42ad6eca0c, same file): each stream
+ *                        has its own two pools here
  *   round_size           every request rounds up to a multiple of 512 B (kMinBlockSize)
  *   get_pool             requests up to 1 MiB (kSmallSize) go to the small pool, larger to the large one
  *   get_free_block       the smallest cached block of the pool that holds the request,
@@ -43,6 +48,7 @@ typedef struct block {
     double ptr, size;
     int prev, next;     /* neighbours in the segment, -1 at its ends */
     int pool;           /* 0 small, 1 large */
+    int stream;
     bool allocated, mapped, live;
 } block;
 
@@ -64,7 +70,7 @@ struct alloc_sim {
     int nb, capb;
     int *spare;         /* ids of deleted blocks, reused */
     int nspare, capspare;
-    pool pools[2];
+    pool pools[ALLOC_STREAMS][2]; /* per stream: small, large */
     double next_ptr;
     alloc_stats st;
 };
@@ -80,7 +86,7 @@ static bool grow(void **p, int *cap, int need, size_t elt)
     return true;
 }
 
-static int new_block(alloc_sim *a, double ptr, double size, int pool_id)
+static int new_block(alloc_sim *a, double ptr, double size, int pool_id, int stream)
 {
     int id;
     if (a->nspare > 0) id = a->spare[--a->nspare];
@@ -88,8 +94,8 @@ static int new_block(alloc_sim *a, double ptr, double size, int pool_id)
         if (!grow((void **)&a->b, &a->capb, a->nb + 1, sizeof(block))) return -1;
         id = a->nb++;
     }
-    a->b[id] = (block){.ptr = ptr, .size = size, .prev = -1, .next = -1, .pool = pool_id, .mapped = true,
-                       .live = true};
+    a->b[id] = (block){.ptr = ptr, .size = size, .prev = -1, .next = -1, .pool = pool_id, .stream = stream,
+                       .mapped = true, .live = true};
     return id;
 }
 
@@ -115,7 +121,7 @@ static int lower_bound(const pool *p, double size, double ptr)
 static bool cache_insert(alloc_sim *a, int id)
 {
     const block *k = &a->b[id];
-    pool *p = &a->pools[k->pool];
+    pool *p = &a->pools[k->stream][k->pool];
     if (!grow((void **)&p->free, &p->cap, p->nfree + 1, sizeof(cached))) return false;
     int at = lower_bound(p, k->size, k->ptr);
     memmove(p->free + at + 1, p->free + at, (size_t)(p->nfree - at) * sizeof(cached));
@@ -127,7 +133,7 @@ static bool cache_insert(alloc_sim *a, int id)
 static void cache_remove(alloc_sim *a, int id)
 {
     const block *k = &a->b[id];
-    pool *p = &a->pools[k->pool];
+    pool *p = &a->pools[k->stream][k->pool];
     int at = lower_bound(p, k->size, k->ptr);
     if (at < p->nfree && p->free[at].id == id) {
         memmove(p->free + at, p->free + at + 1, (size_t)(p->nfree - at - 1) * sizeof(cached));
@@ -192,7 +198,7 @@ static int map_pages(alloc_sim *a, int u, double size)
     const double page = k->pool == 0 ? SMALL_BUF : LARGE_BUF;
     double mapped = page * (double)(long long)((size + page - 1) / page);
     if (mapped < k->size) { /* the rest stays unmapped */
-        int rest = new_block(a, k->ptr + mapped, k->size - mapped, k->pool);
+        int rest = new_block(a, k->ptr + mapped, k->size - mapped, k->pool, k->stream);
         if (rest < 0) return -1;
         k = &a->b[u];
         a->b[rest].mapped = false;
@@ -201,7 +207,7 @@ static int map_pages(alloc_sim *a, int u, double size)
         if (k->next >= 0) a->b[k->next].prev = rest;
         k->next = rest;
         k->size = mapped;
-        a->pools[k->pool].tail = rest;
+        a->pools[k->stream][k->pool].tail = rest;
     }
     k->mapped = true;
     note_reserved(a, mapped);
@@ -210,11 +216,11 @@ static int map_pages(alloc_sim *a, int u, double size)
 }
 
 /* expandable: a block of at least `size` from the segment's end (mapping pages). */
-static int expand(alloc_sim *a, int pool_id, double size)
+static int expand(alloc_sim *a, int pool_id, int stream, double size)
 {
-    pool *p = &a->pools[pool_id];
+    pool *p = &a->pools[stream][pool_id];
     if (p->tail < 0) {
-        p->tail = new_block(a, a->next_ptr, ADDRESS_SPACE, pool_id);
+        p->tail = new_block(a, a->next_ptr, ADDRESS_SPACE, pool_id, stream);
         if (p->tail < 0) return -1;
         a->b[p->tail].mapped = false;
         a->next_ptr += 2 * ADDRESS_SPACE;
@@ -229,12 +235,12 @@ static int expand(alloc_sim *a, int pool_id, double size)
 }
 
 /* native: a new segment (cudaMalloc). */
-static int new_segment(alloc_sim *a, int pool_id, double size)
+static int new_segment(alloc_sim *a, int pool_id, int stream, double size)
 {
     double seg = pool_id == 0 ? SMALL_BUF
                : size < MIN_LARGE ? LARGE_BUF
                : ROUND_LARGE * (double)(long long)((size + ROUND_LARGE - 1) / ROUND_LARGE);
-    int id = new_block(a, a->next_ptr, seg, pool_id);
+    int id = new_block(a, a->next_ptr, seg, pool_id, stream);
     if (id < 0) return -1;
     a->next_ptr += seg + LARGE_BUF; /* segments never border each other */
     note_reserved(a, seg);
@@ -250,17 +256,23 @@ static bool should_split(const alloc_sim *a, const block *k, double size)
 
 int alloc_sim_malloc(alloc_sim *a, double bytes)
 {
+    return alloc_sim_malloc_on(a, bytes, 0);
+}
+
+int alloc_sim_malloc_on(alloc_sim *a, double bytes, int stream)
+{
+    if (stream < 0 || stream >= ALLOC_STREAMS) stream = 0;
     double size = bytes < MIN_BLOCK ? MIN_BLOCK : MIN_BLOCK * (double)(long long)((bytes + MIN_BLOCK - 1) / MIN_BLOCK);
     int pool_id = size <= SMALL_SIZE ? 0 : 1;
-    pool *p = &a->pools[pool_id];
+    pool *p = &a->pools[stream][pool_id];
     int id = get_free_block(a, p, size);
-    if (id < 0) id = a->expandable ? expand(a, pool_id, size) : new_segment(a, pool_id, size);
+    if (id < 0) id = a->expandable ? expand(a, pool_id, stream, size) : new_segment(a, pool_id, stream, size);
     if (id < 0) {
         a->st.failed = true;
         return -1;
     }
     if (should_split(a, &a->b[id], size)) { /* the front is handed out, the rest stays cached */
-        int used = new_block(a, a->b[id].ptr, size, pool_id);
+        int used = new_block(a, a->b[id].ptr, size, pool_id, stream);
         if (used < 0) {
             a->st.failed = true;
             return -1;
@@ -297,7 +309,7 @@ alloc_sim *alloc_sim_new(bool expandable)
     alloc_sim *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->expandable = expandable;
-    a->pools[0].tail = a->pools[1].tail = -1;
+    for (int k = 0; k < ALLOC_STREAMS; k++) a->pools[k][0].tail = a->pools[k][1].tail = -1;
     a->next_ptr = 1 << 20;
     return a;
 }
@@ -307,8 +319,7 @@ void alloc_sim_delete(alloc_sim *a)
     if (!a) return;
     free(a->b);
     free(a->spare);
-    free(a->pools[0].free);
-    free(a->pools[1].free);
+    for (int k = 0; k < ALLOC_STREAMS; k++) free(a->pools[k][0].free), free(a->pools[k][1].free);
     free(a);
 }
 

@@ -19,8 +19,14 @@ typedef struct alloc_sim alloc_sim;
 alloc_sim *alloc_sim_new(bool expandable);
 void alloc_sim_delete(alloc_sim *a);
 
-/* A request of `bytes`; returns its handle, or -1 when out of host memory. */
+/* A request of `bytes` on the default stream; returns its handle, or -1 when
+ * out of host memory. */
 int alloc_sim_malloc(alloc_sim *a, double bytes);
+/* The same on stream 0..ALLOC_STREAMS-1: a block freed on one stream is cached
+ * for that stream's requests only (side streams: FSDP's all-gathers, its
+ * reduce-scatters). */
+#define ALLOC_STREAMS 4
+int alloc_sim_malloc_on(alloc_sim *a, double bytes, int stream);
 void alloc_sim_free(alloc_sim *a, int handle);
 
 typedef struct alloc_stats {

@@ -5,8 +5,11 @@
  * and 10MB will allocate and split a 20MB block", "round up large allocations
  * to 2 MiB", a large block is split only when more than 1 MiB (kSmallSize)
  * remains, and Note [Expandable Segments]: "we use 2MiB pages for our small
- * pool and 20MiB pages for our large pool". Each expected value below is
- * worked out by hand from those sentences. */
+ * pool and 20MiB pages for our large pool"; and (pytorch/pytorch@eb42ad6eca0c,
+ * same file) "Once freed, blocks can be re-allocated on the same stream, but
+ * not on any other stream", expandable segments making "one segment (per
+ * stream)". Each expected value below is worked out by hand from those
+ * sentences. */
 #include "../planner/allocator.h"
 #include "check.h"
 
@@ -110,11 +113,30 @@ static void test_expandable(void)
     alloc_sim_delete(e);
 }
 
+static void test_streams(void)
+{
+    for (int expandable = 0; expandable < 2; expandable++) {
+        alloc_sim *a = alloc_sim_new(expandable);
+        int side = alloc_sim_malloc_on(a, 40 * MiB, 1);
+        alloc_sim_free(a, side);
+        alloc_sim_malloc(a, 40 * MiB);
+        alloc_stats s = alloc_sim_stats(a);
+        CHECK(s.reserved == 80 * MiB, "%s: 40 MiB freed on a side stream does not serve the default stream "
+              "(reserved %.0f)", expandable ? "expandable" : "native", s.reserved);
+        alloc_sim_malloc_on(a, 40 * MiB, 1);
+        s = alloc_sim_stats(a);
+        CHECK(s.reserved == 80 * MiB, "%s: it serves its own stream again (reserved %.0f)",
+              expandable ? "expandable" : "native", s.reserved);
+        alloc_sim_delete(a);
+    }
+}
+
 int main(void)
 {
     test_small_pool();
     test_mid_sized();
     test_large_and_reuse();
     test_expandable();
+    test_streams();
     return check_summary();
 }
