@@ -47,10 +47,12 @@ typedef struct est_ctx {
     double zero1_share;            /* ZeRO-1 by whole tensors: the heaviest rank's share; 0: even */
     /* weights */
     double w_elt, weights, weights_host, gathered, cast_cache, cast_after_fwd;
+    double root_gathered;          /* FSDP: the root unit's parameters, kept whole from forward to backward's end */
     double quant_stats_elt;        /* bytes per frozen weight of quantisation statistics every GPU keeps whole */
     double quant_stats;            /* those statistics on this GPU */
     /* gradients */
     double g_elt, grads, ddp_buckets;
+    double unit_grad_build;        /* FSDP over mixed units: a unit's gradient assembled in its backward */
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
@@ -262,6 +264,26 @@ static void weights_autocast(est_ctx *c)
     }
 }
 
+/* FSDP's root unit (what the wrapped blocks leave out: the embeddings, the
+ * final norm, the head) is gathered at the forward's start and not freed after
+ * it: "Do not free the root's parameters in the post-forward for FULL_SHARD
+ * with the intention that they are immediately used for backward computation"
+ * (pytorch/pytorch@3ade90a6aaa9 torch/distributed/fsdp/_runtime_utils.py
+ * _post_forward_reshard: free_unsharded_flat_param = not state._is_root and
+ * ...). Its whole parameter stays beside its shard until the backward's end.
+ * DeepSpeed's ZeRO-3 gathers and releases module by module instead. */
+static void fsdp_root_unit(est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    if (s->zero < 3 || c->dp < 2 || mp_runs_deepspeed(s) || s->offload == MP_OFFLOAD_PARAMS) return;
+    const mp_params *p = &c->e->params;
+    const double n = p->embed + p->pos + p->head + (double)c->m->hidden; /* the final norm's weight */
+    c->root_gathered = n * c->w_rest_elt / c->split;
+    term(c, MP_WEIGHTS, "root unit kept whole (FSDP)", c->root_gathered,
+         "%.0f params x %.0f B: embeddings, final norm, head, gathered from forward to backward's end",
+         n / c->split, c->w_rest_elt);
+}
+
 /* The weights as stored, what parameter offload and ZeRO-3 bring onto the GPU
  * for the layers in flight, and autocast's copies. */
 static void est_weights(est_ctx *c)
@@ -292,6 +314,7 @@ static void est_weights(est_ctx *c)
         term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
              "prefetch 2 layers x %.0f params", P / L / split);
     }
+    fsdp_root_unit(c);
     weights_autocast(c);
 }
 
@@ -328,6 +351,23 @@ static void fsdp_unit_gradients(est_ctx *c)
     term(c, MP_GRADIENTS, "gradients (FSDP units, frozen base included)", c->grads,
          "%.0f params x %.0f B%s", elems / c->split, elt,
          unsharded ? ", unsharded through accumulation (no_sync)" : " / dp");
+    /* A unit's gradient is built at the end of its backward: the blocks'
+     * modules hold views of the flat parameter, split by numel
+     * (pytorch/pytorch@c21c0f9e580c torch/distributed/fsdp/flat_param.py
+     * _get_unflat_views: tensor.split(flat_param._numels, dim=0)), so autograd
+     * keeps every view's gradient, frozen ones included, until the split's
+     * backward concatenates them into one unit-sized tensor
+     * (torch/csrc/autograd/FunctionsManual.cpp split_with_sizes_backward:
+     * at::cat). That tensor becomes the unit's gradient where none was
+     * accumulated before (no_sync, first micro-batch); otherwise it is added
+     * in place, or reduce-scattered, and goes: one unit's views, and then one
+     * more unit for the concatenation. */
+    const double unit = (elems - (c->s->lora_targets & MP_LORA_HEAD ? p->embed + p->pos + p->head : 0)) / c->L;
+    const bool becomes_grad = unsharded && c->s->prev_seq == 0;
+    c->unit_grad_build = (becomes_grad ? 1 : 2) * unit * elt / c->split;
+    term(c, MP_GRADIENTS, "unit gradient being built (FSDP)", c->unit_grad_build,
+         "%s x %.0f params x %.0f B: the views' gradients%s, in the unit's backward", becomes_grad ? "1" : "2",
+         unit / c->split, elt, becomes_grad ? "" : " and their concatenation");
 }
 
 static void est_gradients(est_ctx *c)
@@ -588,7 +628,11 @@ static void est_timeline(est_ctx *c)
     mp_estimate *e = c->e;
     const double fixed = c->fw->workspace_bytes + c->fw->fixed_bytes;
     const double wrap = c->buckets_from_wrap ? c->ddp_buckets : 0; /* there from the start */
-    double grads_resident = c->s->accum > 1 ? c->grads + c->ddp_buckets : wrap;
+    /* the gradients of earlier micro-batches, unless the one planned is the
+     * run's first (--previous-seq 0): then they appear during its backward */
+    const bool accumulated = c->s->accum > 1 && c->s->prev_seq != 0;
+    double grads_resident = accumulated ? c->grads + c->ddp_buckets : wrap;
+    const double gathered = c->gathered + c->root_gathered;
     double acts_fwd = c->saved_layers + c->final_norm + c->logits_fwd;
     double p[MP_NCOMP];
 
@@ -596,12 +640,12 @@ static void est_timeline(est_ctx *c)
      * them, the head's last chunk (its dequantised weight where it is 4-bit)
      * and the cast beside the last step's logits, and its graph */
     double head = c->logits_head > 0 ? c->logits_head + fmax(c->logits_cast, c->dequant_head) : 0;
-    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
+    p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
     p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + fmax(c->logits_fwd, head);
     phase(e, "forward end", p);
 
-    p[MP_WEIGHTS] = c->weights + c->gathered + c->cast_after_fwd;
+    p[MP_WEIGHTS] = c->weights + gathered + c->cast_after_fwd;
     /* the head's backward follows the loss's: its dequantised weight replaces the loss's temporaries */
     p[MP_ACTIVATIONS] = acts_fwd + fmax(c->logits_bwd, c->dequant_head);
     phase(e, "loss backward", p);
@@ -610,7 +654,7 @@ static void est_timeline(est_ctx *c)
      * recomputation and its activation gradients, the head's gradient. */
     double head_grad = c->lora ? 0
         : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
-    p[MP_GRADIENTS] = c->s->accum > 1 ? grads_resident : head_grad + wrap;
+    p[MP_GRADIENTS] = (accumulated ? grads_resident : head_grad + wrap) + c->unit_grad_build;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp + c->logits_kept +
                         c->dequant_layer;
     /* with the optimizer in the backward, each tensor is stepped (and its
@@ -623,9 +667,12 @@ static void est_timeline(est_ctx *c)
      * the logits (LitGPT: logits = model(...) lives until the next forward)
      * still holds them through the optimizer's step */
     const double logits_after = c->fw->logits_kept ? c->logits_kept : 0;
-    p[MP_WEIGHTS] = c->weights + c->gathered;
-    p[MP_GRADIENTS] = c->grads + c->ddp_buckets;
-    p[MP_ACTIVATIONS] = c->act_bwd_temp + logits_after;
+    /* the last layer's backward: every other gradient made, this layer
+     * recomputed (checkpointing), its activation gradients and, under FSDP,
+     * its unit's gradient being built */
+    p[MP_WEIGHTS] = c->weights + gathered;
+    p[MP_GRADIENTS] = c->grads + c->ddp_buckets + c->unit_grad_build;
+    p[MP_ACTIVATIONS] = c->recompute + c->act_bwd_temp + logits_after;
     phase(e, "backward end", p);
 
     p[MP_WEIGHTS] = c->weights;
