@@ -712,6 +712,19 @@ static double allocator_overhead(const est_ctx *c)
     return replay_overhead(&in, s->expandable_segments);
 }
 
+/* NCCL's buffers, allocated by NCCL itself, outside PyTorch's allocator:
+ * per communicator (NVIDIA/nccl issue #964, measured with PyTorch on 4 x A100
+ * with NVLink, one 4 MB all-reduce per process group: 544 MB for a group of 2
+ * GPUs, 688 MB for a larger one). Their size grows with the channels NCCL
+ * opens (NVIDIA/nccl#986, maintainer: "linearly tied to the number of
+ * channels"), which the figures for newer cards may exceed. */
+static double nccl_bytes(const est_ctx *c)
+{
+    const double ranks = c->dp * c->tp * c->pp;
+    if (ranks < 2 || c->fw->nccl_comms <= 0) return 0;
+    return c->fw->nccl_comms * (ranks == 2 ? 544 : 688) * 1048576.0;
+}
+
 /* The largest moment, then what the allocator and the CUDA context add to it. */
 static void est_peak(est_ctx *c)
 {
@@ -742,7 +755,8 @@ static void est_peak(est_ctx *c)
     /* outside the allocator: the card's measured figure where it has one */
     const bool measured = c->gpu && c->gpu->context_bytes > 0;
     const double context = measured ? c->gpu->context_bytes : fw->context_bytes;
-    e->device_bytes = e->reserved_bytes + context;
+    const double nccl = nccl_bytes(c);
+    e->device_bytes = e->reserved_bytes + context + nccl;
     /* Overhead: what the device holds beyond the tensors themselves. */
     double slack = e->device_bytes - e->total_bytes;
     e->at_peak[MP_OVERHEAD] += slack;
@@ -752,6 +766,9 @@ static void est_peak(est_ctx *c)
     else
         term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
     term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
+    if (nccl > 0)
+        term(c, MP_OVERHEAD, "NCCL communicators", nccl, "%.0f x %.0f MiB (%s profile), outside the allocator",
+             fw->nccl_comms, nccl / fw->nccl_comms / 1048576, fw->name);
     term(c, MP_OVERHEAD, "allocator segments and cache", rounded - e->total_bytes + e->allocator_cache_bytes,
          "the step replayed through PyTorch's caching allocator%s",
          c->s->expandable_segments ? " (expandable segments)" : "");

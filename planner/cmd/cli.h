@@ -151,9 +151,11 @@ typedef struct recommendation {
 } recommendation;
 /* Memory does not depend on the GPU (speed does), so what one search learns
  * about a model holds for the next GPU: each task's least-memory plan, per bf16
- * support, GPU count (level 0: the count asked; k: 2^k GPUs with ZeRO-3) and
- * space searched (0: all; 1: the AdamW-class tier). */
-#define TC_LEVELS 13
+ * support, GPU count (level 0: the count asked; k: 2^k GPUs with ZeRO-3, up to
+ * eight nodes of eight: a plan past that is a cluster's, for memplan plan
+ * --gpus N) and space searched (0: all; 1: the AdamW-class tier). */
+#define TC_LEVELS 7
+#define TC_MAX_GPUS "64"
 enum { TC_UNKNOWN, TC_KNOWN, TC_ERROR };
 typedef struct table_cache_entry {
     int state;

@@ -196,7 +196,7 @@ int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp
     else if (!rec->fits)
         snprintf(rec->note, sizeof rec->note, "nothing fits: needs at least %s, %.1fx the usable %s%s",
                  mp_fmt_gib(rec->e.device_bytes, a, sizeof a), rec->e.device_bytes / usable,
-                 mp_fmt_gib(usable, b, sizeof b), tried ? ", nor on 4096 GPUs with ZeRO-3" : "");
+                 mp_fmt_gib(usable, b, sizeof b), tried ? ", nor on " TC_MAX_GPUS " GPUs with ZeRO-3" : "");
     return 0;
 }
 
@@ -432,7 +432,7 @@ static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool 
                "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
                "\xe2\x80\x94           nothing fits%s\n"
                "details of one column: memplan table --model NAME --gpus GPU\n",
-            c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on 4096 GPUs");
+            c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on " TC_MAX_GPUS " GPUs");
     if (na)
         for (int i = 0; i < t->n; i++)
             if (t->rcs[i]) {
