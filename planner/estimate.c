@@ -53,6 +53,7 @@ typedef struct est_ctx {
     /* gradients */
     double g_elt, grads, ddp_buckets;
     double unit_grad_build;        /* FSDP over mixed units: a unit's gradient assembled in its backward */
+    double unit_grad, root_grad;   /* FSDP: a block's gradient as autograd builds it, whole; the root's */
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
@@ -363,6 +364,8 @@ static void fsdp_unit_gradients(est_ctx *c)
      * in place, or reduce-scattered, and goes: one unit's views, and then one
      * more unit for the concatenation. */
     const double unit = (elems - (c->s->lora_targets & MP_LORA_HEAD ? p->embed + p->pos + p->head : 0)) / c->L;
+    c->unit_grad = unit * elt / c->split;
+    if (c->s->lora_targets & MP_LORA_HEAD) c->root_grad = (p->embed + p->pos + p->head) * elt / c->split;
     const bool becomes_grad = unsharded && c->s->prev_seq == 0;
     c->unit_grad_build = (becomes_grad ? 1 : 2) * unit * elt / c->split;
     term(c, MP_GRADIENTS, "unit gradient being built (FSDP)", c->unit_grad_build,
@@ -400,6 +403,11 @@ static void est_gradients(est_ctx *c)
     } else {
         term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
              c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
+        /* FSDP units of their own: a block's trained tensors, the root's (full fine-tuning) */
+        const mp_params *p = &c->e->params;
+        const double root = c->lora ? 0 : p->embed + p->pos + p->head;
+        c->unit_grad = (c->trainable - root) / c->L * c->g_elt / c->split;
+        c->root_grad = root * c->g_elt / c->split;
     }
     /* PyTorch DDP copies gradients into its buckets (gradient_as_bucket_view=False).
      * PyTorch's ZeRO-1 runs on top of DDP, so its buckets stay; they are allocated
@@ -685,6 +693,15 @@ static void est_timeline(est_ctx *c)
 
 /* ---------- peak ---------- */
 
+/* ZeRO-3 run as FSDP on the GPU: its gathers and reduce-scatters are replayed
+ * (reserve.c); DeepSpeed's and parameter offload's are not. */
+static bool fsdp_replayed(const est_ctx *c)
+{
+    const mp_settings *s = c->s;
+    return s->zero >= 3 && c->dp > 1 && !mp_runs_deepspeed(s) && s->offload == MP_OFFLOAD_NONE &&
+           !s->optimizer_in_backward;
+}
+
 /* What the caching allocator holds beyond the tensors: the step replayed
  * through its rules (reserve.c); -1 when the replay could not run. */
 static double allocator_overhead(const est_ctx *c)
@@ -704,6 +721,14 @@ static double allocator_overhead(const est_ctx *c)
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
         .held_layer = c->held_layer, .held_head = c->held_head,
     };
+    if (fsdp_replayed(c)) {
+        const bool whole = c->fw->fsdp_no_sync && s->accum > 1 && fsdp_mixed_grads(c);
+        in.fsdp = true;
+        in.gather = c->gathered / 2, in.gather_root = c->root_gathered;
+        in.unit_grad = c->unit_grad, in.root_grad = c->root_grad;
+        in.grad_keep = whole ? 1 : 1 / c->dp;
+        in.persistent -= c->gathered; /* replayed unit by unit */
+    }
     if (in.nstates < 1) in.nstates = 1;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
     if (per_tensor) in.temp_elt = c->largest_held > 0 ? c->opt_temp / c->largest_held : 0;
@@ -746,10 +771,10 @@ static void est_peak(est_ctx *c)
     if (fw->round_bytes >= 1) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
     /* The replay (PyTorch's CUDA caching allocator, not a CPU's): requests
      * rounded, carved out of segments, blocks cached across phases, for
-     * tensors as an eager loop allocates them; ZeRO-3 and FSDP hold flat
-     * parameter shards and gather buffers it does not lay out. The profile's
-     * frag: what micro-batches of other shapes leave cached. */
-    const bool caching = fw->round_bytes >= 1 && c->s->zero < 3;
+     * tensors as an eager loop allocates them, FSDP's gathers and shards on
+     * their own streams; DeepSpeed's ZeRO-3 buffers it does not lay out. The
+     * profile's frag: what micro-batches of other shapes leave cached. */
+    const bool caching = fw->round_bytes >= 1 && (c->s->zero < 3 || fsdp_replayed(c));
     e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
     /* outside the allocator: the card's measured figure where it has one */

@@ -10,7 +10,19 @@
  * layer, its activation gradients, its weights' gradients, then its saved
  * tensors freed; the optimizer's state at the first step, its temporaries, and
  * the gradients set to None (zero_grad). Two steps run, so the second finds
- * the first one's cache. */
+ * the first one's cache.
+ *
+ * ZeRO-3 run as FSDP replays FSDP's own buffers on the streams they are made on
+ * (pytorch/pytorch@3ade90a6aaa9 torch/distributed/fsdp/_runtime_utils.py): a
+ * unit's parameters are all-gathered whole on the unshard stream before its
+ * forward and again before its backward, the next unit prefetched (at most two
+ * all-gathers in flight, _limiter_utils.py), and freed after; the root unit's
+ * stay from the forward's start to the backward's end (_post_forward_reshard);
+ * a unit's gradient is built whole on the compute stream from its views'
+ * gradients, then reduce-scattered into a new shard made on the post-backward
+ * stream (new_sharded_grad = torch.empty_like(chunks[0])), which stays as the
+ * gradient, or kept whole under no_sync(). A block freed on one stream serves
+ * only that stream's requests again (allocator.c). */
 #include "reserve.h"
 #include "allocator.h"
 
@@ -25,6 +37,8 @@ typedef struct ptensor {
     int grad;      /* its gradient's handle, -1 when none is allocated */
 } ptensor;
 
+enum { STREAM_COMPUTE = 0, STREAM_UNSHARD = 1, STREAM_POST_BACKWARD = 2 };
+
 typedef struct replay {
     const replay_in *in;
     alloc_sim *a;
@@ -33,6 +47,9 @@ typedef struct replay {
     int layers;                /* replayed: the whole ones of in->layers */
     int *first;                /* layer l: tensors first[l]..first[l + 1] - 1; the rest are the globals */
     int *held;                 /* per layer, then the head: the last step's held 4-bit inputs */
+    int *gathered;             /* FSDP, per layer: the gathered unit's block, -1 when resharded */
+    int *unit_grad;            /* FSDP, per layer, then the root: the gradient it keeps */
+    int root_gathered;
     double trained_numel;      /* over in->layers */
     bool failed;
 } replay;
@@ -42,12 +59,17 @@ typedef struct replay {
  * most go unused: the replay leaves them out, the large pool is what it measures. */
 #define SMALL_REQUEST 1048576.0
 
-static int take(replay *r, double bytes)
+static int take_on(replay *r, double bytes, int stream)
 {
     if (bytes <= SMALL_REQUEST) return -1;
-    int h = alloc_sim_malloc(r->a, bytes);
+    int h = alloc_sim_malloc_on(r->a, bytes, stream);
     if (h < 0) r->failed = true;
     return h;
+}
+
+static int take(replay *r, double bytes)
+{
+    return take_on(r, bytes, STREAM_COMPUTE);
 }
 
 static void give(replay *r, int *h)
@@ -141,10 +163,36 @@ static void gradients(replay *r, int from, int to)
     }
 }
 
+/* FSDP: the unit's gradient built from its views' (the views' gradients, then
+ * their concatenation), then reduce-scattered into a shard on the
+ * post-backward stream, added into the one kept, or kept whole (no_sync). */
+static void fsdp_unit_gradient(replay *r, int *kept, double whole)
+{
+    const replay_in *in = r->in;
+    if (whole <= 0) return;
+    int views = take(r, whole);
+    int built = take(r, whole);
+    give(r, &views);
+    if (in->grad_keep >= 1) { /* no_sync: it stays whole, or is added into the one kept */
+        if (*kept < 0) *kept = built;
+        else give(r, &built);
+        return;
+    }
+    int shard = take_on(r, whole * in->grad_keep, STREAM_POST_BACKWARD);
+    give(r, &built);
+    if (*kept < 0) *kept = shard;
+    else give(r, &shard); /* _saved_grad_shard += new_sharded_grad */
+}
+
 /* A layer's gradients appear as its backward runs; layer -1: the embeddings,
  * final norm and head, around the layers in the list. */
 static void layer_gradients(replay *r, int layer)
 {
+    if (r->in->fsdp) {
+        fsdp_unit_gradient(r, &r->unit_grad[layer >= 0 ? layer : r->layers],
+                           layer >= 0 ? r->in->unit_grad : r->in->root_grad);
+        return;
+    }
     if (layer >= 0) {
         gradients(r, r->first[layer], r->first[layer + 1]);
     } else {
@@ -179,8 +227,11 @@ static void optimizer_step(replay *r, bool first)
         give_all(r, tmp, &nt);
         free(tmp);
     }
-    if (in->s->accum <= 1) /* zero_grad(set_to_none=True) */
+    if (in->s->accum <= 1) { /* zero_grad(set_to_none=True) */
         for (int i = 0; i < r->nt; i++) give(r, &r->t[i].grad);
+        if (in->fsdp)
+            for (int l = 0; l <= r->layers; l++) give(r, &r->unit_grad[l]);
+    }
 }
 
 /* Hugging Face's loss tensor by tensor (transformers ForCausalLMLoss:
@@ -212,6 +263,19 @@ static void hf_loss(replay *r)
     give(r, &grad_head);
 }
 
+/* FSDP: unit l's parameters all-gathered whole on the unshard stream (no-op
+ * where it is still gathered, or not FSDP); reshard frees them. */
+static void unshard(replay *r, int l)
+{
+    if (r->in->fsdp && l >= 0 && l < r->layers && r->gathered[l] < 0)
+        r->gathered[l] = take_on(r, r->in->gather, STREAM_UNSHARD);
+}
+
+static void reshard(replay *r, int l)
+{
+    if (r->in->fsdp && l >= 0 && l < r->layers) give(r, &r->gathered[l]);
+}
+
 static void one_step(replay *r, bool first, int *kept_logits)
 {
     const replay_in *in = r->in;
@@ -225,7 +289,12 @@ static void one_step(replay *r, bool first, int *kept_logits)
         r->failed = true;
         return;
     }
+    if (in->fsdp) r->root_gathered = take_on(r, in->gather_root, STREAM_UNSHARD);
     for (int l = 0; l < L; l++) {
+        /* the CPU runs ahead of the GPU: the next all-gather is issued while
+         * the last unit's block still waits on its compute, two in flight */
+        unshard(r, l);
+        reshard(r, l - 1);
         int dq = take(r, in->dequant);
         give(r, &dq);
         if (in->layer_lump > 0) fwd[l][nfwd[l]++] = take(r, in->layer_lump);
@@ -244,6 +313,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
             if (ckpt == MP_CKPT_NONE) take_list(r, &ab->core, fwd[l], &nfwd[l], PER_LAYER);
         }
     }
+    reshard(r, L - 1);
     int norm = take(r, in->final_norm);
     for (int l = 0; l <= L; l++) give(r, &r->held[l]); /* the last step's graph goes with its logits */
     if (in->loss_logits > 0) {
@@ -263,6 +333,8 @@ static void one_step(replay *r, bool first, int *kept_logits)
     }
     for (int l = L - 1; l >= 0; l--) {
         int again[PER_LAYER], nagain = 0, bwd[PER_LAYER], nbwd = 0;
+        unshard(r, l);
+        unshard(r, l - 1); /* BACKWARD_PRE: the next unit prefetched as this one starts */
         if (in->layer_lump <= 0 && ckpt != MP_CKPT_NONE) {
             if (ckpt == MP_CKPT_FULL) take_list(r, &ab->saved, again, &nagain, PER_LAYER);
             take_list(r, &ab->core, again, &nagain, PER_LAYER);
@@ -274,10 +346,12 @@ static void one_step(replay *r, bool first, int *kept_logits)
         give_all(r, bwd, &nbwd);
         give_all(r, again, &nagain);
         give_all(r, fwd[l], &nfwd[l]);
+        reshard(r, l);
         r->held[l] = take(r, in->held_layer); /* its 4-bit nodes' inputs stay with the graph */
     }
     r->held[L] = take(r, in->held_head);
     give(r, &norm);
+    give(r, &r->root_gathered); /* the root resharded in the backward's final callback */
     free(fwd), free(nfwd);
     optimizer_step(r, first);
 }
@@ -287,12 +361,15 @@ double replay_overhead(const replay_in *in, bool expandable)
     replay r = {.in = in, .a = alloc_sim_new(expandable), .layers = (int)floor(in->layers)};
     r.first = calloc((size_t)r.layers + 2, sizeof(int));
     r.held = malloc(((size_t)r.layers + 1) * sizeof(int));
-    if (!r.a || !r.first || !r.held) {
+    r.gathered = malloc(((size_t)r.layers + 1) * sizeof(int));
+    r.unit_grad = malloc(((size_t)r.layers + 1) * sizeof(int));
+    r.root_gathered = -1;
+    if (!r.a || !r.first || !r.held || !r.gathered || !r.unit_grad) {
         alloc_sim_delete(r.a);
-        free(r.first), free(r.held);
+        free(r.first), free(r.held), free(r.gathered), free(r.unit_grad);
         return -1;
     }
-    for (int l = 0; l <= r.layers; l++) r.held[l] = -1;
+    for (int l = 0; l <= r.layers; l++) r.held[l] = r.gathered[l] = r.unit_grad[l] = -1;
     list_parameters(&r);
     /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
     double stored = 0, reps = r.layers > 0 ? in->layers / r.layers : 1;
@@ -318,7 +395,7 @@ double replay_overhead(const replay_in *in, bool expandable)
     alloc_stats st = alloc_sim_stats(r.a);
     bool failed = r.failed || st.failed;
     free(r.t);
-    free(r.first), free(r.held);
+    free(r.first), free(r.held), free(r.gathered), free(r.unit_grad);
     alloc_sim_delete(r.a);
     return failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
 }
