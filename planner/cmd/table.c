@@ -9,8 +9,9 @@
  * with ZeRO-3 and no offload, and that plan. Every number comes from mp_search
  * and mp_estimate_run; the searches are split (task by task, the AdamW-class
  * tier first) and their least-memory results cached per model so that a
- * 20 x 20 matrix takes well under a second, with the answers of one search
- * over everything. */
+ * 20 x 20 matrix takes a few seconds (make bench: table_20x20_ms, most of it
+ * the allocator replays of the plans that decide), with the answers of one
+ * search over everything. */
 #include "cli.h"
 
 #include <stdlib.h>
