@@ -533,40 +533,39 @@ static double estimate_sharded(const run *r, const mp_framework *f, int gpus, in
     return e->total_bytes;
 }
 
-/* The named --explain term of a ZeRO-3 LoRA run of Llama 2 70B on two GPUs under
- * autocast (PEFT's FSDP QLoRA guide's setup), with the base stored as q. */
-static double zero3_term(mp_quant q, const char *term)
+/* Llama 2 70B with LoRA on two GPUs under ZeRO-3 as PEFT's guides run it
+ * (huggingface/peft docs/source/accelerate/deepspeed.md and fsdp.md: LoRA r8 on
+ * every linear, dropout 0.1, batch 2 x 2048 packed, accumulation 2,
+ * checkpointing, FlashAttention-2, bf16 autocast; tests/validation/published),
+ * its base stored as q, under the named profile. */
+static int peft_70b(const char *framework, mp_quant q, mp_estimate *e)
 {
     char err[256];
     mp_model m;
     mp_settings s;
-    mp_estimate e;
-    if (mp_model_lookup("llama-2-70b", &m, err)) return -1;
-    mp_settings_default(&s, &m);
-    s.framework = mp_framework_find("hf", err);
-    s.precision = MP_AMP_BF16, s.batch = 2, s.seq = 2048, s.gpus = 2, s.zero = 3;
-    s.checkpointing = MP_CKPT_FULL, s.lora_rank = 8, s.quant = q;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
-    return term_bytes(&e, term);
-}
-
-/* Llama 2 70B QLoRA on two GPUs as PEFT's guides run it (huggingface/peft
- * docs/source/accelerate/deepspeed.md and fsdp.md, 'Memory usage': per-GPU
- * memory, read as device memory in GiB; tests/validation/published), under
- * the named profile; *nccl gets the "NCCL communicators" term. */
-static double peft_70b_qlora_device(const char *framework, double *nccl, double *cache)
-{
-    char err[256];
-    mp_model m;
-    mp_settings s;
-    mp_estimate e;
     if (mp_model_lookup("llama-2-70b", &m, err)) return -1;
     mp_settings_default(&s, &m);
     s.framework = mp_framework_find(framework, err);
     s.precision = MP_AMP_BF16, s.batch = 2, s.seq = 2048, s.accum = 2, s.gpus = 2, s.zero = 3;
     s.checkpointing = MP_CKPT_FULL, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_FULL;
-    s.lora_rank = 8, s.lora_targets = MP_LORA_ALL, s.lora_dropout = 0.1f, s.quant = MP_QUANT_NF4_DQ;
-    if (!s.framework || mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    s.lora_rank = 8, s.lora_targets = MP_LORA_ALL, s.lora_dropout = 0.1f, s.quant = q;
+    return !s.framework || mp_estimate_run(&m, &s, NULL, e, err) ? -1 : 0;
+}
+
+/* The named --explain term of that run under transformers + PEFT (FSDP). */
+static double zero3_term(mp_quant q, const char *term)
+{
+    mp_estimate e;
+    return peft_70b("hf", q, &e) ? -1 : term_bytes(&e, term);
+}
+
+/* That run's device memory under QLoRA (nf4, double quantisation); *nccl gets
+ * the "NCCL communicators" term, *cache (when given) what the allocator's
+ * replay reserves beyond the tensors. */
+static double peft_70b_qlora_device(const char *framework, double *nccl, double *cache)
+{
+    mp_estimate e;
+    if (peft_70b(framework, MP_QUANT_NF4_DQ, &e)) return -1;
     *nccl = term_bytes(&e, "NCCL communicators");
     if (cache) *cache = e.allocator_cache_bytes;
     return e.device_bytes;
