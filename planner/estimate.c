@@ -693,13 +693,12 @@ static void est_timeline(est_ctx *c)
 
 /* ---------- peak ---------- */
 
-/* ZeRO-3 run as FSDP on the GPU: its gathers and reduce-scatters are replayed
- * (reserve.c); DeepSpeed's and parameter offload's are not. */
-static bool fsdp_replayed(const est_ctx *c)
+/* ZeRO-3 on the GPU, run as FSDP or by DeepSpeed: its gathers and gradients
+ * are replayed (reserve.c); parameter offload's are not. */
+static bool zero3_replayed(const est_ctx *c)
 {
     const mp_settings *s = c->s;
-    return s->zero >= 3 && c->dp > 1 && !mp_runs_deepspeed(s) && s->offload == MP_OFFLOAD_NONE &&
-           !s->optimizer_in_backward;
+    return s->zero >= 3 && c->dp > 1 && s->offload == MP_OFFLOAD_NONE && !s->optimizer_in_backward;
 }
 
 /* What the caching allocator holds beyond the tensors: the step replayed
@@ -721,13 +720,16 @@ static double allocator_overhead(const est_ctx *c)
         .staged_16bit = c->lora && s->quant != MP_QUANT_NONE && c->fw->bnb_4bit && s->zero < 3,
         .held_layer = c->held_layer, .held_head = c->held_head,
     };
-    if (fsdp_replayed(c)) {
+    if (zero3_replayed(c)) {
         const bool whole = c->fw->fsdp_no_sync && s->accum > 1 && fsdp_mixed_grads(c);
-        in.fsdp = true;
+        in.zero3 = true, in.deepspeed = mp_runs_deepspeed(s);
         in.gather = c->gathered / 2, in.gather_root = c->root_gathered;
         in.unit_grad = c->unit_grad, in.root_grad = c->root_grad;
         in.grad_keep = whole ? 1 : 1 / c->dp;
-        in.persistent -= c->gathered; /* replayed unit by unit */
+        in.persistent -= c->gathered; /* replayed layer by layer */
+        /* DeepSpeed's 16-bit gradient partitions: one flat buffer made at the
+         * engine's start (stage3.py grad_partitions_flat_buffer) */
+        if (in.deepspeed) in.persistent += c->grads;
     }
     if (in.nstates < 1) in.nstates = 1;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
@@ -771,10 +773,10 @@ static void est_peak(est_ctx *c)
     if (fw->round_bytes >= 1) rounded = ceil(rounded / fw->round_bytes) * fw->round_bytes;
     /* The replay (PyTorch's CUDA caching allocator, not a CPU's): requests
      * rounded, carved out of segments, blocks cached across phases, for
-     * tensors as an eager loop allocates them, FSDP's gathers and shards on
-     * their own streams; DeepSpeed's ZeRO-3 buffers it does not lay out. The
-     * profile's frag: what micro-batches of other shapes leave cached. */
-    const bool caching = fw->round_bytes >= 1 && (c->s->zero < 3 || fsdp_replayed(c));
+     * tensors as an eager loop allocates them, ZeRO-3's gathers and gradient
+     * shards on their own streams (FSDP's, DeepSpeed's). The profile's frag:
+     * what micro-batches of other shapes leave cached. */
+    const bool caching = fw->round_bytes >= 1 && (c->s->zero < 3 || zero3_replayed(c));
     e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
     /* outside the allocator: the card's measured figure where it has one */

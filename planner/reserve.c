@@ -22,7 +22,14 @@
  * gradients, then reduce-scattered into a new shard made on the post-backward
  * stream (new_sharded_grad = torch.empty_like(chunks[0])), which stays as the
  * gradient, or kept whole under no_sync(). A block freed on one stream serves
- * only that stream's requests again (allocator.c). */
+ * only that stream's requests again (allocator.c).
+ *
+ * DeepSpeed's ZeRO-3 gathers on its own all-gather stream too (stage 3 sets
+ * overlap_comm; partitioned_param_coordinator.py fetches inside
+ * get_accelerator().stream(self.__allgather_stream)) and releases a module's
+ * parameters after it ran unless they are reused soon; it is replayed layer by
+ * layer like FSDP's units, with no root kept, and its gradients as above
+ * (pi314ever/DeepSpeed@907611fe6d36, a v0.14-era copy of deepspeed/runtime/zero). */
 #include "reserve.h"
 #include "allocator.h"
 
@@ -165,11 +172,19 @@ static void gradients(replay *r, int from, int to)
 
 /* FSDP: the unit's gradient built from its views' (the views' gradients, then
  * their concatenation), then reduce-scattered into a shard on the
- * post-backward stream, added into the one kept, or kept whole (no_sync). */
-static void fsdp_unit_gradient(replay *r, int *kept, double whole)
+ * post-backward stream, added into the one kept, or kept whole (no_sync).
+ * DeepSpeed: autograd's gradients of the layer's parameters, each copied into
+ * the reduce bucket and freed (stage3.py __add_grad_to_ipg_bucket); the bucket
+ * and the partitions it reduces into are made at the engine's start. */
+static void unit_gradient(replay *r, int *kept, double whole)
 {
     const replay_in *in = r->in;
     if (whole <= 0) return;
+    if (in->deepspeed) {
+        int grads = take(r, whole);
+        give(r, &grads);
+        return;
+    }
     int views = take(r, whole);
     int built = take(r, whole);
     give(r, &views);
@@ -188,8 +203,8 @@ static void fsdp_unit_gradient(replay *r, int *kept, double whole)
  * final norm and head, around the layers in the list. */
 static void layer_gradients(replay *r, int layer)
 {
-    if (r->in->fsdp) {
-        fsdp_unit_gradient(r, &r->unit_grad[layer >= 0 ? layer : r->layers],
+    if (r->in->zero3) {
+        unit_gradient(r, &r->unit_grad[layer >= 0 ? layer : r->layers],
                            layer >= 0 ? r->in->unit_grad : r->in->root_grad);
         return;
     }
@@ -229,7 +244,7 @@ static void optimizer_step(replay *r, bool first)
     }
     if (in->s->accum <= 1) { /* zero_grad(set_to_none=True) */
         for (int i = 0; i < r->nt; i++) give(r, &r->t[i].grad);
-        if (in->fsdp)
+        if (in->zero3)
             for (int l = 0; l <= r->layers; l++) give(r, &r->unit_grad[l]);
     }
 }
@@ -267,13 +282,13 @@ static void hf_loss(replay *r)
  * where it is still gathered, or not FSDP); reshard frees them. */
 static void unshard(replay *r, int l)
 {
-    if (r->in->fsdp && l >= 0 && l < r->layers && r->gathered[l] < 0)
+    if (r->in->zero3 && l >= 0 && l < r->layers && r->gathered[l] < 0)
         r->gathered[l] = take_on(r, r->in->gather, STREAM_UNSHARD);
 }
 
 static void reshard(replay *r, int l)
 {
-    if (r->in->fsdp && l >= 0 && l < r->layers) give(r, &r->gathered[l]);
+    if (r->in->zero3 && l >= 0 && l < r->layers) give(r, &r->gathered[l]);
 }
 
 static void one_step(replay *r, bool first, int *kept_logits)
@@ -289,7 +304,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         r->failed = true;
         return;
     }
-    if (in->fsdp) r->root_gathered = take_on(r, in->gather_root, STREAM_UNSHARD);
+    if (in->zero3) r->root_gathered = take_on(r, in->gather_root, STREAM_UNSHARD);
     for (int l = 0; l < L; l++) {
         /* the CPU runs ahead of the GPU: the next all-gather is issued while
          * the last unit's block still waits on its compute, two in flight */

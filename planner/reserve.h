@@ -30,8 +30,10 @@ typedef struct replay_in {
     double logit_elt;         /* bytes per element of the head's output */
     double held_layer, held_head; /* what a layer's 4-bit nodes (and the head's) hold past the backward
                                    * until the next forward's end (estimate.c prev_graph) */
-    /* ZeRO-3 run as FSDP (fsdp): each block a unit, the rest the root unit */
-    bool fsdp;
+    /* ZeRO-3 (zero3), run as FSDP (each block a unit, the rest the root unit)
+     * or by DeepSpeed (deepspeed: gathers module by module, gradients copied into
+     * its flat buffers, the root not kept) */
+    bool zero3, deepspeed;
     double gather, gather_root;   /* a block's parameters gathered whole; the root's */
     double unit_grad, root_grad;  /* a unit's gradient as autograd builds it, whole (0: trains nothing) */
     double grad_keep;             /* the share of it that stays: 1 / dp reduce-scattered, 1 under no_sync */
