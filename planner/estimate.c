@@ -272,7 +272,11 @@ static void weights_autocast(est_ctx *c)
  * (pytorch/pytorch@3ade90a6aaa9 torch/distributed/fsdp/_runtime_utils.py
  * _post_forward_reshard: free_unsharded_flat_param = not state._is_root and
  * ...). Its whole parameter stays beside its shard until the backward's end.
- * DeepSpeed's ZeRO-3 gathers and releases module by module instead. */
+ * FSDP2 (fully_shard, torchtune's) does the same: "For the root, do not
+ * reshard after forward since for training, the parameters would be freed and
+ * all-gathered immediately" (torch/distributed/_composable/fsdp/_fsdp_state.py
+ * _lazy_init: post_forward_mesh_info = None). DeepSpeed's ZeRO-3 gathers and
+ * releases module by module instead. */
 static void fsdp_root_unit(est_ctx *c)
 {
     const mp_settings *s = c->s;
