@@ -54,6 +54,7 @@ typedef struct est_ctx {
     double g_elt, grads, ddp_buckets;
     double unit_grad_build;        /* FSDP over mixed units: a unit's gradient assembled in its backward */
     double unit_grad, root_grad;   /* FSDP: a block's gradient as autograd builds it, whole; the root's */
+    bool grads_whole;              /* FSDP over mixed units: gradients kept unsharded through accumulation */
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
@@ -265,6 +266,13 @@ static void weights_autocast(est_ctx *c)
     }
 }
 
+/* The parameters outside the transformer blocks: embeddings, positions, an
+ * untied head (FSDP's root unit holds them, with the final norm). */
+static double outside_blocks(const mp_params *p)
+{
+    return p->embed + p->pos + p->head;
+}
+
 /* FSDP's root unit (what the wrapped blocks leave out: the embeddings, the
  * final norm, the head) is gathered at the forward's start and not freed after
  * it: "Do not free the root's parameters in the post-forward for FULL_SHARD
@@ -282,7 +290,7 @@ static void fsdp_root_unit(est_ctx *c)
     const mp_settings *s = c->s;
     if (s->zero < 3 || c->dp < 2 || mp_runs_deepspeed(s) || s->offload == MP_OFFLOAD_PARAMS) return;
     const mp_params *p = &c->e->params;
-    const double n = p->embed + p->pos + p->head + (double)c->m->hidden; /* the final norm's weight */
+    const double n = outside_blocks(p) + (double)c->m->hidden; /* the final norm's weight */
     c->root_gathered = n * c->w_rest_elt / c->split;
     term(c, MP_WEIGHTS, "root unit kept whole (FSDP)", c->root_gathered,
          "%.0f params x %.0f B: embeddings, final norm, head, gathered from forward to backward's end",
@@ -347,10 +355,11 @@ static bool fsdp_mixed_grads(const est_ctx *c)
 static void fsdp_unit_gradients(est_ctx *c)
 {
     const mp_params *p = &c->e->params;
-    double elems = p->attn + p->mlp + p->norms + p->router + c->trainable;
-    if (c->s->lora_targets & MP_LORA_HEAD) elems += p->embed + p->pos + p->head;
+    const double blocks = p->attn + p->mlp + p->norms + p->router + c->trainable;
+    const double root = c->s->lora_targets & MP_LORA_HEAD ? outside_blocks(p) : 0;
+    const double elems = blocks + root;
     const double elt = c->half ? 2 : 4; /* the flat parameter's dtype: the base's */
-    const bool unsharded = c->fw->fsdp_no_sync && c->s->accum > 1;
+    const bool unsharded = c->grads_whole = c->fw->fsdp_no_sync && c->s->accum > 1;
     c->g_elt = elt;
     c->grads = elems * elt / c->split / (unsharded ? 1 : c->dp);
     term(c, MP_GRADIENTS, "gradients (FSDP units, frozen base included)", c->grads,
@@ -367,14 +376,13 @@ static void fsdp_unit_gradients(est_ctx *c)
      * accumulated before (no_sync, first micro-batch); otherwise it is added
      * in place, or reduce-scattered, and goes: one unit's views, and then one
      * more unit for the concatenation. */
-    const double unit = (elems - (c->s->lora_targets & MP_LORA_HEAD ? p->embed + p->pos + p->head : 0)) / c->L;
-    c->unit_grad = unit * elt / c->split;
-    if (c->s->lora_targets & MP_LORA_HEAD) c->root_grad = (p->embed + p->pos + p->head) * elt / c->split;
+    c->unit_grad = blocks / c->L * elt / c->split;
+    c->root_grad = root * elt / c->split;
     const bool becomes_grad = unsharded && c->s->prev_seq == 0;
-    c->unit_grad_build = (becomes_grad ? 1 : 2) * unit * elt / c->split;
+    c->unit_grad_build = (becomes_grad ? 1 : 2) * c->unit_grad;
     term(c, MP_GRADIENTS, "unit gradient being built (FSDP)", c->unit_grad_build,
          "%s x %.0f params x %.0f B: the views' gradients%s, in the unit's backward", becomes_grad ? "1" : "2",
-         unit / c->split, elt, becomes_grad ? "" : " and their concatenation");
+         blocks / c->L / c->split, elt, becomes_grad ? "" : " and their concatenation");
 }
 
 static void est_gradients(est_ctx *c)
@@ -408,8 +416,7 @@ static void est_gradients(est_ctx *c)
         term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
              c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
         /* FSDP units of their own: a block's trained tensors, the root's (full fine-tuning) */
-        const mp_params *p = &c->e->params;
-        const double root = c->lora ? 0 : p->embed + p->pos + p->head;
+        const double root = c->lora ? 0 : outside_blocks(&c->e->params);
         c->unit_grad = (c->trainable - root) / c->L * c->g_elt / c->split;
         c->root_grad = root * c->g_elt / c->split;
     }
@@ -725,11 +732,10 @@ static double allocator_overhead(const est_ctx *c)
         .held_layer = c->held_layer, .held_head = c->held_head,
     };
     if (zero3_replayed(c)) {
-        const bool whole = c->fw->fsdp_no_sync && s->accum > 1 && fsdp_mixed_grads(c);
         in.zero3 = true, in.deepspeed = mp_runs_deepspeed(s);
         in.gather = c->gathered / 2, in.gather_root = c->root_gathered;
         in.unit_grad = c->unit_grad, in.root_grad = c->root_grad;
-        in.grad_keep = whole ? 1 : 1 / c->dp;
+        in.grad_keep = c->grads_whole ? 1 : 1 / c->dp;
         in.persistent -= c->gathered; /* replayed layer by layer */
         /* DeepSpeed's 16-bit gradient partitions: one flat buffer made at the
          * engine's start (stage3.py grad_partitions_flat_buffer) */
