@@ -125,9 +125,10 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
         m->pos = get_bool(root, "alibi", false) ? MP_POS_ALIBI : MP_POS_ROPE;
         m->qkv_bias = m->out_bias = m->mlp_bias = get_bool(root, "bias", false);
         bool new_arch = get_bool(root, "new_decoder_architecture", false);
-        if (get_bool(root, "parallel_attn", true) && !new_arch) m->norms_per_layer = 1;
+        bool parallel = get_bool(root, "parallel_attn", true);
+        if (parallel && !new_arch) m->norms_per_layer = 1;
         /* FalconDecoderLayer: parallel_attn or the new architecture (ln_attn and ln_mlp) */
-        m->parallel_residual = new_arch || get_bool(root, "parallel_attn", true);
+        m->parallel_residual = new_arch || parallel;
     }
     if (!strcmp(type, "gpt_neox"))
         m->pos = MP_POS_ROPE, m->fused_qkv = true, m->parallel_residual = get_bool(root, "use_parallel_residual", true);
