@@ -431,14 +431,19 @@ static void est_gradients(est_ctx *c)
         term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
              "a second copy of the gradients for all-reduce");
     }
-    /* ZeRO reduces through a bucket of reduce_bucket_size elements: the profile's
-     * figure, else DeepSpeed's default wherever the plan runs under DeepSpeed
-     * (ZeRO-Offload's gradient partitions go to the host, the bucket stays). */
+    /* ZeRO reduces through a flat bucket of reduce_bucket_size elements: the
+     * profile's figure, else DeepSpeed's default wherever the plan runs under
+     * DeepSpeed (ZeRO-Offload's gradient partitions go to the host, the bucket
+     * stays). The bucket is made whole however few parameters train: stage 3
+     * at its start (deepspeedai/DeepSpeed@007cca6a2ffe stage3.py
+     * _setup_for_real_optimizer: torch.empty(self.reduce_bucket_size) for each
+     * communication type, with contiguous_gradients, on by default), stages 1-2
+     * at each backward (stage_1_and_2.py backward: buf_0). */
     double bucket = fw->zero_reduce_bucket > 0 ? fw->zero_reduce_bucket : ds ? MP_DEEPSPEED_BUCKET : 0;
     if (bucket > 0 && (s->zero >= 2 || (ds && s->zero == 1))) {
-        c->ddp_buckets = fmin(c->trainable / c->split, bucket) * c->g_elt;
-        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets, "min(params, %.3g) x %.0f B (DeepSpeed reduce_bucket_size)",
-             bucket, c->g_elt);
+        c->ddp_buckets = bucket * c->g_elt;
+        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets, "%.3g elements x %.0f B (DeepSpeed reduce_bucket_size, "
+             "whole whatever trains)", bucket, c->g_elt);
     }
 }
 
