@@ -58,6 +58,7 @@ typedef struct est_ctx {
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
+    double paged_states;           /* a paged optimizer's state in CUDA managed memory, outside the allocator */
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
@@ -466,6 +467,52 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
     return od->states * sb * n;
 }
 
+/* bitsandbytes' paged optimizers keep the state of each tensor of 1e5 elements
+ * or more in CUDA managed memory (bitsandbytes/optim/optimizer.py
+ * get_state_buffer: F.get_paged, cudaMallocManaged through cget_managed_ptr,
+ * wrapped by torch.frombuffer), the smaller ones in ordinary tensors. The share
+ * of the trained elements in such tensors: each LoRA factor (r x in, out x r)
+ * on its own; the whole model's tensors; a flat shard (ZeRO) always. */
+#define BNB_PAGED_MIN_NUMEL 1e5
+static double paged_share(const est_ctx *c)
+{
+    if (c->s->zero >= 1) return 1;
+    if (!c->lora) return share_in_tensors_of_at_least(c->m, BNB_PAGED_MIN_NUMEL);
+    mp_linear lin[16];
+    int n = mp_model_linears(c->m, lin, 16);
+    const double r = (double)c->s->lora_rank;
+    /* a stack that fuses q, k and v (LitGPT's LoRAQKVLinear) keeps one A of
+     * r x in per enabled projection stacked, and one B over their outputs */
+    const unsigned qkv = MP_LORA_Q | MP_LORA_K | MP_LORA_V;
+    const bool stack_fuses = c->fw->fused_qkv && !c->m->fused_qkv;
+    double fused_a = 0, fused_b = 0, all = 0, large = 0;
+    for (int i = 0; i < n && i < 16; i++) {
+        if (!(lin[i].target & c->s->lora_targets)) continue;
+        double factors[2] = {r * (double)lin[i].in, (double)lin[i].out * r};
+        if (stack_fuses && (lin[i].target & qkv)) {
+            fused_a += factors[0], fused_b += factors[1];
+            continue;
+        }
+        for (int f = 0; f < 2; f++) {
+            all += factors[f] * (double)lin[i].count;
+            if (factors[f] >= BNB_PAGED_MIN_NUMEL) large += factors[f] * (double)lin[i].count;
+        }
+    }
+    const double fused[2] = {fused_a, fused_b};
+    for (int f = 0; f < 2; f++) {
+        all += fused[f];
+        if (fused[f] >= BNB_PAGED_MIN_NUMEL) large += fused[f];
+    }
+    if (c->s->lora_targets & MP_LORA_HEAD) { /* counted as every layer's modules once more */
+        const double head[2] = {r * (double)c->m->hidden, (double)c->m->vocab * r};
+        for (int f = 0; f < 2; f++) {
+            all += head[f] / c->L;
+            if (head[f] >= BNB_PAGED_MIN_NUMEL) large += head[f] / c->L;
+        }
+    }
+    return all > 0 ? large / all : 0;
+}
+
 /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for
  * all parameters at once; mixed precision unscales into an fp32 copy. */
 static void optimizer_temporaries(est_ctx *c)
@@ -510,6 +557,15 @@ static void est_optimizer(est_ctx *c)
         term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
              mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
     term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    if (od->paged && c->fw->managed_paging && s->offload == MP_OFFLOAD_NONE) {
+        /* outside PyTorch's allocator: not allocated nor reserved, on the device while it fits */
+        c->paged_states = opt_states * paged_share(c);
+        opt_states -= c->paged_states;
+        term(c, MP_OPTIMIZER, "paged state (managed memory)", c->paged_states,
+             "of the state above, that of tensors of 1e5 elements or more: CUDA managed memory, in device "
+             "memory but not allocated or reserved (bitsandbytes get_paged)");
+    }
     c->optimizer = opt_states + master;
     if (s->offload != MP_OFFLOAD_NONE) {
         /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
@@ -803,6 +859,10 @@ static void est_peak(est_ctx *c)
     double slack = e->device_bytes - e->total_bytes;
     e->at_peak[MP_OVERHEAD] += slack;
     e->peak[MP_OVERHEAD] += slack;
+    /* a paged optimizer's managed state: on the device, beside the allocator */
+    e->device_bytes += c->paged_states;
+    e->at_peak[MP_OPTIMIZER] += c->paged_states;
+    e->peak[MP_OPTIMIZER] += c->paged_states;
     if (measured)
         term(c, MP_OVERHEAD, "CUDA context and libraries", context, "measured on %s", c->gpu->name);
     else

@@ -10,7 +10,7 @@ static const mp_framework builtin_pytorch = {
     .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
     .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
     .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true,
-    .dequant_bytes = 2, .python_gelu = true, .nccl_comms = 1};
+    .dequant_bytes = 2, .python_gelu = true, .nccl_comms = 1, .managed_paging = true};
 
 const mp_framework *settings_framework(const mp_settings *s)
 {
@@ -62,6 +62,7 @@ const fw_column fw_columns[] = {
     COL("dequant_bytes", dequant_bytes, false, 1, 2),
     COL("softcap_eager", softcap_eager, true, 1, 0),
     COL("nccl_comms", nccl_comms, false, 1, 1),
+    COL("managed_paging", managed_paging, true, 1, 1),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

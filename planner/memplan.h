@@ -197,6 +197,7 @@ typedef struct mp_framework {
     double dequant_bytes;     /* bytes per weight a 4-bit matmul materialises while it runs (16-bit copy: 2) */
     bool softcap_eager;       /* soft-capped attention runs as plain matmuls and softmax, no fused kernel (LitGPT) */
     double nccl_comms;        /* NCCL communicators a data-parallel run opens on each GPU (DeepSpeed: 2) */
+    bool managed_paging;      /* paged optimizers page their states in CUDA managed memory (0: on the CPU) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

@@ -120,3 +120,21 @@ void whole_tensor_split(const mp_model *m, int64_t ranks, tensor_split *out)
     free(t.n);
     last_model = *m, last_ranks = ranks, last = *out;
 }
+
+double share_in_tensors_of_at_least(const mp_model *m, double min_numel)
+{
+    /* asked for the same model over and over by the search: keep the last answer */
+    static mp_model last_model;
+    static double last_min = -1, last_share;
+    if (min_numel == last_min && !memcmp(&last_model, m, sizeof *m)) return last_share;
+    tensor_list t = {0};
+    model_tensors(m, &t);
+    double all = 0, large = 0;
+    for (int i = 0; i < t.count; i++) {
+        all += t.n[i];
+        if (t.n[i] >= min_numel) large += t.n[i];
+    }
+    free(t.n);
+    last_model = *m, last_min = min_numel, last_share = all > 0 ? large / all : 0;
+    return last_share;
+}
