@@ -2,7 +2,9 @@
  * deals them to ranks: whole tensors, largest first, each to the rank holding
  * the fewest parameters so far (torch/distributed/optim/zero_redundancy_optimizer.py,
  * _partition_parameters). A rank that draws the embedding holds far more than
- * 1/N of the parameters; the estimate follows the heaviest rank. */
+ * 1/N of the parameters; the estimate follows the heaviest rank. The same list
+ * tells which share of the model sits in tensors of a given size (bitsandbytes
+ * pages the optimizer state of the large ones only). */
 #include "partition.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
 /* partition.h — the model's tensors as PyTorch's ZeroRedundancyOptimizer deals
- * them to ranks (whole tensors, largest first, to the lightest rank). */
+ * them to ranks (whole tensors, largest first, to the lightest rank), and how
+ * much of the model sits in tensors of a given size. */
 #ifndef PARTITION_H
 #define PARTITION_H
 
