@@ -6,7 +6,8 @@
  * in 16-bit (fp32 for fp32 training): Hugging Face loads a sharded checkpoint
  * shard by shard, and bitsandbytes quantises to 4 bits on the GPU as each
  * weight moves there, so the conversion adds no host copy. While training it
- * holds its baseline, the offloaded states, the data loader and the pinned
+ * holds its baseline, what is offloaded (ZeRO-Offload's parameters and
+ * states, torchtune's activations), the data loader and the pinned
  * staging buffers of a micro-batch. */
 #include "host.h"
 
@@ -73,7 +74,9 @@ void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double 
     if (explain) {
         add_term(e, "process baseline", "import torch, measured (VmHWM), per process", PROCESS_BASELINE_BYTES);
         add_term(e, "checkpoint shard at load", "min(params x 16-bit, 5 GB shard), per process", shard);
-        if (offloaded > 0) add_term(e, "offloaded states", "ZeRO-Offload, per process", offloaded);
+        if (offloaded > 0) /* the sum of the offload terms: parameters, optimizer, activations */
+            add_term(e, "offloaded to host RAM", "parameters and states (ZeRO-Offload) and activations, per process",
+                     offloaded);
         add_term(e, "pinned batches", "2 x B x T x 8 B", pinned);
     }
 }

@@ -128,6 +128,15 @@ import json
 d=json.load(open('$tmp/out'))
 assert d['host_offload_bytes']>0 and d['host_node_bytes']==8*d['host_bytes'] and d['host_bytes']==d['host_train_bytes'], d
 "; then ok "offloaded states count per process, 8 per node"; else bad "host RAM per node"; fi
+# torchtune's activation offloading is not ZeRO-Offload: the host sum is the activations alone
+expect 0 "activations offloaded, no ZeRO-Offload" -- "$mp" estimate --model llama-3.2-3b --framework torchtune --precision pure-bf16 --batch 2 --seq 4096 --checkpointing full --offload-activations --explain --format json
+if python3 -c "
+import json
+d=json.load(open('$tmp/out'))
+t={x['name']: x for x in d['terms']}
+assert t['offloaded to host RAM']['bytes'] == t['offloaded activations']['bytes'] == d['host_offload_bytes'], t
+assert 'ZeRO-Offload' not in t['offloaded activations']['formula']
+"; then ok "host: offloaded activations summed as such"; else bad "host offload terms"; fi
 expect 1 "--host-ram below what the plan needs" -- "$mp" estimate --model llama-2-7b --task qlora --host-ram 4GB
 has out "host RAM is the limit"
 expect 1 "plan: nothing fits the host RAM" -- "$mp" --model llama-2-7b --gpu 12GB --host-ram 4GB
