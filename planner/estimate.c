@@ -474,6 +474,16 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
  * of the trained elements in such tensors: each LoRA factor (r x in, out x r)
  * on its own; the whole model's tensors; a flat shard (ZeRO) always. */
 #define BNB_PAGED_MIN_NUMEL 1e5
+typedef struct paged_tally {
+    double all, large; /* elements in every tensor, in the paged ones */
+} paged_tally;
+
+static void tally_tensor(paged_tally *t, double numel, double copies)
+{
+    t->all += numel * copies;
+    if (numel >= BNB_PAGED_MIN_NUMEL) t->large += numel * copies;
+}
+
 static double paged_share(const est_ctx *c)
 {
     if (c->s->zero >= 1) return 1;
@@ -485,32 +495,25 @@ static double paged_share(const est_ctx *c)
      * r x in per enabled projection stacked, and one B over their outputs */
     const unsigned qkv = MP_LORA_Q | MP_LORA_K | MP_LORA_V;
     const bool stack_fuses = c->fw->fused_qkv && !c->m->fused_qkv;
-    double fused_a = 0, fused_b = 0, all = 0, large = 0;
+    double fused_a = 0, fused_b = 0;
+    paged_tally t = {0, 0}; /* per layer */
     for (int i = 0; i < n && i < 16; i++) {
         if (!(lin[i].target & c->s->lora_targets)) continue;
-        double factors[2] = {r * (double)lin[i].in, (double)lin[i].out * r};
+        const double a = r * (double)lin[i].in, b = (double)lin[i].out * r;
         if (stack_fuses && (lin[i].target & qkv)) {
-            fused_a += factors[0], fused_b += factors[1];
-            continue;
-        }
-        for (int f = 0; f < 2; f++) {
-            all += factors[f] * (double)lin[i].count;
-            if (factors[f] >= BNB_PAGED_MIN_NUMEL) large += factors[f] * (double)lin[i].count;
+            fused_a += a, fused_b += b;
+        } else {
+            tally_tensor(&t, a, (double)lin[i].count);
+            tally_tensor(&t, b, (double)lin[i].count);
         }
     }
-    const double fused[2] = {fused_a, fused_b};
-    for (int f = 0; f < 2; f++) {
-        all += fused[f];
-        if (fused[f] >= BNB_PAGED_MIN_NUMEL) large += fused[f];
+    tally_tensor(&t, fused_a, 1);
+    tally_tensor(&t, fused_b, 1);
+    if (c->s->lora_targets & MP_LORA_HEAD) { /* once for the model: a 1/L share of a layer */
+        tally_tensor(&t, r * (double)c->m->hidden, 1 / c->L);
+        tally_tensor(&t, (double)c->m->vocab * r, 1 / c->L);
     }
-    if (c->s->lora_targets & MP_LORA_HEAD) { /* counted as every layer's modules once more */
-        const double head[2] = {r * (double)c->m->hidden, (double)c->m->vocab * r};
-        for (int f = 0; f < 2; f++) {
-            all += head[f] / c->L;
-            if (head[f] >= BNB_PAGED_MIN_NUMEL) large += head[f] / c->L;
-        }
-    }
-    return all > 0 ? large / all : 0;
+    return t.all > 0 ? t.large / t.all : 0;
 }
 
 /* Optimizer temporaries: PyTorch's foreach AdamW materialises sqrt(v) for

@@ -102,41 +102,37 @@ static void deal(const tensor_list *t, int64_t ranks, tensor_split *out)
     free(h);
 }
 
+/* The model's tensors, largest first. The search asks about the same model many
+ * times: the last model's list is kept (and replaced when another is asked). */
+static const tensor_list *sorted_tensors(const mp_model *m)
+{
+    static mp_model last_model;
+    static tensor_list last;
+    static bool have;
+    if (have && !memcmp(&last_model, m, sizeof *m)) return &last;
+    free(last.n);
+    memset(&last, 0, sizeof last);
+    model_tensors(m, &last);
+    qsort(last.n, (size_t)last.count, sizeof *last.n, larger_first);
+    last_model = *m, have = true;
+    return &last;
+}
+
 void whole_tensor_split(const mp_model *m, int64_t ranks, tensor_split *out)
 {
-    /* The search asks for the same model and rank count many times: keep the last answer. */
-    static mp_model last_model;
-    static int64_t last_ranks;
-    static tensor_split last;
-    if (ranks == last_ranks && !memcmp(&last_model, m, sizeof *m)) {
-        *out = last;
-        return;
-    }
     memset(out, 0, sizeof *out);
-    tensor_list t = {0};
-    model_tensors(m, &t);
-    qsort(t.n, (size_t)t.count, sizeof *t.n, larger_first);
-    out->largest = t.count ? t.n[0] : 0;
-    if (ranks < 1) ranks = 1;
-    deal(&t, ranks, out);
-    free(t.n);
-    last_model = *m, last_ranks = ranks, last = *out;
+    const tensor_list *t = sorted_tensors(m);
+    out->largest = t->count ? t->n[0] : 0;
+    deal(t, ranks < 1 ? 1 : ranks, out);
 }
 
 double share_in_tensors_of_at_least(const mp_model *m, double min_numel)
 {
-    /* asked for the same model over and over by the search: keep the last answer */
-    static mp_model last_model;
-    static double last_min = -1, last_share;
-    if (min_numel == last_min && !memcmp(&last_model, m, sizeof *m)) return last_share;
-    tensor_list t = {0};
-    model_tensors(m, &t);
+    const tensor_list *t = sorted_tensors(m);
     double all = 0, large = 0;
-    for (int i = 0; i < t.count; i++) {
-        all += t.n[i];
-        if (t.n[i] >= min_numel) large += t.n[i];
+    for (int i = 0; i < t->count; i++) {
+        all += t->n[i];
+        if (t->n[i] >= min_numel) large += t->n[i];
     }
-    free(t.n);
-    last_model = *m, last_min = min_numel, last_share = all > 0 ? large / all : 0;
-    return last_share;
+    return all > 0 ? large / all : 0;
 }
