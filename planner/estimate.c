@@ -486,7 +486,10 @@ static void tally_tensor(paged_tally *t, double numel, double copies)
 
 static double paged_share(const est_ctx *c)
 {
-    if (c->s->zero >= 1) return 1;
+    /* DeepSpeed and FSDP hand the optimizer flat shards; PyTorch's ZeRO-1
+     * (ZeroRedundancyOptimizer) whole tensors, as without ZeRO */
+    const bool whole_tensors = c->s->zero == 1 && c->fw->zero1_whole_tensors && !mp_runs_deepspeed(c->s);
+    if (c->s->zero >= 1 && !whole_tensors) return 1;
     if (!c->lora) return share_in_tensors_of_at_least(c->m, BNB_PAGED_MIN_NUMEL);
     mp_linear lin[16];
     int n = mp_model_linears(c->m, lin, 16);

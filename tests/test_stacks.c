@@ -629,8 +629,8 @@ static void test_zero3_replay(void)
 
 /* A run under the named profile with optimizer o: Llama 2 7B with LoRA rank
  * `rank` on q and v, or (rank 0) Llama 3.2 3B fully fine-tuned; pure bf16,
- * batch 1 x 512. */
-static int paged_run(const char *framework, mp_optimizer o, int rank, mp_estimate *e)
+ * batch 1 x 512; on one GPU, or on two under ZeRO stage `zero`. */
+static int paged_run(const char *framework, mp_optimizer o, int rank, int zero, mp_estimate *e)
 {
     char err[256];
     mp_model m;
@@ -640,6 +640,7 @@ static int paged_run(const char *framework, mp_optimizer o, int rank, mp_estimat
     s.framework = mp_framework_find(framework, err);
     s.precision = MP_PURE_BF16, s.batch = 1, s.seq = 512, s.optimizer = o;
     s.lora_rank = rank, s.lora_targets = MP_LORA_Q | MP_LORA_V;
+    s.zero = zero, s.gpus = zero ? 2 : 1;
     return !s.framework || mp_estimate_run(&m, &s, NULL, e, err) ? -1 : 0;
 }
 
@@ -657,12 +658,12 @@ static int paged_run(const char *framework, mp_optimizer o, int rank, mp_estimat
 static void test_paged_optimizer_state(void)
 {
     mp_estimate plain, paged;
-    CHECK(paged_run("hf", MP_ADAMW, 16, &plain) == 0 && paged_run("hf", MP_PAGED_ADAMW, 16, &paged) == 0,
+    CHECK(paged_run("hf", MP_ADAMW, 16, 0, &plain) == 0 && paged_run("hf", MP_PAGED_ADAMW, 16, 0, &paged) == 0,
           "LoRA r16 estimates");
     CHECK(term_bytes(&paged, "paged state (managed memory)") == 0 && paged.total_bytes == plain.total_bytes,
           "r16: factors of 65,536 elements keep ordinary states (allocated %.6g vs %.6g B)", paged.total_bytes,
           plain.total_bytes);
-    CHECK(paged_run("hf", MP_ADAMW, 64, &plain) == 0 && paged_run("hf", MP_PAGED_ADAMW, 64, &paged) == 0,
+    CHECK(paged_run("hf", MP_ADAMW, 64, 0, &plain) == 0 && paged_run("hf", MP_PAGED_ADAMW, 64, 0, &paged) == 0,
           "LoRA r64 estimates");
     /* r64 on q and v: 32 layers x 2 x 64 x (4096 + 4096) = 33,554,432 adapter parameters, fp32
      * under PEFT (autocast_adapter_dtype), two AdamW moments each: 268,435,456 B of state */
@@ -673,14 +674,23 @@ static void test_paged_optimizer_state(void)
           "state %.6g B)", plain.total_bytes, paged.total_bytes, state);
     CHECK(fabs(paged.device_bytes / plain.device_bytes - 1) < 0.02, "r64: the state still on the device (%.6g vs "
           "%.6g B)", paged.device_bytes, plain.device_bytes);
-    CHECK(paged_run("torchtune", MP_PAGED_ADAMW_8BIT, 0, &paged) == 0, "Llama 3.2 3B full estimates");
+    CHECK(paged_run("torchtune", MP_PAGED_ADAMW_8BIT, 0, 0, &paged) == 0, "Llama 3.2 3B full estimates");
     /* bitsandbytes' 8-bit states: 2 x 1 B a parameter and an fp32 absmax per block of 256 each */
     const double states8 = 2 * 3212749824.0 + 2 * 4 * ceil(3212749824.0 / 256);
     managed = term_bytes(&paged, "paged state (managed memory)");
     const double share = (3212749824.0 - 175104.0) / 3212749824.0;
     CHECK(fabs(managed / states8 - share) < 1e-9, "full: all but the norms' state paged (%.9f, expected %.9f)",
           managed / states8, share);
-    CHECK(paged_run("pytorch-cpu", MP_PAGED_ADAMW, 64, &paged) == 0 &&
+    /* sharded, the optimizer sees what the sharding hands it: PyTorch's ZeRO-1
+     * (ZeroRedundancyOptimizer) whole tensors, DeepSpeed one flat partition */
+    CHECK(paged_run("hf", MP_PAGED_ADAMW, 16, 1, &paged) == 0 &&
+              term_bytes(&paged, "paged state (managed memory)") == 0,
+          "PyTorch ZeRO-1, r16: whole small factors, none paged");
+    CHECK(paged_run("deepspeed", MP_PAGED_ADAMW, 16, 1, &paged) == 0 &&
+              term_bytes(&paged, "paged state (managed memory)") > 0 &&
+              term_bytes(&paged, "paged state (managed memory)") == term_bytes(&paged, "optimizer state"),
+          "DeepSpeed ZeRO-1, r16: its flat partition paged whole");
+    CHECK(paged_run("pytorch-cpu", MP_PAGED_ADAMW, 64, 0, &paged) == 0 &&
               term_bytes(&paged, "paged state (managed memory)") == 0, "on the CPU nothing is paged");
 }
 
