@@ -475,6 +475,23 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
          * both, before the model call returns and the old list goes. */
         cost->head = (out * previous_batch_share(s) + a) * all_tokens * V;
         cost->cast = out != a ? out * all_tokens * V : 0;
+    } else if (fw->ce_output_chunks > 0 && s->ce == MP_CE_CHUNKED) {
+        /* torchtune: the model's head makes every chunk's 16-bit logits, returned
+         * as one list (TransformerDecoder.chunked_output), before the loss takes
+         * them one at a time (CEWithChunkedOutputLoss). Measured on an H200
+         * (tests/validation/gpu/chunked_ce_probe.json), bytes per logit of all
+         * chunks: compiled (training.compile_loss), each chunk's cross-entropy
+         * keeps its 16-bit input and nothing else, and its backward adds one
+         * chunk's gradient (2.00 after the loss, 2.25 at the backward's peak);
+         * eager, each keeps its fp32 log-softmax, and one chunk's fp32 cast lives
+         * while it runs (6.51 at the loss's peak, 5.01 at the backward's). */
+        *fwd = a * all_tokens * V;
+        if (s->compile) {
+            *bwd = a * tokens * V;
+        } else {
+            *fwd += 4 * all_tokens * V + 4 * tokens * V;
+            *bwd = 4 * all_tokens * V + 8 * tokens * V - *fwd;
+        }
     } else if (fw->fp32_logits) {
         /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)
          * and the fp32 log-softmax are live together while the loss is computed.

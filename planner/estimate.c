@@ -62,6 +62,7 @@ typedef struct est_ctx {
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
     double saved_layers, recompute, logits_fwd, logits_bwd, logits_kept, final_norm, act_bwd_temp;
+    double loss_chunks;            /* the pieces the loss runs in (1: all the logits at once) */
     double logits_head, logits_cast; /* a loop that keeps the logits: the head's moment (logits_cost) */
     double loss_logits, logit_elt;  /* Hugging Face's loss for the replay (logits_cost.hf_elems, elt) */
     double prev_graph;             /* the last step's graph, held into this forward: its 4-bit inputs */
@@ -689,16 +690,22 @@ static void est_activations(est_ctx *c)
 
     /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
     double tokens_logits = c->B * c->T;
-    if (s->ce == MP_CE_CHUNKED) tokens_logits = fmin((double)s->ce_chunk, c->B * c->T);
+    const double listed = c->fw->ce_output_chunks; /* torchtune: so many pieces of every sequence */
+    if (s->ce == MP_CE_CHUNKED)
+        tokens_logits = listed > 0 ? c->B * ceil(c->T / listed) : fmin((double)s->ce_chunk, c->B * c->T);
+    c->loss_chunks = ceil(c->B * c->T / tokens_logits);
     logits_cost lc;
     logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
     c->logits_fwd = lc.fwd / tp, c->logits_bwd = lc.bwd / tp, c->logits_kept = lc.kept / tp;
     c->loss_logits = lc.hf_elems / tp, c->logit_elt = lc.elt;
     c->logits_head = lc.head / tp, c->logits_cast = lc.cast / tp;
     const bool kept = c->fw->logits_kept;
+    const bool all_chunks = kept || (listed > 0 && s->ce == MP_CE_CHUNKED);
     term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
-         kept ? c->B * c->T : tokens_logits, (double)c->m->vocab,
-         kept ? ", every chunk's logits kept by the loop" : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+         all_chunks ? c->B * c->T : tokens_logits, (double)c->m->vocab,
+         kept                 ? ", every chunk's logits kept by the loop"
+         : all_chunks         ? ", every chunk's logits listed by the model before the loss"
+         : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     c->final_norm = (ab->final_norm + ab->embed_mask) / tp;
     c->act_bwd_temp = ab->backward_temp / tp;
     term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
@@ -731,15 +738,25 @@ static void est_timeline(est_ctx *c)
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + fmax(c->logits_fwd, head);
     phase(e, "forward end", p);
 
+    /* The head's gradient: a loss in chunks runs the head's backward once per
+     * chunk, and each makes a whole weight gradient that is added into the
+     * one before, so two are live from the second chunk on (one beside the
+     * earlier micro-batches' gradients). Measured with torchtune's chunked
+     * loss on an H200 (tests/validation/gpu/torchtune_probe.json,
+     * optim-in-bwd: 5.17 GiB over the weights and state at the peak, where the
+     * listed logits, the checkpoints and the final norm hold 3.5). */
+    double head_grad = c->lora ? 0
+        : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
+    const double chunk_head_grads = c->loss_chunks > 1 ? head_grad * (accumulated ? 1 : 2) : 0;
+
     p[MP_WEIGHTS] = c->weights + gathered + c->cast_after_fwd;
+    p[MP_GRADIENTS] = grads_resident + chunk_head_grads;
     /* the head's backward follows the loss's: its dequantised weight replaces the loss's temporaries */
     p[MP_ACTIVATIONS] = acts_fwd + fmax(c->logits_bwd, c->dequant_head);
     phase(e, "loss backward", p);
 
     /* First layers of backward: all activations minus the logits, one layer's
      * recomputation and its activation gradients, the head's gradient. */
-    double head_grad = c->lora ? 0
-        : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
     p[MP_GRADIENTS] = (accumulated ? grads_resident : head_grad + wrap) + c->unit_grad_build;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->recompute + c->act_bwd_temp + c->logits_kept +
                         c->dequant_layer;

@@ -63,6 +63,7 @@ const fw_column fw_columns[] = {
     COL("softcap_eager", softcap_eager, true, 1, 0),
     COL("nccl_comms", nccl_comms, false, 1, 1),
     COL("managed_paging", managed_paging, true, 1, 1),
+    COL("ce_output_chunks", ce_output_chunks, false, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

@@ -198,6 +198,7 @@ typedef struct mp_framework {
     bool softcap_eager;       /* soft-capped attention runs as plain matmuls and softmax, no fused kernel (LitGPT) */
     double nccl_comms;        /* NCCL communicators a data-parallel run opens on each GPU (DeepSpeed: 2) */
     bool managed_paging;      /* paged optimizers page their states in CUDA managed memory (0: on the CPU) */
+    double ce_output_chunks;  /* a chunked loss: the model returns this many chunks of logits as a list (torchtune: 8) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

@@ -2,6 +2,7 @@
  * torchtune, litgpt) and the terms they switch on, each checked against a figure
  * the stack's own project published (tests/validation/published/measurements.csv
  * cites each: repository, commit, file, field), never against memplan's formula. */
+#include "activations.h"
 #include "check.h"
 #include "memplan.h"
 
@@ -280,6 +281,103 @@ static void test_compile(void)
     double saved = eager.total_bytes - compiled.total_bytes, published_saving = eager_published - packed.published;
     CHECK(fabs(saved / published_saving - 1) <= 0.1, "compile saves %.4g B, published %.4g B (within 10%%)", saved,
           published_saving);
+}
+
+/* torchtune's optimization-flag steps rebuilt from its modules and measured
+ * (tests/validation/gpu/torchtune_probe.py on an NVIDIA H200, torch
+ * 2.11.0+cu130; torchtune_probe.json, each case's allocated_peak over steps 2
+ * and 3): Llama 3.2 3B, bf16, batch 2 x 4096, fused AdamW, each layer
+ * compiled, the chunked loss. The same runs' README figures are 42.9, 24.9,
+ * 23.1 and 21.8 GiB. */
+static double phase_bytes(const mp_estimate *e, const char *name);
+
+typedef struct tt_case {
+    const char *id;
+    bool ckpt, in_bwd, offload;
+    int64_t rank; /* LoRA r on q, v, o and the MLP; 0: full fine-tuning */
+    double measured;
+} tt_case;
+
+static double torchtune_run(const tt_case *t, bool list_column, const char *phase)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    const mp_framework *tt = mp_framework_find("torchtune", err);
+    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) return -1;
+    mp_framework f = *tt;
+    if (!list_column) f.ce_output_chunks = 0;
+    mp_settings_default(&s, &m);
+    s.framework = &f, s.precision = MP_PURE_BF16, s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED;
+    s.batch = 2, s.seq = 4096, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED, s.compile = true;
+    s.checkpointing = t->ckpt ? MP_CKPT_FULL : MP_CKPT_NONE;
+    s.optimizer_in_backward = t->in_bwd, s.offload_activations = t->offload;
+    if (t->rank) s.lora_rank = t->rank, s.lora_targets = MP_LORA_ALL & ~MP_LORA_K;
+    else s.lora_rank = 0;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
+    return phase ? phase_bytes(&e, phase) : e.total_bytes;
+}
+
+static double torchtune_rebuilt(const tt_case *t) { return torchtune_run(t, true, NULL); }
+static double torchtune_forward_end(const tt_case *t, bool list) { return torchtune_run(t, list, "forward end"); }
+
+static void test_torchtune_rebuilt(void)
+{
+    static const tt_case cases[] = {
+        {"chunked-ce", false, false, false, 0, 46062958592.0},
+        {"ac", true, false, false, 0, 26831369216.0},
+        {"optim-in-bwd", true, true, false, 0, 24899782656.0},
+        {"act-offload", true, true, true, 0, 23491020800.0},
+        {"lora-r64-ac", true, false, false, 64, 10909154816.0},
+        {"lora-r64-offload", true, false, true, 64, 9499868672.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double got = torchtune_rebuilt(&cases[i]);
+        CHECK(got > 0 && fabs(got / cases[i].measured - 1) <= 0.02, "torchtune %s: %.4g B vs %.4g B measured "
+              "(within 2%%)", cases[i].id, got, cases[i].measured);
+    }
+    /* the forward's end, where every chunk's logits are listed before the loss
+     * (torchtune_probe.json, chunked-ce, step 3 forward_allocated_peak) */
+    double with_list = torchtune_forward_end(&cases[0], true), one_chunk = torchtune_forward_end(&cases[0], false);
+    const double fwd_measured = 44273038336.0;
+    CHECK(fabs(with_list / fwd_measured - 1) <= 0.01, "chunked-ce forward: %.4g B vs %.4g B measured (within 1%%)",
+          with_list, fwd_measured);
+    CHECK(one_chunk < 0.98 * fwd_measured, "one chunk at a time instead, the forward is %.4g B, >2%% under", one_chunk);
+}
+
+/* The listed chunks alone (tests/validation/gpu/chunked_ce_probe.py on an NVIDIA
+ * H200, torch 2.11.0+cu130; chunked_ce_probe.json): Llama 3.2 3B's head over
+ * batch 2 x 4096 in 8 chunks, bf16; bytes beyond what was there before the head
+ * (the backward's take in the hidden state's gradient, 50,331,648 B, within the 1%). */
+static void test_torchtune_chunk_list(void)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    const mp_framework *tt = mp_framework_find("torchtune", err);
+    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) {
+        CHECK(0, "torchtune profile and llama-3.2-3b load");
+        return;
+    }
+    mp_settings_default(&s, &m);
+    s.framework = tt, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 4096, s.ce = MP_CE_CHUNKED;
+    static const struct {
+        bool compiled;
+        double forward_peak, backward_peak;
+    } probe[] = {{true, 2102003712.0, 2364672000.0}, {false, 6838883840.0, 5262874112.0}};
+    for (int i = 0; i < 2; i++) {
+        logits_cost lc;
+        s.compile = probe[i].compiled;
+        logits_model(&m, &s, 2 * 4096 / tt->ce_output_chunks, 2 * 4096, &lc);
+        const char *mode = probe[i].compiled ? "compiled" : "eager";
+        CHECK(fabs(lc.fwd / probe[i].forward_peak - 1) <= 0.01, "%s loss's forward: %.4g B vs %.4g B measured",
+              mode, lc.fwd, probe[i].forward_peak);
+        double bwd = probe[i].backward_peak;
+        CHECK(fabs((lc.fwd + lc.bwd) / bwd - 1) <= 0.01, "%s loss's backward: %.4g B vs %.4g B measured", mode,
+              lc.fwd + lc.bwd, bwd);
+        CHECK(lc.kept == 0, "%s: nothing of the loss stays into the layers' backward", mode);
+    }
 }
 
 /* bitsandbytes before 0.43.2 kept every 4-bit layer's input. LitGPT's resource
@@ -1018,6 +1116,8 @@ static void test_reserved(void)
 
 int main(void)
 {
+    test_torchtune_rebuilt();
+    test_torchtune_chunk_list();
     test_gemma2_softcapping();
     test_litgpt_logits_kept();
     test_litgpt_head();
