@@ -77,6 +77,11 @@ CASES = {
     "act-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True),
     "lora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64),
     "lora-r64-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True),
+    # OffloadActivations on one stream: what it picks where torch.__version__ compares below
+    # "2.5.0.dev20240907" as a string, as the stable 2.5 releases' "2.5.1+cu124" does
+    "act-offload-1stream": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True, streams=False),
+    "lora-r64-offload-1stream": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True,
+                                     streams=False),
 }
 
 
@@ -88,11 +93,13 @@ class Offload(torch.autograd.graph.saved_tensors_hooks):
     tensors have been packed (then the copy is waited for and the reference dropped);
     whatever is still stashed when the backward starts is dropped there. In the
     backward each one is copied back to the GPU for the node that needs it. The
-    output head runs outside it (get_act_offloading_ctx_manager's NoOpManager)."""
+    output head runs outside it (get_act_offloading_ctx_manager's NoOpManager).
+    On one stream (use_streams False) nothing is stashed."""
 
-    def __init__(self, params):
+    def __init__(self, params, streams=True):
         self.params = {p.data_ptr() for p in params}
-        self.side = torch.cuda.Stream()
+        self.streams = streams
+        self.side = torch.cuda.Stream() if streams else torch.cuda.current_stream()
         self.next_id, self.stash, self.host = 0, {}, {}
         super().__init__(self.pack, self.unpack)
 
@@ -108,7 +115,8 @@ class Offload(torch.autograd.graph.saved_tensors_hooks):
         with torch.cuda.stream(self.side):
             cpu = torch.empty(t.size(), dtype=t.dtype, layout=t.layout, pin_memory=True)
             cpu.copy_(t, non_blocking=True)
-        self.stash[tid] = (t, self.side.record_event())
+        if self.streams:  # on one stream the GPU tensor goes as soon as autograd lets it go
+            self.stash[tid] = (t, self.side.record_event())
         self.host[tid] = (cpu, True)
         return tid
 
@@ -319,7 +327,8 @@ def run_case(name, batch=2, seq=4096, steps=3):
         s = torch.cuda.memory_stats()
         return s["allocated_bytes.all.peak"], s["active_bytes.all.peak"]
 
-    offload = Offload(model.parameters()) if cfg.get("offload") and dev == "cuda" else contextlib.nullcontext()
+    offload = (Offload(model.parameters(), cfg.get("streams", True)) if cfg.get("offload") and dev == "cuda"
+               else contextlib.nullcontext())
     out = dict(case=name, **cfg, batch=batch, seq=seq, steps=[])
     for step in range(steps):
         if dev == "cuda":
