@@ -60,6 +60,9 @@ import time
 import torch
 import torch.nn as nn
 import torch.utils.checkpoint
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chunked_ce_probe import chunked_loss, compute_cross_entropy  # noqa: E402
 import torch.nn.functional as F
 
 # Llama 3.2 3B (meta-llama/Llama-3.2-3B config.json)
@@ -265,20 +268,6 @@ class Decoder(nn.Module):
             return F.linear(h, w).float()
 
 
-def cross_entropy_chunk(logits, labels):
-    return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
-
-
-def chunked_loss(ce, logits, labels):
-    total = (labels != -100).sum()
-    lab = [c.reshape(-1) for c in labels.tensor_split(CHUNKS, dim=1)]
-    flat = [c.reshape(-1, c.size(-1)) for c in logits]
-    loss = 0.0
-    for lc, tc in zip(flat, lab):
-        loss = loss + ce(lc, tc)
-    return loss / total
-
-
 def run_case(name, batch=2, seq=4096, steps=3):
     cfg = CASES[name]
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -301,7 +290,7 @@ def run_case(name, batch=2, seq=4096, steps=3):
         for layer in model.layers:
             layer.compile()
     full_loss = nn.CrossEntropyLoss(ignore_index=-100)
-    ce_chunk = torch.compile(cross_entropy_chunk) if compiled else cross_entropy_chunk
+    ce_chunk = torch.compile(compute_cross_entropy) if compiled else compute_cross_entropy
     if cfg["ce"] == "full" and compiled:
         full_loss = torch.compile(full_loss)
     trained = [p for p in model.parameters() if p.requires_grad]
