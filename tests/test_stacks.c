@@ -287,14 +287,17 @@ static void test_compile(void)
  * (tests/validation/gpu/torchtune_probe.py on an NVIDIA H200, torch
  * 2.11.0+cu130; torchtune_probe.json, each case's allocated_peak over steps 2
  * and 3): Llama 3.2 3B, bf16, batch 2 x 4096, fused AdamW, each layer
- * compiled, the chunked loss. The same runs' README figures are 42.9, 24.9,
- * 23.1 and 21.8 GiB. */
+ * compiled, the chunked loss; QLoRA's base as torchao's NF4 stores and runs it
+ * (LinearNF4 keeps the 4-bit weight and dequantises it in forward and
+ * backward). The same runs' README figures are 42.9, 24.9, 23.1, 21.8, 8.5
+ * and 4.6 GiB. */
 static double phase_bytes(const mp_estimate *e, const char *name);
 
 typedef struct tt_case {
     const char *id;
     bool ckpt, in_bwd, offload;
     int64_t rank; /* LoRA r on q, v, o and the MLP; 0: full fine-tuning */
+    bool nf4;     /* QLoRA: every linear's base in torchao's NF4 (double-quantised scalers) */
     double measured;
 } tt_case;
 
@@ -315,6 +318,7 @@ static double torchtune_run(const tt_case *t, bool list_column, const char *phas
     s.optimizer_in_backward = t->in_bwd, s.offload_activations = t->offload;
     if (t->rank) s.lora_rank = t->rank, s.lora_targets = MP_LORA_ALL & ~MP_LORA_K;
     else s.lora_rank = 0;
+    if (t->nf4) s.quant = MP_QUANT_NF4_DQ;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) return -1;
     return phase ? phase_bytes(&e, phase) : e.total_bytes;
 }
@@ -325,12 +329,13 @@ static double torchtune_forward_end(const tt_case *t, bool list) { return torcht
 static void test_torchtune_rebuilt(void)
 {
     static const tt_case cases[] = {
-        {"chunked-ce", false, false, false, 0, 46062958592.0},
-        {"ac", true, false, false, 0, 26831369216.0},
-        {"optim-in-bwd", true, true, false, 0, 24899782656.0},
-        {"act-offload", true, true, true, 0, 23491020800.0},
-        {"lora-r64-ac", true, false, false, 64, 10909154816.0},
-        {"lora-r64-offload", true, false, true, 64, 9499868672.0},
+        {"chunked-ce", false, false, false, 0, false, 46062958592.0},
+        {"ac", true, false, false, 0, false, 26831369216.0},
+        {"optim-in-bwd", true, true, false, 0, false, 24899782656.0},
+        {"act-offload", true, true, true, 0, false, 23491020800.0},
+        {"lora-r64-ac", true, false, false, 64, false, 10909154816.0},
+        {"lora-r64-offload", true, false, true, 64, false, 9499868672.0},
+        {"qlora-r64-offload", true, false, true, 64, true, 5378209280.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         double got = torchtune_rebuilt(&cases[i]);

@@ -80,6 +80,8 @@ CASES = {
     "act-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True),
     "lora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64),
     "lora-r64-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True),
+    "qlora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, quant=True),
+    "qlora-r64-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True, quant=True),
     # OffloadActivations on one stream: what it picks where torch.__version__ compares below
     # "2.5.0.dev20240907" as a string, as the stable 2.5 releases' "2.5.1+cu124" does
     "act-offload-1stream": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True, streams=False),
@@ -100,7 +102,7 @@ class Offload(torch.autograd.graph.saved_tensors_hooks):
     On one stream (use_streams False) nothing is stashed."""
 
     def __init__(self, params, streams=True):
-        self.params = {p.data_ptr() for p in params}
+        self.params = {p.data_ptr() for p in params}  # parameters and buffers stay
         self.streams = streams
         self.side = torch.cuda.Stream() if streams else torch.cuda.current_stream()
         self.next_id, self.stash, self.host = 0, {}, {}
@@ -165,23 +167,72 @@ class Rope(nn.Module):
         return out.flatten(3).type_as(x)
 
 
+QUANT = False  # QLoRA: every linear layer's base in NF4 (torchtune quantize_base=True)
+
+
+def nf4_dequantize(codes, scalers, factors, table, fan_in, dtype):
+    """The whole weight back in the compute dtype, as NF4Tensor.to(dtype) gives it."""
+    vals = torch.stack([table[(codes >> 4).long()], table[(codes & 15).long()]], -1).view(-1, 64)
+    scale = (scalers.float() * factors.repeat_interleave(256)[: scalers.numel()]).view(-1, 1)
+    return (vals * scale).to(dtype).view(-1, fan_in)
+
+
+class LinearNF4(torch.autograd.Function):
+    """torchao's linear_nf4 (torchao/dtypes/nf4tensor.py LinearNF4): the forward runs on the
+    weight dequantised to the input's dtype and keeps only the 4-bit weight; the backward
+    dequantises it again."""
+
+    @staticmethod
+    def forward(ctx, x, codes, scalers, factors, table):
+        ctx.save_for_backward(codes, scalers, factors, table)
+        return F.linear(x, nf4_dequantize(codes, scalers, factors, table, x.shape[-1], x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        codes, scalers, factors, table = ctx.saved_tensors
+        w = nf4_dequantize(codes, scalers, factors, table, codes.numel() * 2 // grad.shape[-1], grad.dtype)
+        return grad @ w, None, None, None, None
+
+
+class NF4Weight(nn.Module):
+    """A frozen weight as torchao's NF4Tensor stores it: 4-bit codes two to a byte, an int8
+    scaler per block of 64 weights, an fp32 factor per 256 scalers (double quantisation),
+    and the 16-entry table."""
+
+    def __init__(self, fan_in, fan_out):
+        super().__init__()
+        n = fan_in * fan_out
+        self.register_buffer("codes", torch.randint(0, 256, (n // 2,), dtype=torch.uint8))
+        self.register_buffer("scalers", torch.randint(-127, 128, (n // 64,), dtype=torch.int8))
+        self.register_buffer("factors", torch.rand(-(-n // (64 * 256)), dtype=torch.float32) * 1e-4)
+        self.register_buffer("table", torch.linspace(-1, 1, 16, dtype=torch.float32))
+
+    def forward(self, x):
+        return LinearNF4.apply(x, self.codes, self.scalers, self.factors, self.table)
+
+
 class LoRALinear(nn.Module):
     def __init__(self, fan_in, fan_out, rank, alpha):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(fan_out, fan_in).normal_(std=0.02), requires_grad=False)
+        if QUANT:
+            self.base = NF4Weight(fan_in, fan_out)
+        else:
+            self.weight = nn.Parameter(torch.empty(fan_out, fan_in).normal_(std=0.02), requires_grad=False)
         self.lora_a = nn.Linear(fan_in, rank, bias=False)
         self.lora_b = nn.Linear(rank, fan_out, bias=False)
         nn.init.zeros_(self.lora_b.weight)
         self.scaling = alpha / rank
 
     def forward(self, x):
-        out = F.linear(x, self.weight)
+        out = self.base(x) if QUANT else F.linear(x, self.weight)
         return out + self.scaling * self.lora_b(self.lora_a(x))
 
 
 def linear(fan_in, fan_out, lora):
     if lora:
         return LoRALinear(fan_in, fan_out, lora, 2 * lora)
+    if QUANT:  # FrozenNF4Linear: the linears without an adapter are quantised too
+        return NF4Weight(fan_in, fan_out)
     layer = nn.Linear(fan_in, fan_out, bias=False)
     nn.init.normal_(layer.weight, std=0.02)
     return layer
@@ -275,6 +326,8 @@ def run_case(name, batch=2, seq=4096, steps=3):
         global DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS
         DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS = 64, 4, 2, 128, 256, 2
         seq = 32
+    global QUANT
+    QUANT = cfg.get("quant", False)
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
     with (torch.device(dev) if dev == "cuda" else contextlib.nullcontext()):
@@ -316,7 +369,7 @@ def run_case(name, batch=2, seq=4096, steps=3):
         s = torch.cuda.memory_stats()
         return s["allocated_bytes.all.peak"], s["active_bytes.all.peak"]
 
-    offload = (Offload(model.parameters(), cfg.get("streams", True)) if cfg.get("offload") and dev == "cuda"
+    offload = (Offload(list(model.parameters()) + list(model.buffers()), cfg.get("streams", True)) if cfg.get("offload") and dev == "cuda"
                else contextlib.nullcontext())
     out = dict(case=name, **cfg, batch=batch, seq=seq, steps=[])
     for step in range(steps):
