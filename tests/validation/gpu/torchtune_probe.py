@@ -43,8 +43,10 @@ The optimizer is torch.optim.AdamW(fused=True) on bf16 parameters.
 Attention: the packed rows ran FlexAttention with a block-causal mask; here one
 4096-token causal sequence per row runs SDPA's flash kernel, which keeps the
 same tensors (q, k, v, output and the log-sum-exp).
-Activation offloading and the 8-bit optimizers are not rebuilt (torchao and
-bitsandbytes are not installed there either).
+OffloadActivations is rebuilt below (class Offload). QLoRA's base is stored and
+run as torchao's NF4Tensor and LinearNF4 do (NF4Weight, LinearNF4), since torchao
+is not installed there either; the 8-bit optimizers are not rebuilt (nor is
+bitsandbytes).
 
 Per case: torch.cuda's allocated and active-bytes peaks over steps 2 and 3 (the
 first step compiles and creates the optimizer state; its peaks are kept apart),
