@@ -61,16 +61,15 @@ import time
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chunked_ce_probe import chunked_loss, compute_cross_entropy  # noqa: E402
-import torch.nn.functional as F
+from chunked_ce_probe import CHUNKS, chunked_loss, compute_cross_entropy  # noqa: E402
 
 # Llama 3.2 3B (meta-llama/Llama-3.2-3B config.json)
 DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS = 3072, 24, 8, 8192, 128256, 28
 ROPE_THETA = 500000.0
-CHUNKS = 8
 
 CASES = {
     # the README's rows, each on top of the one before (LoRA: the README's LoRA row without offloading)
@@ -95,7 +94,7 @@ CASES = {
 class Offload(torch.autograd.graph.saved_tensors_hooks):
     """torchtune's OffloadActivations with its defaults (use_streams, pinned memory,
     min_offload_size 1024 B, max_fwd_stash_size 5), as far as memory goes: a saved
-    tensor of 1024 B or more that is not a parameter is copied to pinned host memory
+    tensor of 1024 B or more that is not a parameter or buffer is copied to pinned host memory
     on a side stream, and the GPU tensor is held in a stash until five later saved
     tensors have been packed (then the copy is waited for and the reference dropped);
     whatever is still stashed when the backward starts is dropped there. In the
@@ -371,8 +370,9 @@ def run_case(name, batch=2, seq=4096, steps=3):
         s = torch.cuda.memory_stats()
         return s["allocated_bytes.all.peak"], s["active_bytes.all.peak"]
 
-    offload = (Offload(list(model.parameters()) + list(model.buffers()), cfg.get("streams", True)) if cfg.get("offload") and dev == "cuda"
-               else contextlib.nullcontext())
+    offload = contextlib.nullcontext()
+    if cfg.get("offload") and dev == "cuda":
+        offload = Offload(list(model.parameters()) + list(model.buffers()), cfg.get("streams", True))
     out = dict(case=name, **cfg, batch=batch, seq=seq, steps=[])
     for step in range(steps):
         if dev == "cuda":
