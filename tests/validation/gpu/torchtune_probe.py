@@ -45,8 +45,9 @@ Attention: the packed rows ran FlexAttention with a block-causal mask; here one
 same tensors (q, k, v, output and the log-sum-exp).
 OffloadActivations is rebuilt below (class Offload). QLoRA's base is stored and
 run as torchao's NF4Tensor and LinearNF4 do (NF4Weight, LinearNF4), since torchao
-is not installed there either; the 8-bit optimizers are not rebuilt (nor is
-bitsandbytes).
+is not installed there either; "+ 8-bit AdamW" runs torchao's AdamW8bit as rebuilt
+in torchao_adamw8bit.py (bitsandbytes' paged states would sit outside torch's
+allocator, see there).
 
 Per case: torch.cuda's allocated and active-bytes peaks over steps 2 and 3 (the
 first step compiles and creates the optimizer state; its peaks are kept apart),
@@ -66,6 +67,7 @@ import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chunked_ce_probe import CHUNKS, chunked_loss, compute_cross_entropy  # noqa: E402
+from torchao_adamw8bit import AdamW8bit  # noqa: E402
 
 # Llama 3.2 3B (meta-llama/Llama-3.2-3B config.json)
 DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS = 3072, 24, 8, 8192, 128256, 28
@@ -79,6 +81,7 @@ CASES = {
     "ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=0),
     "optim-in-bwd": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0),
     "act-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True),
+    "adamw8bit": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True, optim8=True),
     "lora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64),
     "lora-r64-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True),
     "qlora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, quant=True),
@@ -349,8 +352,14 @@ def run_case(name, batch=2, seq=4096, steps=3):
         full_loss = torch.compile(full_loss)
     trained = [p for p in model.parameters() if p.requires_grad]
     kw = dict(lr=2e-5, fused=True) if dev == "cuda" else dict(lr=2e-5)  # torch 1.13 has no fused AdamW
+    if cfg.get("optim8"):
+        def make_optimizer(params):
+            return AdamW8bit(params, lr=2e-5, compiled=dev == "cuda")
+    else:
+        def make_optimizer(params):
+            return torch.optim.AdamW(params, **kw)
     if cfg["in_bwd"]:
-        optims = {p: torch.optim.AdamW([p], **kw) for p in trained}
+        optims = {p: make_optimizer([p]) for p in trained}
 
         def step_in_bwd(p):
             optims[p].step()
@@ -360,7 +369,7 @@ def run_case(name, batch=2, seq=4096, steps=3):
             p.register_post_accumulate_grad_hook(step_in_bwd)
         opt = None
     else:
-        opt = torch.optim.AdamW(trained, **kw)
+        opt = make_optimizer(trained)
     tokens = torch.randint(0, VOCAB, (batch, seq), device=dev)
     labels = torch.cat([tokens[:, 1:], torch.full((batch, 1), -100, device=dev)], dim=1)
 
