@@ -58,6 +58,7 @@ typedef struct est_ctx {
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
+    double opt_temp_layers;        /* in the backward: the temporaries of the largest tensor stepped there */
     double paged_states;           /* a paged optimizer's state in CUDA managed memory, outside the allocator */
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
@@ -121,6 +122,25 @@ static double largest_trainable(const est_ctx *c)
     return widest * (double)c->s->lora_rank;
 }
 
+/* The step takes one tensor at a time: a for-loop step, a step in the backward,
+ * or a compiled step per tensor (torchao). */
+static bool per_tensor_step(const mp_settings *s)
+{
+    return s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward ||
+           mp_optimizer_desc_of(s->optimizer)->step_bytes > 0;
+}
+
+/* With the step in the backward a tensor is stepped when its gradient is
+ * whole: a layer's, or an untied head's (its backward comes first), while the
+ * layers' backward runs; a tied embedding's only after the first layer's. */
+static double largest_stepped_in_layers(const est_ctx *c)
+{
+    if (c->lora) return c->largest_held;
+    double n = largest_layer_tensor(c->m);
+    if (!c->m->tied) n = fmax(n, (double)c->m->vocab * (double)c->m->hidden);
+    return fmin(n / c->split, c->largest_held);
+}
+
 /* What this GPU's optimizer holds. PyTorch's ZeRO-1 (ZeroRedundancyOptimizer)
  * deals whole tensors to ranks: the heaviest rank, whose state and step this GPU
  * is, holds more than 1/dp. The largest tensor held is needed only by a
@@ -137,7 +157,7 @@ static void zero1_split(est_ctx *c)
             return;
         }
     }
-    if (c->s->step_impl == MP_STEP_FOR_LOOP || c->s->optimizer_in_backward) c->largest_held = largest_trainable(c);
+    if (per_tensor_step(c->s)) c->largest_held = largest_trainable(c);
 }
 
 /* The effective divisor of the parameter count on one GPU: tensor and pipeline
@@ -528,6 +548,14 @@ static void optimizer_temporaries(est_ctx *c)
     const mp_framework *fw = c->fw;
     if (s->offload != MP_OFFLOAD_NONE) return;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    if (od->step_bytes > 0) { /* its own compiled step, one tensor at a time */
+        c->opt_temp = od->step_bytes * c->largest_held;
+        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step: %.2f B per value of the "
+             "largest tensor%s", mp_optimizer_name(s->optimizer), od->step_bytes,
+             s->optimizer_in_backward ? ", stepped in the backward" : "");
+        c->opt_temp_layers = od->step_bytes * largest_stepped_in_layers(c);
+        return;
+    }
     const bool adam_step = od->adamw_class && !od->eight_bit && fw->adam_temps > 0;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
     if (adam_step && per_tensor) /* one tensor at a time: the largest */
@@ -536,6 +564,7 @@ static void optimizer_temporaries(est_ctx *c)
         c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
     if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
+    c->opt_temp_layers = c->largest_held > 0 ? c->opt_temp * largest_stepped_in_layers(c) / c->largest_held : 0;
     if (s->optimizer_in_backward)
         term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
              "largest tensor (%s profile)", fw->adam_temps, fw->name);
@@ -763,7 +792,7 @@ static void est_timeline(est_ctx *c)
     /* with the optimizer in the backward, each tensor is stepped (and its
      * gradient freed) there: one gradient and one step's temporaries */
     const bool in_bwd = c->s->optimizer_in_backward;
-    if (in_bwd) p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
+    if (in_bwd) p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp_layers;
     phase(e, "backward start", p);
 
     /* autocast's 16-bit weight copies went with the graph; a loop that keeps
@@ -779,7 +808,8 @@ static void est_timeline(est_ctx *c)
     phase(e, "backward end", p);
 
     p[MP_WEIGHTS] = c->weights;
-    p[MP_OPTIMIZER] = c->optimizer + (in_bwd ? 0 : c->opt_temp);
+    /* the step, or in the backward the last tensor's (a tied embedding's) beside its gradient */
+    p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
     /* between steps: the weights and the optimizer's state (gradients are set to None) */
     e->resident_bytes = c->weights + c->optimizer + fixed + wrap;
     p[MP_ACTIVATIONS] = logits_after;
@@ -826,8 +856,7 @@ static double allocator_overhead(const est_ctx *c)
         if (in.deepspeed) in.persistent += c->grads;
     }
     if (in.nstates < 1) in.nstates = 1;
-    const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
-    if (per_tensor) in.temp_elt = c->largest_held > 0 ? c->opt_temp / c->largest_held : 0;
+    if (per_tensor_step(s)) in.temp_elt = c->largest_held > 0 ? c->opt_temp / c->largest_held : 0;
     else in.temps = c->opt_temp;
     if (s->optimizer_in_backward && c->largest_held > 0) in.grad_elt = c->grads / c->largest_held;
     return replay_overhead(&in, s->expandable_segments);

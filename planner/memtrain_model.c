@@ -27,7 +27,7 @@ static int unsupported(const mp_value *(*value_at)(int), int v, char *err)
     return -1;
 }
 
-static int check_supported(const mp_model *m, const mp_settings *s, char *err)
+int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err)
 {
     if (!mp_precision_value(s->precision)->memtrain) return unsupported(mp_precision_value, s->precision, err);
     if (!mp_optimizer_value(s->optimizer)->memtrain) return unsupported(mp_optimizer_value, s->optimizer, err);
@@ -153,7 +153,7 @@ static void add_rows(const memtrain_dims *d, step_bytes *b)
 
 int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain, char *err)
 {
-    if (check_supported(m, s, err)) return -1;
+    if (memtrain_check_supported(m, s, err)) return -1;
     memtrain_dims d;
     plan_dims(m, s, &d);
     step_bytes b;

@@ -4,6 +4,8 @@
 
 #include "memplan.h"
 
+/* 0 when memtrain implements every setting of the plan, else -1 and why in err. */
+int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err);
 /* The exact prediction for `--framework memtrain` (memtrain_model.c). */
 int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain, char *err);
 

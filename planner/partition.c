@@ -46,6 +46,16 @@ static void layer_tensors(const mp_model *m, tensor_list *t)
     if (m->experts) add(t, c * (double)m->experts, 1); /* the router */
 }
 
+double largest_layer_tensor(const mp_model *m)
+{
+    tensor_list t = {0};
+    layer_tensors(m, &t);
+    double largest = 0;
+    for (int i = 0; i < t.count; i++) largest = fmax(largest, t.n[i]);
+    free(t.n);
+    return largest;
+}
+
 /* Every tensor of the model; the sizes add up to mp_param_count's total. */
 static void model_tensors(const mp_model *m, tensor_list *t)
 {

@@ -68,6 +68,20 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
                       .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
     [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
                  .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion"},
+    /* torchao's AdamW8bit (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py,
+     * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per 256
+     * values; tensors under 4096 values keep theirs in the weight's dtype), but each tensor is
+     * stepped alone by torch.compile(single_param_adam), in fp32. The compiled step allocates two
+     * fp32 moment copies, two int64 partial codes and two new block scales: 24.03 B per value of
+     * the tensor, measured on an H200 under torch 2.11 for every Llama 3.2 3B weight shape
+     * (tests/validation/gpu/torchao_adamw8bit.json, rebuilt as torchao_adamw8bit.py). transformers'
+     * optim="adamw_torch_8bit" builds it (huggingface/transformers@fe2596e9
+     * src/transformers/trainer_optimizer.py _get_torchao_optimizer, block_size 256). */
+    [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit",
+                                "8-bit block-wise AdamW (torchao AdamW8bit): a compiled fp32 step per tensor", false},
+                               .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true,
+                               .step_bytes = 24 + 2 * 4.0 / 256, .same_memory_as = MP_ADAMW_8BIT,
+                               .hf_optim = "adamw_torch_8bit"},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {

@@ -608,6 +608,11 @@ expect 0 "compile: the Trainer's torch_compile" -- "$mp" --model gpt2 --gpu 24GB
 has out "torch_compile=True"
 expect 2 "compile has no memtrain form" -- "$mp" --model gpt2 --gpu 24GB --compile --emit memtrain
 has err "--compile has no form in 'memtrain'"
+expect 2 "a memtrain config only for what memtrain runs" -- "$mp" --model gpt2 --gpu 24GB --optimizer adamw-8bit-torchao --emit memtrain
+has err "memtrain implements adamw, adamw-8bit"
+has err "not 'adamw-8bit-torchao'"
+expect 0 "torchao's 8-bit AdamW: transformers' adamw_torch_8bit" -- "$mp" --model gpt2 --gpu 24GB --optimizer torchao-adamw8bit --emit hf
+has out 'optim="adamw_torch_8bit"'
 expect 2 "memtrain's own estimate refuses --compile" -- "$mp" estimate --model gpt2 --framework memtrain --compile
 has err "memtrain has no --compile"
 one_line_err

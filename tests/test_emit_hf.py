@@ -32,7 +32,9 @@ FP16 = {"amp-fp16", "mixed-fp16"}
 # memplan's optimizer names -> TrainingArguments optim (OptimizerNames, transformers_optim.txt)
 OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": "paged_adamw_32bit",
          "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "sgd-momentum": "sgd",
-         "adafactor": "adafactor", "lion": "lion_32bit"}
+         "adafactor": "adafactor", "lion": "lion_32bit",
+         # huggingface/transformers@fe2596e9 src/transformers/trainer_optimizer.py _get_torchao_optimizer
+         "adamw-8bit-torchao": "adamw_torch_8bit"}
 
 passed = failed = 0
 

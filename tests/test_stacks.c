@@ -292,6 +292,7 @@ static void test_compile(void)
  * backward). The README's figures for the same runs are 42.9, 24.9, 23.1,
  * 21.8, 8.5 and 4.6 GiB (it has no LoRA run without offloading). */
 static double phase_bytes(const mp_estimate *e, const char *name);
+static double phase_component(const mp_estimate *e, const char *name, int comp);
 
 typedef struct tt_case {
     const char *id;
@@ -299,6 +300,7 @@ typedef struct tt_case {
     int64_t rank; /* LoRA r on q, v, o and the MLP; 0: full fine-tuning */
     bool nf4;     /* QLoRA: every linear's base in torchao's NF4 (double-quantised scalers) */
     double measured;
+    bool torchao8; /* torchao's AdamW8bit (rebuilt in torchao_adamw8bit.py) instead of fused AdamW */
 } tt_case;
 
 static double torchtune_run(const tt_case *t, bool list_column, const char *phase)
@@ -313,6 +315,7 @@ static double torchtune_run(const tt_case *t, bool list_column, const char *phas
     if (!list_column) f.ce_output_chunks = 0;
     mp_settings_default(&s, &m);
     s.framework = &f, s.precision = MP_PURE_BF16, s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED;
+    if (t->torchao8) s.optimizer = MP_ADAMW_8BIT_TORCHAO;
     s.batch = 2, s.seq = 4096, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED, s.compile = true;
     s.checkpointing = t->ckpt ? MP_CKPT_FULL : MP_CKPT_NONE;
     s.optimizer_in_backward = t->in_bwd, s.offload_activations = t->offload;
@@ -329,13 +332,14 @@ static double torchtune_forward_end(const tt_case *t, bool list) { return torcht
 static void test_torchtune_rebuilt(void)
 {
     static const tt_case cases[] = {
-        {"chunked-ce", false, false, false, 0, false, 46062958592.0},
-        {"ac", true, false, false, 0, false, 26831369216.0},
-        {"optim-in-bwd", true, true, false, 0, false, 24899782656.0},
-        {"act-offload", true, true, true, 0, false, 23491020800.0},
-        {"lora-r64-ac", true, false, false, 64, false, 10909154816.0},
-        {"lora-r64-offload", true, false, true, 64, false, 9499868672.0},
-        {"qlora-r64-offload", true, false, true, 64, true, 5378209280.0},
+        {"chunked-ce", false, false, false, 0, false, 46062958592.0, false},
+        {"ac", true, false, false, 0, false, 26831369216.0, false},
+        {"optim-in-bwd", true, true, false, 0, false, 24899782656.0, false},
+        {"act-offload", true, true, true, 0, false, 23491020800.0, false},
+        {"adamw8bit", true, true, true, 0, false, 23295296512.0, true},
+        {"lora-r64-ac", true, false, false, 64, false, 10909154816.0, false},
+        {"lora-r64-offload", true, false, true, 64, false, 9499868672.0, false},
+        {"qlora-r64-offload", true, false, true, 64, true, 5378209280.0, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         double got = torchtune_rebuilt(&cases[i]);
@@ -349,6 +353,52 @@ static void test_torchtune_rebuilt(void)
     CHECK(fabs(with_list / fwd_measured - 1) <= 0.01, "chunked-ce forward: %.4g B vs %.4g B measured (within 1%%)",
           with_list, fwd_measured);
     CHECK(one_chunk < 0.98 * fwd_measured, "one chunk at a time instead, the forward is %.4g B, >2%% under", one_chunk);
+}
+
+/* torchao's AdamW8bit steps each tensor alone through a compiled fp32 step.
+ * Rebuilt in tests/validation/gpu/torchao_adamw8bit.py and measured on an
+ * NVIDIA H200 (torch 2.11.0+cu130; torchao_adamw8bit.json, step 3's peak
+ * above what was allocated before it): Llama 3.2 3B's embedding, 394,002,432
+ * bf16 values, 9,469,419,520 B; a q_proj, 9,437,184 values, 226,787,328 B.
+ * Not stepped in the backward, the step's temporaries are the largest
+ * tensor's (the embedding's); bitsandbytes' 8-bit step has none. */
+static void test_torchao_adamw8bit_step(void)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    const mp_framework *tt = mp_framework_find("torchtune", err);
+    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) {
+        CHECK(0, "torchtune profile and llama-3.2-3b load");
+        return;
+    }
+    mp_settings_default(&s, &m);
+    s.framework = tt, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 4096, s.lora_rank = 0;
+    s.optimizer = MP_ADAMW_8BIT_TORCHAO;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) {
+        CHECK(0, "estimate: %s", err);
+        return;
+    }
+    const double embedding_step = 9469419520.0;
+    double got = term_bytes(&e, "step temporaries");
+    CHECK(fabs(got / embedding_step - 1) <= 0.01, "torchao 8-bit step: %.4g B vs %.4g B measured (within 1%%)", got,
+          embedding_step);
+    s.optimizer = MP_ADAMW_8BIT;
+    if (mp_estimate_run(&m, &s, NULL, &e, err) == 0)
+        CHECK(term_bytes(&e, "step temporaries") == 0, "bitsandbytes' 8-bit step keeps no temporaries");
+    /* stepped in the backward, the layers' backward holds the step of a layer's largest weight (an
+     * MLP matrix, 25,165,824 values: 604,766,208 B measured); the tied embedding's comes last */
+    s.optimizer = MP_ADAMW_8BIT_TORCHAO, s.optimizer_in_backward = true;
+    if (mp_estimate_run(&m, &s, NULL, &e, err) == 0) {
+        const double state = phase_component(&e, "forward end", MP_OPTIMIZER);
+        double in_layers = phase_component(&e, "backward start", MP_OPTIMIZER) - state;
+        double last = phase_component(&e, "optimizer step", MP_OPTIMIZER) - state;
+        CHECK(fabs(in_layers / 604766208.0 - 1) <= 0.01, "a layer's step in the backward: %.4g B vs 604766208 B "
+              "measured", in_layers);
+        CHECK(fabs(last / embedding_step - 1) <= 0.01, "the embedding's step, last: %.4g B vs %.4g B measured", last,
+              embedding_step);
+    }
 }
 
 /* The listed chunks alone (tests/validation/gpu/chunked_ce_probe.py on an NVIDIA
@@ -957,6 +1007,13 @@ static double phase_bytes(const mp_estimate *e, const char *name)
     return -1;
 }
 
+static double phase_component(const mp_estimate *e, const char *name, int comp)
+{
+    for (int i = 0; i < e->nphases; i++)
+        if (!strcmp(e->phases[i].name, name)) return e->phases[i].comp[comp];
+    return -1;
+}
+
 /* LitGPT's loop rebinds logits only at the next forward, so the fp32 list
  * (4 bytes a logit: Fabric's convert_output) is still there when the backward
  * has ended and while the optimizer steps: TinyLlama (vocab 32000), batch 4 x
@@ -1123,6 +1180,7 @@ int main(void)
 {
     test_torchtune_rebuilt();
     test_torchtune_chunk_list();
+    test_torchao_adamw8bit_step();
     test_gemma2_softcapping();
     test_litgpt_logits_kept();
     test_litgpt_head();

@@ -29,7 +29,8 @@ static int deepspeed_precision_ok(const mp_settings *s, char *err)
 /* ZeRO-Offload steps the optimizer on the CPU: DeepSpeed's own CPU optimizers,
  * or the script's when it has a CPU implementation (transformers
  * integrations/deepspeed.py, deepspeed_optim_sched). bitsandbytes' 8-bit and
- * paged optimizers step CUDA tensors only. */
+ * paged optimizers step CUDA tensors only; memplan plans torchao's 8-bit state
+ * on the GPU only (its step was measured there). */
 static int deepspeed_offload_ok(const mp_settings *s, char *err)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);

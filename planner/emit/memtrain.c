@@ -1,5 +1,6 @@
 /* memtrain.c — a config file for memplan's reference trainer (keys: man/memtrain.1). */
 #include "emitters.h"
+#include "memtrain_model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,6 @@ static const char *bool01(bool v) { return v ? "1" : "0"; }
  * no CUDA caching allocator to configure */
 int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
 {
-    (void)m;
     if (s->compile) {
         snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
                  "(the Trainer's torch_compile runs it: --emit hf)");
@@ -21,7 +21,7 @@ int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
                  "allocations on the CPU (launch.sh sets it for the engines: --emit hf)");
         return -1;
     }
-    return 0;
+    return memtrain_check_supported(m, s, err);
 }
 
 void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
