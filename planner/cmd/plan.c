@@ -329,7 +329,8 @@ static void print_plan_why(const cli *c, const plan_result *p)
                p->best ? "host RAM ruled out" : "host RAM is the limit",
                mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), mp_fmt_gib(c->host_ram, a, sizeof a));
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
-           "needs less memory, fp16 and paged twins need what bf16 and unpaged need), %s fit;\n"
+           "needs less memory, nor does an fp16, paged or torchao twin than its bf16, unpaged or\n"
+           "bitsandbytes one), %s fit;\n"
            "search took %.1f ms\n",
            mp_fmt_count((double)p->r.considered, cnt, sizeof cnt), mp_fmt_count((double)p->r.evaluated, a, sizeof a),
            mp_fmt_count((double)p->r.fitting, b, sizeof b), p->ms);

@@ -1,5 +1,5 @@
 /* sweep.c — memplan sweep: every combination mp_search estimates, one row
- * each, best first (opts.exhaustive: the fp16 and paged twins too), with the
+ * each, best first (opts.exhaustive: the fp16, paged and torchao twins too), with the
  * per-component bytes at the peak, the verdict and the estimated tokens/s:
  * the data for plotting memory against speed. */
 #include "cli.h"
