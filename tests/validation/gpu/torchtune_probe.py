@@ -82,6 +82,8 @@ CASES = {
     "optim-in-bwd": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0),
     "act-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True),
     "adamw8bit": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True, optim8=True),
+    # beside the README's rows: torchao's step after the backward instead of in it
+    "adamw8bit-after-bwd": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=0, offload=True, optim8=True),
     "lora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64),
     "lora-r64-offload": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True),
     "qlora-r64-ac": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, quant=True),
