@@ -478,8 +478,8 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     double sb = mp_precision_desc_of(s->precision)->state_bytes; /* state element size */
     if (s->lora_rank > 0 && settings_framework(s)->adapter_fp32) sb = 4; /* states follow fp32 adapters */
-    if (od->eight_bit) /* 1-byte states plus one fp32 absmax per block each (Dettmers et al. 2022) */
-        return od->states * n + od->states * 4 * ceil(n / (double)s->adam8_block);
+    if (od->low_bit) /* 8- or 4-bit codes plus one fp32 absmax per block each (Dettmers et al. 2022) */
+        return od->states * n * od->state_bits / 8 + od->states * 4 * ceil(n / (double)s->adam8_block);
     if (od->factored) {
         /* a C x F matrix keeps C + F numbers instead of C*F: about n/F + n/C */
         double c = (double)m->hidden, f = (double)(m->ffn > 0 ? m->ffn : m->hidden);
@@ -548,15 +548,16 @@ static void optimizer_temporaries(est_ctx *c)
     const mp_framework *fw = c->fw;
     if (s->offload != MP_OFFLOAD_NONE) return;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    if (od->step_bytes > 0) { /* its own compiled step, one tensor at a time */
-        c->opt_temp = od->step_bytes * c->largest_held;
+    if (od->step_bytes > 0) { /* its own compiled step, one tensor at a time, and each state's new scales */
+        const double per_value = od->step_bytes + od->states * 4 / (double)s->adam8_block;
+        c->opt_temp = per_value * c->largest_held;
         term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step: %.2f B per value of the "
-             "largest tensor%s", mp_optimizer_name(s->optimizer), od->step_bytes,
+             "largest tensor%s", mp_optimizer_name(s->optimizer), per_value,
              s->optimizer_in_backward ? ", stepped in the backward" : "");
-        c->opt_temp_layers = od->step_bytes * largest_stepped_in_layers(c);
+        c->opt_temp_layers = per_value * largest_stepped_in_layers(c);
         return;
     }
-    const bool adam_step = od->adamw_class && !od->eight_bit && fw->adam_temps > 0;
+    const bool adam_step = od->adamw_class && !od->low_bit && fw->adam_temps > 0;
     const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
     if (adam_step && per_tensor) /* one tensor at a time: the largest */
         c->opt_temp = fw->adam_temps * c->largest_held * c->prec->state_bytes;

@@ -225,7 +225,8 @@ int mp_framework_load_file(const char *path, mp_framework *f, char *err);
 typedef enum { MP_FP32, MP_AMP_BF16, MP_AMP_FP16, MP_MIXED_BF16, MP_MIXED_FP16,
                MP_PURE_BF16, MP_NPRECISION } mp_precision;
 typedef enum { MP_ADAMW, MP_ADAMW_8BIT, MP_PAGED_ADAMW, MP_PAGED_ADAMW_8BIT, MP_SGD,
-               MP_SGD_MOMENTUM, MP_ADAFACTOR, MP_LION, MP_ADAMW_8BIT_TORCHAO, MP_NOPTIMIZER } mp_optimizer;
+               MP_SGD_MOMENTUM, MP_ADAFACTOR, MP_LION, MP_ADAMW_8BIT_TORCHAO, MP_ADAMW_4BIT_TORCHAO,
+               MP_NOPTIMIZER } mp_optimizer;
 typedef enum { MP_CKPT_NONE, MP_CKPT_SELECTIVE, MP_CKPT_FULL, MP_NCKPT } mp_ckpt;
 typedef enum { MP_ATTN_EAGER, MP_ATTN_FLASH, MP_NATTN } mp_attention;
 typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
@@ -314,7 +315,8 @@ typedef struct mp_optimizer_desc {
     double states;            /* parameter-sized states (AdamW 2: m and v; momentum 1; SGD 0) */
     bool factored;            /* Adafactor: a row and a column per matrix instead of a full state */
     int tier;                 /* 0 AdamW-class, 1 other adaptive (Lion, Adafactor), 2 SGD */
-    bool adamw_class, eight_bit, paged, momentum; /* eight_bit: 1-byte states, an fp32 absmax per block */
+    bool adamw_class, low_bit, paged, momentum; /* low_bit: states kept as block-wise quantised codes */
+    int state_bits;           /* low_bit: bits per state value (8, 4), plus an fp32 scale per --adam8-block values */
     double step_bytes;        /* a compiled step's own buffers, bytes per value of the one tensor it steps; 0: none */
     mp_optimizer same_memory_as; /* the twin the search tries in its place (a paged optimizer's unpaged one;
                                   * torchao's 8-bit AdamW's bitsandbytes one: same state, no less memory), else itself */

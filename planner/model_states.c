@@ -14,7 +14,7 @@ static double optimizer_k(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    double state = od->eight_bit ? 1 : pd->state_bytes;
+    double state = od->low_bit ? od->state_bits / 8.0 : pd->state_bytes;
     return (pd->master_copy ? 4 : 0) + od->states * state;
 }
 

@@ -45,20 +45,20 @@
 static int reduced_numerics(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    return mp_optimizer_desc_of(s->optimizer)->eight_bit + mp_precision_pure16(pd);
+    return mp_optimizer_desc_of(s->optimizer)->low_bit + mp_precision_pure16(pd);
 }
 
 /* Rule 7's moving parts, most weighty first: on a speed tie the plan with
  * the first one absent wins. */
 enum { NPARTS = 7 };
-static const char *const part_names[NPARTS] = {"ZeRO", "an 8-bit optimizer", "a paged optimizer",
+static const char *const part_names[NPARTS] = {"ZeRO", "a low-bit optimizer", "a paged optimizer",
                                                "16-bit weights without an fp32 master copy",
                                                "checkpointing", "chunked cross-entropy", "loss scaling"};
 static void moving_parts(const mp_settings *s, int parts[NPARTS])
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     parts[0] = s->zero > 0;
-    parts[1] = od->eight_bit;
+    parts[1] = od->low_bit;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     parts[2] = od->paged;
     parts[3] = mp_precision_pure16(pd);

@@ -91,7 +91,7 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
             (long long)s->accum);
     if (s->optimizer_in_backward && (s->zero > 0 || s->offload != MP_OFFLOAD_NONE))
         BAD("--optimizer-in-backward runs on unsharded parameters: not with --zero '%d' or offload", s->zero);
-    if (mp_optimizer_desc_of(s->optimizer)->eight_bit && s->adam8_block < 1)
+    if (mp_optimizer_desc_of(s->optimizer)->low_bit && s->adam8_block < 1)
         BAD("invalid 8-bit block size '%lld'", (long long)s->adam8_block);
     if (s->prev_seq > s->seq)
         BAD("--previous-seq '%lld' is longer than --seq '%lld' (plan the longer micro-batch)",

@@ -70,7 +70,8 @@ const mp_opt mp_settings_opts[] = {
     {"optimizer", MP_OPT_ENUM, S(optimizer), .vocab = &mp_vocab_optimizer, .pin = MP_PIN_OPTIMIZER,
      .arg = "O", .help = "the optimizer"},
     {"adam8-block", MP_OPT_INT, S(adam8_block), .lo = 1, .hi = 1 << 20, .arg = "N",
-     .help = "block size of the 8-bit optimizers: 256 (bitsandbytes now, the default) or 2048 (before)"},
+     .help = "block size of the 8- and 4-bit optimizers: 256 (the default: bitsandbytes now, transformers' "
+             "torchao), 2048 (bitsandbytes before) or 128 (torchao's AdamW4bit default)"},
     {"checkpointing", MP_OPT_ENUM, S(checkpointing), .vocab = &mp_vocab_ckpt, .pin = MP_PIN_CKPT,
      .arg = "C", .help = "activation checkpointing"},
     {"attention", MP_OPT_ENUM, S(attention), .vocab = &mp_vocab_attention, .pin = MP_PIN_ATTENTION,

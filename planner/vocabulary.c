@@ -49,13 +49,13 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
                   .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
                   .hf_optim = "adamw_torch", .deepspeed = "adamw"},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
-                       .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true, .same_memory_as = MP_ADAMW_8BIT,
+                       .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT,
                        .hf_optim = "adamw_bnb_8bit"},
     [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
                         .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
                         .hf_optim = "paged_adamw_32bit"},
     [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
-                             .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true, .paged = true,
+                             .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .paged = true,
                              .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit"},
     [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
                 .states = 0, .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD"},
@@ -69,19 +69,27 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
                  .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion"},
     /* torchao's AdamW8bit (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py,
-     * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per 256
-     * values; tensors under 4096 values keep theirs in the weight's dtype), but each tensor is
+     * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per
+     * block; tensors under 4096 values keep theirs in the weight's dtype), but each tensor is
      * stepped alone by torch.compile(single_param_adam), in fp32. The compiled step allocates two
-     * fp32 moment copies, two int64 partial codes and two new block scales: 24.03 B per value of
-     * the tensor, measured on an H200 under torch 2.11 for every Llama 3.2 3B weight shape
-     * (tests/validation/gpu/torchao_adamw8bit.json, rebuilt as torchao_adamw8bit.py). transformers'
-     * optim="adamw_torch_8bit" builds it (huggingface/transformers@fe2596e9
-     * src/transformers/trainer_optimizer.py _get_torchao_optimizer, block_size 256). */
+     * fp32 moment copies and two int64 partial codes, 24 B per value of the tensor, beside the two
+     * new block scales: measured on an H200 under torch 2.11 for every Llama 3.2 3B weight shape
+     * (tests/validation/gpu/torchao_adamw8bit.json, rebuilt as torchao_adamw8bit.py: 24.03 B per
+     * value at blocks of 256). transformers' optim="adamw_torch_8bit" builds it, with blocks of
+     * 256 (huggingface/transformers@fe2596e9 src/transformers/trainer_optimizer.py
+     * _get_torchao_optimizer). */
     [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit",
                                 "8-bit block-wise AdamW (torchao AdamW8bit): a compiled fp32 step per tensor", false},
-                               .states = 2, .tier = 0, .adamw_class = true, .eight_bit = true,
-                               .step_bytes = 24 + 2 * 4.0 / 256, .same_memory_as = MP_ADAMW_8BIT,
-                               .hf_optim = "adamw_torch_8bit"},
+                               .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8,
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_8bit"},
+    /* torchao's AdamW4bit (the same files; subclass_4bit.py OptimState4bit): two 4-bit codes a
+     * byte, the same compiled step, the same 24 B per value beside the block scales
+     * (torchao_adamw4bit.json: 24.06 B per value at blocks of 128, torchao's default; transformers'
+     * optim="adamw_torch_4bit" passes 256, as above). The search tries it only when named. */
+    [MP_ADAMW_4BIT_TORCHAO] = {{"adamw-4bit-torchao", "torchao-adamw4bit adamw-torch-4bit",
+                                "4-bit block-wise AdamW (torchao AdamW4bit): a compiled fp32 step per tensor", false},
+                               .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 4,
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_4bit"},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {

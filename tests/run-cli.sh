@@ -613,6 +613,8 @@ has err "memtrain implements adamw, adamw-8bit"
 has err "not 'adamw-8bit-torchao'"
 expect 0 "torchao's 8-bit AdamW: transformers' adamw_torch_8bit" -- "$mp" --model gpt2 --gpu 24GB --optimizer torchao-adamw8bit --emit hf
 has out 'optim="adamw_torch_8bit"'
+expect 0 "torchao's 4-bit AdamW: transformers' adamw_torch_4bit" -- "$mp" --model gpt2 --gpu 24GB --optimizer adamw-4bit-torchao --emit hf
+has out 'optim="adamw_torch_4bit"'
 expect 2 "memtrain's own estimate refuses --compile" -- "$mp" estimate --model gpt2 --framework memtrain --compile
 has err "memtrain has no --compile"
 one_line_err

@@ -34,7 +34,7 @@ OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": 
          "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd", "sgd-momentum": "sgd",
          "adafactor": "adafactor", "lion": "lion_32bit",
          # huggingface/transformers@fe2596e9 src/transformers/trainer_optimizer.py _get_torchao_optimizer
-         "adamw-8bit-torchao": "adamw_torch_8bit"}
+         "adamw-8bit-torchao": "adamw_torch_8bit", "adamw-4bit-torchao": "adamw_torch_4bit"}
 
 passed = failed = 0
 

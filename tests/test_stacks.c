@@ -359,7 +359,7 @@ static void test_torchtune_rebuilt(void)
     CHECK(one_chunk < 0.98 * fwd_measured, "one chunk at a time instead, the forward is %.4g B, >2%% under", one_chunk);
 }
 
-/* torchao's AdamW8bit steps each tensor alone through a compiled fp32 step.
+/* torchao's AdamW8bit and AdamW4bit step each tensor alone through a compiled fp32 step.
  * Rebuilt in tests/validation/gpu/torchao_adamw8bit.py and measured on an
  * NVIDIA H200 (torch 2.11.0+cu130; torchao_adamw8bit.json, step 3's peak
  * above what was allocated before it): Llama 3.2 3B's embedding, 394,002,432
@@ -402,6 +402,16 @@ static void test_torchao_adamw8bit_step(void)
               "measured", in_layers);
         CHECK(fabs(last / embedding_step - 1) <= 0.01, "the embedding's step, last: %.4g B vs %.4g B measured", last,
               embedding_step);
+    }
+    /* AdamW4bit at torchao's blocks of 128 (torchao_adamw4bit.json): the embedding's step
+     * 9,481,732,096 B, and the state its first step made, 418,628,608 B for 394,002,432 values,
+     * 1.0625 B per value, which over Llama 3.2 3B's 3,212,749,824 parameters is 3.4136e9 B */
+    s.optimizer = MP_ADAMW_4BIT_TORCHAO, s.optimizer_in_backward = false, s.adam8_block = 128;
+    if (mp_estimate_run(&m, &s, NULL, &e, err) == 0) {
+        double step = term_bytes(&e, "step temporaries"), state = term_bytes(&e, "optimizer state");
+        CHECK(fabs(step / 9481732096.0 - 1) <= 0.01, "torchao 4-bit step: %.4g B vs 9.482e9 B measured", step);
+        CHECK(fabs(state / (418628608.0 / 394002432.0 * 3212749824.0) - 1) <= 0.01,
+              "torchao 4-bit state: %.4g B vs 3.414e9 B from the measured bytes per value", state);
     }
 }
 

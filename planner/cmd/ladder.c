@@ -112,7 +112,7 @@ int ladder_build(const cli *c, ladder_step *rows, int *n, char *err)
         s = full;
         if (!(pin & MP_PIN_ZERO)) s.zero = off == MP_OFFLOAD_PARAMS ? 3 : 2;
         s.offload = off;
-        if (!(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s.optimizer)->eight_bit)
+        if (!(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s.optimizer)->low_bit)
             s.optimizer = MP_ADAMW;
         if (off == MP_OFFLOAD_PARAMS)
             snprintf(ch, sizeof ch, "branch from %d: + CPU offload of parameters (ZeRO-%d)", last_full, s.zero);

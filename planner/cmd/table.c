@@ -208,8 +208,9 @@ const char *recommendation_label(const recommendation *r, char *buf, size_t len)
     else if (r->multi) snprintf(buf, len, "%lldx ZeRO-3%s%s", (long long)r->gpus, task ? " " : "", task ? task : "");
     else if (task) snprintf(buf, len, "%s", task);
     else {
-        bool bit8 = mp_optimizer_desc_of(r->s.optimizer)->eight_bit;
-        snprintf(buf, len, "full %s%s%s", mp_precision_desc_of(r->s.precision)->short_name, bit8 ? " 8-bit" : "",
+        const mp_optimizer_desc *od = mp_optimizer_desc_of(r->s.optimizer);
+        snprintf(buf, len, "full %s%s%s", mp_precision_desc_of(r->s.precision)->short_name,
+                 !od->low_bit ? "" : od->state_bits == 4 ? " 4-bit" : " 8-bit",
                  r->s.offload != MP_OFFLOAD_NONE ? " +offload" : "");
     }
     return buf;

@@ -29,14 +29,14 @@ static int deepspeed_precision_ok(const mp_settings *s, char *err)
 /* ZeRO-Offload steps the optimizer on the CPU: DeepSpeed's own CPU optimizers,
  * or the script's when it has a CPU implementation (transformers
  * integrations/deepspeed.py, deepspeed_optim_sched). bitsandbytes' 8-bit and
- * paged optimizers step CUDA tensors only; memplan plans torchao's 8-bit state
+ * paged optimizers step CUDA tensors only; memplan plans torchao's low-bit state
  * on the GPU only (its step was measured there). */
 static int deepspeed_offload_ok(const mp_settings *s, char *err)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     const mp_offload_desc *off = mp_offload_desc_of(s->offload);
     if (s->offload == MP_OFFLOAD_NONE) return 0;
-    if (od->eight_bit || od->paged) {
+    if (od->low_bit || od->paged) {
         snprintf(err, MP_ERR_LEN, "optimizer '%s' cannot step offloaded states on the CPU (offload '%s')",
                  od->v.name, off->v.name);
         return -1;

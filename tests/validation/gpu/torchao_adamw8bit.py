@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """torchao's AdamW8bit, rebuilt on plain tensors, and what its step allocates on a CUDA GPU.
 
-  torchao_adamw8bit.py OUT.json     the step's transient bytes for each Llama 3.2 3B weight shape
+  torchao_adamw8bit.py OUT.json            the step's transient bytes for each Llama 3.2 3B weight shape
+  torchao_adamw8bit.py --bits 4 OUT.json   the same for its 4-bit sibling, AdamW4bit
 
 torchao is not installed on the GPU machines this project is lent. torchtune's README row
 "+ 8-bit AdamW" (pytorch/torchtune@a9ea6d5bf023) names the class AdamW8bit, and torchtune's
@@ -21,7 +22,10 @@ follows torchao as read in pytorch/ao@0b05caa18e67:
       256 values, a 256-entry table; lerp dequantises, copy_ quantises;
   quant_utils.py  quantize_8bit_with_qmap (block absmax, divide, an 8-step branchless binary
       search in the table, round to the nearer neighbour) and dequant_with_qmap
-      (table[codes] times the block's scale).
+      (table[codes] times the block's scale);
+  AdamW4bit (subclass_4bit.py OptimState4bit, quantize_4bit_with_qmap): the same step with
+      blocks of 128, two 4-bit codes a byte (high nibble first), a 16-entry table (the second
+      moment's linear, without zero) and a 4-step search.
 Under torch.compile a tensor subclass is traced as its inner tensors, so the same operations
 on plain codes, scales and table give the graph inductor compiles. The table's values (a
 dynamic-exponent map in torchao) do not change what is allocated; a log-spaced table stands
@@ -32,41 +36,53 @@ import sys
 
 import torch
 
-BLOCK = 256  # AdamW8bit's block_size default
+BLOCK = {8: 256, 4: 128}  # AdamW8bit's and AdamW4bit's block_size defaults
 MIN_QUANTISED = 4096  # _new_buffer: smaller states stay in the parameter's dtype
 INDEX = torch.int32 if hasattr(torch, "compile") else torch.int64  # torch 1.13 (the CPU smoke test) wants int64
 
 
-def table(signed):
-    """A sorted 256-entry map onto [-1, 1] (signed) or [0, 1], dense near zero."""
+def table(signed, bits=8):
+    """A sorted 2**bits-entry map onto [-1, 1] (signed) or [0, 1], dense near zero; 4-bit
+    unsigned is torchao's linear map without zero (subclass_4bit.py QMAP_UNSIGNED)."""
+    n = 2 ** bits
     if signed:
-        mags = torch.logspace(-7, 0, 128)
+        mags = torch.logspace(-7 if bits == 8 else -3, 0, n // 2)
         vals = torch.cat([-mags[1:].flip(0), torch.zeros(1), mags])
+    elif bits == 8:
+        vals = torch.cat([torch.zeros(1), torch.logspace(-7, 0, n - 1)])
     else:
-        vals = torch.cat([torch.zeros(1), torch.logspace(-7, 0, 255)])
+        vals = torch.linspace(0, 1, n + 1)[1:]
     return vals.sort().values
 
 
-def dequantize(codes, scale, qmap):
-    return (qmap[codes.to(INDEX)].view(scale.numel(), -1) * scale.view(-1, 1)).view(codes.shape)
+def dequantize(codes, scale, qmap, like):
+    if codes.numel() != like.numel():  # 4-bit: two codes a byte, high nibble first
+        codes = torch.stack([codes >> 4, codes & 15], dim=-1)
+    return (qmap[codes.to(INDEX)].view(scale.numel(), -1) * scale.view(-1, 1)).view(like.shape)
 
 
 def quantize_into(x, codes, scale, qmap):
-    blocks = x.reshape(-1, BLOCK)
+    bits = 8 if codes.numel() == x.numel() else 4
+    blocks = x.reshape(-1, BLOCK[bits])
     absmax = blocks.abs().amax(-1).clamp_min(1e-12)
     y = (blocks / absmax.view(-1, 1)).view(-1)
-    idx = torch.where(y >= qmap[128], 128, 0)
-    for bit in (64, 32, 16, 8, 4, 2, 1):  # the largest entry not above y
+    top = 2 ** (bits - 1)
+    idx = torch.where(y >= qmap[top], top, 0)
+    bit = top // 2
+    while bit:  # the largest entry not above y
         idx = idx + torch.where(y >= qmap[idx + bit], bit, 0)
-    up = (idx + 1).clamp(max=255)
+        bit //= 2
+    up = (idx + 1).clamp(max=2 ** bits - 1)
     low_val, up_val = qmap[idx], qmap[up]
-    idx = torch.where(y - low_val >= (up_val - low_val) * 0.5, up, idx)
-    codes.copy_(idx.to(torch.uint8).view(codes.shape))
+    idx = torch.where(y - low_val >= (up_val - low_val) * 0.5, up, idx).to(torch.uint8)
+    if bits == 4:
+        idx = (idx[::2] << 4) | idx[1::2]
+    codes.copy_(idx.view(codes.shape))
     scale.copy_(absmax)
 
 
-def load(state):
-    return dequantize(*state) if isinstance(state, tuple) else state.float()
+def load(state, like):
+    return dequantize(*state, like) if isinstance(state, tuple) else state.float()
 
 
 def store(state, x):
@@ -82,8 +98,8 @@ def single_param_adamw(p, grad, step, exp_avg, exp_avg_sq, lr, beta1, beta2, wei
     p32 = p32 - lr * weight_decay * p32
     correction1 = 1 - beta1 ** step
     correction2 = 1 - beta2 ** step
-    m = load(exp_avg).lerp(g32, 1 - beta1)
-    v = load(exp_avg_sq).lerp(g32.square(), 1 - beta2)
+    m = load(exp_avg, g32).lerp(g32, 1 - beta1)
+    v = load(exp_avg_sq, g32).lerp(g32.square(), 1 - beta2)
     store(exp_avg, m)
     store(exp_avg_sq, v)
     denom = v.sqrt() / correction2.sqrt() + eps
@@ -93,8 +109,9 @@ def single_param_adamw(p, grad, step, exp_avg, exp_avg_sq, lr, beta1, beta2, wei
 class AdamW8bit:
     """The optimizer's bookkeeping: states made at the first step, one compiled step per parameter."""
 
-    def __init__(self, params, lr=2e-5, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, compiled=True):
+    def __init__(self, params, lr=2e-5, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, compiled=True, bits=8):
         self.params = list(params)
+        self.bits = bits
         self.lr = torch.tensor(lr)
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
         self.state = {}
@@ -106,10 +123,12 @@ class AdamW8bit:
             self.fn = torch.compile(single_param_adamw, fullgraph=True, dynamic=False)
 
     def _new_state(self, p, signed):
-        if p.numel() >= MIN_QUANTISED and p.numel() % BLOCK == 0:
-            return (torch.zeros(p.shape, dtype=torch.uint8, device=p.device),
-                    torch.zeros(p.numel() // BLOCK, device=p.device),
-                    table(signed).to(p.device))
+        block = BLOCK[self.bits]
+        if p.numel() >= MIN_QUANTISED and p.numel() % block == 0:
+            shape = p.shape if self.bits == 8 else (p.numel() // 2,)
+            return (torch.zeros(shape, dtype=torch.uint8, device=p.device),
+                    torch.zeros(p.numel() // block, device=p.device),
+                    table(signed, self.bits).to(p.device))
         return torch.zeros_like(p)
 
     @torch.no_grad()
@@ -136,11 +155,11 @@ SHAPES = {"embedding": (128256, 3072), "q_proj": (3072, 3072), "k_proj": (1024, 
           "w1": (8192, 3072), "w2": (3072, 8192), "norm": (3072,)}
 
 
-def transient(shape, steps=3):
+def transient(shape, bits=8, steps=3):
     """Peak allocated bytes during each step, above what was allocated before it."""
     torch.manual_seed(0)
     p = torch.nn.Parameter(torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 0.02)
-    opt = AdamW8bit([p])
+    opt = AdamW8bit([p], bits=bits)
     out = []
     for _ in range(steps):
         p.grad = torch.randn_like(p) * 1e-3
@@ -156,15 +175,19 @@ def transient(shape, steps=3):
 
 
 def main():
-    if len(sys.argv) != 2:
+    argv = sys.argv[1:]
+    bits = 8
+    if argv[:1] == ["--bits"] and len(argv) == 3 and argv[1] in ("4", "8"):
+        bits, argv = int(argv[1]), argv[2:]
+    if len(argv) != 1:
         sys.exit(__doc__)
-    res = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "shapes": {}}
+    res = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "bits": bits, "shapes": {}}
     for name, shape in SHAPES.items():
-        r = res["shapes"][name] = transient(shape)
+        r = res["shapes"][name] = transient(shape, bits)
         last = r["steps"][-1]["peak_above"]
         print("%-10s %12d values: step transient %.3f GiB (%.2f bytes per value)" %
               (name, r["numel"], last / 2**30, last / r["numel"]), flush=True)
-        with open(sys.argv[1], "w") as f:
+        with open(argv[0], "w") as f:
             json.dump(res, f, indent=1)
 
 
