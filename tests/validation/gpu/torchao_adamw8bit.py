@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torchao's AdamW8bit, rebuilt on plain tensors, and what its step allocates on a CUDA GPU.
+"""torchao's AdamW8bit and AdamW4bit rebuilt on plain tensors, and what their step allocates on a GPU.
 
   torchao_adamw8bit.py OUT.json            the step's transient bytes for each Llama 3.2 3B weight shape
   torchao_adamw8bit.py --bits 4 OUT.json   the same for its 4-bit sibling, AdamW4bit
@@ -106,7 +106,7 @@ def single_param_adamw(p, grad, step, exp_avg, exp_avg_sq, lr, beta1, beta2, wei
     p.copy_(p32 - lr * (m / correction1) / denom)
 
 
-class AdamW8bit:
+class LowBitAdamW:
     """The optimizer's bookkeeping: states made at the first step, one compiled step per parameter."""
 
     def __init__(self, params, lr=2e-5, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, compiled=True, bits=8):
@@ -159,7 +159,7 @@ def transient(shape, bits=8, steps=3):
     """Peak allocated bytes during each step, above what was allocated before it."""
     torch.manual_seed(0)
     p = torch.nn.Parameter(torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 0.02)
-    opt = AdamW8bit([p], bits=bits)
+    opt = LowBitAdamW([p], bits=bits)
     out = []
     for _ in range(steps):
         p.grad = torch.randn_like(p) * 1e-3

@@ -67,7 +67,7 @@ import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chunked_ce_probe import CHUNKS, chunked_loss, compute_cross_entropy  # noqa: E402
-from torchao_adamw8bit import AdamW8bit  # noqa: E402
+from torchao_adamw8bit import LowBitAdamW  # noqa: E402
 
 # Llama 3.2 3B (meta-llama/Llama-3.2-3B config.json)
 DIM, HEADS, KV_HEADS, HIDDEN, VOCAB, LAYERS = 3072, 24, 8, 8192, 128256, 28
@@ -356,7 +356,7 @@ def run_case(name, batch=2, seq=4096, steps=3):
     kw = dict(lr=2e-5, fused=True) if dev == "cuda" else dict(lr=2e-5)  # torch 1.13 has no fused AdamW
     if cfg.get("optim8"):
         def make_optimizer(params):
-            return AdamW8bit(params, lr=2e-5, compiled=dev == "cuda")
+            return LowBitAdamW(params, lr=2e-5, compiled=dev == "cuda")
     else:
         def make_optimizer(params):
             return torch.optim.AdamW(params, **kw)
