@@ -551,8 +551,8 @@ static void optimizer_temporaries(est_ctx *c)
     if (od->step_bytes > 0) { /* its own compiled step, one tensor at a time, and each state's new scales */
         const double per_value = od->step_bytes + od->states * 4 / (double)s->adam8_block;
         c->opt_temp = per_value * c->largest_held;
-        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step: %.2f B per value of the "
-             "largest tensor%s", mp_optimizer_name(s->optimizer), per_value,
+        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step (as torch 2.11 compiles it): "
+             "%.2f B per value of the largest tensor%s", mp_optimizer_name(s->optimizer), per_value,
              s->optimizer_in_backward ? ", stepped in the backward" : "");
         c->opt_temp_layers = per_value * largest_stepped_in_layers(c);
         return;
