@@ -608,6 +608,11 @@ expect 0 "compile: the Trainer's torch_compile" -- "$mp" --model gpt2 --gpu 24GB
 has out "torch_compile=True"
 expect 2 "compile has no memtrain form" -- "$mp" --model gpt2 --gpu 24GB --compile --emit memtrain
 has err "--compile has no form in 'memtrain'"
+expect 0 "a plan for memtrain searches what memtrain runs" -- "$mp" --model llama-3.2-1b --gpu 24GB --emit memtrain -o "$tmp/for-memtrain.cfg"
+if grep -qE '^precision = (fp32|mixed-bf16|mixed-fp16)$' "$tmp/for-memtrain.cfg" &&
+   grep -qE '^optimizer = (adamw|adamw-8bit|sgd|sgd-momentum)$' "$tmp/for-memtrain.cfg"; then
+    ok "the config's precision and optimizer are memtrain's"
+else bad "memtrain config: $(grep -E '^(precision|optimizer)' "$tmp/for-memtrain.cfg" | tr '\n' ' ')"; fi
 expect 2 "a memtrain config only for what memtrain runs" -- "$mp" --model gpt2 --gpu 24GB --optimizer adamw-8bit-torchao --emit memtrain
 has err "memtrain implements adamw, adamw-8bit"
 has err "not 'adamw-8bit-torchao'"

@@ -380,6 +380,20 @@ static int plan_report(cli *c, plan_result *p)
     return p->best ? 0 : EXIT_NOFIT;
 }
 
+/* --emit memtrain: search among the precisions and optimizers memtrain runs,
+ * so that the plan chosen can be written (a pinned value is kept and refused
+ * by the emitter if memtrain lacks it). */
+static void search_what_memtrain_runs(mp_search_opts *o)
+{
+    unsigned prec = 0, opt = 0;
+    for (int i = 0; i < MP_NPRECISION; i++)
+        if (mp_precision_value(i)->memtrain) prec |= 1u << i;
+    for (int i = 0; i < MP_NOPTIMIZER; i++)
+        if (mp_optimizer_value(i)->memtrain) opt |= 1u << i;
+    o->only_precisions = (o->only_precisions ? o->only_precisions : ~0u) & prec;
+    o->only_optimizers = (o->only_optimizers ? o->only_optimizers : ~0u) & opt;
+}
+
 int cmd_plan(cli *c)
 {
     char err[MP_ERR_LEN];
@@ -387,8 +401,10 @@ int cmd_plan(cli *c)
     if (!c->have_gpu) return cli_error("no budget: give --gpu (a profile such as rtx4090, or a size such as 12GB)");
     if (c->solve) return cmd_solve(c);
     plan_result p = {0};
+    mp_search_opts opts = c->opts;
+    if (c->emit && !strcmp(c->emit, "memtrain")) search_what_memtrain_runs(&opts);
     double t0 = now_ms();
-    if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &p.r, err)) return cli_error("%s", err);
+    if (mp_search(&c->model, &c->s, &c->gpu, &opts, &p.r, err)) return cli_error("%s", err);
     p.ms = now_ms() - t0;
     p.best = p.r.n && p.r.cands[0].fits ? &p.r.cands[0] : NULL;
     int rc = plan_report(c, &p);
