@@ -58,7 +58,6 @@ typedef struct est_ctx {
     bool buckets_from_wrap;        /* DDP's buckets exist from the wrap, not from the backward */
     /* optimizer: on the GPU, offloaded to the host, the step's temporaries */
     double optimizer, opt_host, opt_temp;
-    double opt_temp_layers;        /* in the backward: the temporaries of the largest tensor stepped there */
     double paged_states;           /* a paged optimizer's state in CUDA managed memory, outside the allocator */
     double act_host;               /* saved activations offloaded to host RAM */
     /* activations */
@@ -554,18 +553,16 @@ static void optimizer_temporaries(est_ctx *c)
         term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step (as torch 2.11 compiles it): "
              "%.2f B per value of the largest tensor%s", mp_optimizer_name(s->optimizer), per_value,
              s->optimizer_in_backward ? ", stepped in the backward" : "");
-        c->opt_temp_layers = per_value * largest_stepped_in_layers(c);
         return;
     }
     const bool adam_step = od->adamw_class && !od->low_bit && fw->adam_temps > 0;
-    const bool per_tensor = s->step_impl == MP_STEP_FOR_LOOP || s->optimizer_in_backward;
+    const bool per_tensor = per_tensor_step(s);
     if (adam_step && per_tensor) /* one tensor at a time: the largest */
         c->opt_temp = fw->adam_temps * c->largest_held * c->prec->state_bytes;
     else if (adam_step && s->step_impl == MP_STEP_FOREACH) /* every tensor at once */
         c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
     if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
-    c->opt_temp_layers = c->largest_held > 0 ? c->opt_temp * largest_stepped_in_layers(c) / c->largest_held : 0;
     if (s->optimizer_in_backward)
         term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
              "largest tensor (%s profile)", fw->adam_temps, fw->name);
@@ -793,7 +790,10 @@ static void est_timeline(est_ctx *c)
     /* with the optimizer in the backward, each tensor is stepped (and its
      * gradient freed) there: one gradient and one step's temporaries */
     const bool in_bwd = c->s->optimizer_in_backward;
-    if (in_bwd) p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp_layers;
+    if (in_bwd) { /* the temporaries scale with the tensor stepped: here the largest a layer has */
+        const double share = c->largest_held > 0 ? largest_stepped_in_layers(c) / c->largest_held : 0;
+        p[MP_GRADIENTS] = c->grads, p[MP_OPTIMIZER] = c->optimizer + c->opt_temp * share;
+    }
     phase(e, "backward start", p);
 
     /* autocast's 16-bit weight copies went with the graph; a loop that keeps
