@@ -318,8 +318,9 @@ typedef struct mp_optimizer_desc {
     bool adamw_class, low_bit, paged, momentum; /* low_bit: states kept as block-wise quantised codes */
     int state_bits;           /* low_bit: bits per state value (8, 4), plus an fp32 scale per --adam8-block values */
     double step_bytes;        /* a compiled step's own buffers, bytes per value of the one tensor it steps; 0: none */
-    mp_optimizer same_memory_as; /* the twin the search tries in its place (a paged optimizer's unpaged one;
-                                  * torchao's 8-bit AdamW's bitsandbytes one: same state, no less memory), else itself */
+    mp_optimizer same_memory_as; /* the value the search tries in its place, else itself: a paged optimizer's
+                                  * unpaged twin; for torchao's low-bit AdamWs bitsandbytes' 8-bit one, so they
+                                  * are planned only when named */
     const char *hf_optim;     /* TrainingArguments optim */
     const char *deepspeed;    /* DeepSpeed optimizer type, or NULL: DeepSpeed builds none */
 } mp_optimizer_desc;
