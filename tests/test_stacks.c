@@ -306,20 +306,31 @@ typedef struct tt_case {
     bool torchao8; /* torchao's AdamW8bit (rebuilt in torchao_adamw8bit.py) instead of fused AdamW */
 } tt_case;
 
+/* Llama 3.2 3B as torchtune's README trains it: the torchtune profile, pure
+ * bf16, batch 2 x 4096, the rest at their defaults; NULL if either does not load. */
+static const mp_framework *torchtune_llama32_3b(mp_model *m, mp_settings *s)
+{
+    char err[256];
+    const mp_framework *tt = mp_framework_find("torchtune", err);
+    if (!tt || mp_model_lookup("llama-3.2-3b", m, err)) return NULL;
+    mp_settings_default(s, m);
+    s->framework = tt, s->precision = MP_PURE_BF16, s->batch = 2, s->seq = 4096;
+    return tt;
+}
+
 static double torchtune_run(const tt_case *t, bool list_column, const char *phase)
 {
     char err[256];
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    const mp_framework *tt = mp_framework_find("torchtune", err);
-    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) return -1;
+    const mp_framework *tt = torchtune_llama32_3b(&m, &s);
+    if (!tt) return -1;
     mp_framework f = *tt;
     if (!list_column) f.ce_output_chunks = 0;
-    mp_settings_default(&s, &m);
-    s.framework = &f, s.precision = MP_PURE_BF16, s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED;
+    s.framework = &f, s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED;
     if (t->torchao8) s.optimizer = MP_ADAMW_8BIT_TORCHAO;
-    s.batch = 2, s.seq = 4096, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED, s.compile = true;
+    s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED, s.compile = true;
     s.checkpointing = t->ckpt ? MP_CKPT_FULL : MP_CKPT_NONE;
     s.optimizer_in_backward = t->in_bwd, s.offload_activations = t->offload;
     if (t->rank) s.lora_rank = t->rank, s.lora_targets = MP_LORA_ALL & ~MP_LORA_K;
@@ -372,14 +383,11 @@ static void test_torchao_adamw8bit_step(void)
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    const mp_framework *tt = mp_framework_find("torchtune", err);
-    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) {
+    if (!torchtune_llama32_3b(&m, &s)) {
         CHECK(0, "torchtune profile and llama-3.2-3b load");
         return;
     }
-    mp_settings_default(&s, &m);
-    s.framework = tt, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 4096, s.lora_rank = 0;
-    s.optimizer = MP_ADAMW_8BIT_TORCHAO;
+    s.lora_rank = 0, s.optimizer = MP_ADAMW_8BIT_TORCHAO;
     if (mp_estimate_run(&m, &s, NULL, &e, err)) {
         CHECK(0, "estimate: %s", err);
         return;
@@ -421,16 +429,13 @@ static void test_torchao_adamw8bit_step(void)
  * (the backward's take in the hidden state's gradient, 50,331,648 B, within the 1%). */
 static void test_torchtune_chunk_list(void)
 {
-    char err[256];
     mp_model m;
     mp_settings s;
-    const mp_framework *tt = mp_framework_find("torchtune", err);
-    if (!tt || mp_model_lookup("llama-3.2-3b", &m, err)) {
+    if (!torchtune_llama32_3b(&m, &s)) {
         CHECK(0, "torchtune profile and llama-3.2-3b load");
         return;
     }
-    mp_settings_default(&s, &m);
-    s.framework = tt, s.precision = MP_PURE_BF16, s.batch = 2, s.seq = 4096, s.ce = MP_CE_CHUNKED;
+    s.ce = MP_CE_CHUNKED;
     static const struct {
         bool compiled;
         double forward_peak, backward_peak;
