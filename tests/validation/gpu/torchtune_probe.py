@@ -354,12 +354,12 @@ def run_case(name, batch=2, seq=4096, steps=3):
         full_loss = torch.compile(full_loss)
     trained = [p for p in model.parameters() if p.requires_grad]
     kw = dict(lr=2e-5, fused=True) if dev == "cuda" else dict(lr=2e-5)  # torch 1.13 has no fused AdamW
-    if cfg.get("optim8"):
-        def make_optimizer(params):
+
+    def make_optimizer(params):
+        if cfg.get("optim8"):
             return LowBitAdamW(params, lr=2e-5, compiled=dev == "cuda")
-    else:
-        def make_optimizer(params):
-            return torch.optim.AdamW(params, **kw)
+        return torch.optim.AdamW(params, **kw)
+
     if cfg["in_bwd"]:
         optims = {p: make_optimizer([p]) for p in trained}
 
