@@ -119,6 +119,7 @@ test-cli: $(PROGS)
 	@tests/run-cli.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
+	@python3 tests/test_emit_torchtune.py $(BIN)
 	@tests/test_emit_engines.sh $(BIN)
 	@# data parallel on 2 and 4 ranks (mpirun --oversubscribe); skipped without MPI
 	@tests/test_memtrain_mpi.sh $(BIN)

@@ -308,6 +308,7 @@ typedef struct mp_precision_desc {
     const char *torch_dtype;  /* from_pretrained(torch_dtype=...) for the trainable weights */
     const char *accelerate;   /* accelerate config mixed_precision */
     const char *deepspeed;    /* the DeepSpeed block that means it: "bf16", "fp16"; NULL: none (fp32) or no form */
+    const char *torchtune;    /* torchtune's dtype: "fp32", "bf16"; NULL: no form (it has no autocast, no masters) */
 } mp_precision_desc;
 
 typedef struct mp_optimizer_desc {
@@ -323,6 +324,7 @@ typedef struct mp_optimizer_desc {
                                   * are planned only when named */
     const char *hf_optim;     /* TrainingArguments optim */
     const char *deepspeed;    /* DeepSpeed optimizer type, or NULL: DeepSpeed builds none */
+    const char *torchtune;    /* the optimizer's _component_ in a torchtune config, or NULL: none written */
 } mp_optimizer_desc;
 
 typedef struct mp_ckpt_desc {
@@ -542,6 +544,7 @@ typedef struct mp_search_opts {
      * mp_optimizer; 0 tries them all. (memplan table searches the AdamW-class tier
      * first, which outranks the others whenever one of its plans fits.) */
     unsigned only_precisions, only_optimizers;
+    const char *emit;         /* only plans this --emit target can write (mp_emit_check); NULL: any */
 } mp_search_opts;
 
 typedef struct mp_search_result {
@@ -580,13 +583,16 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 
 /* ---------- output ---------- */
 
-/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate", "launch".
- * Fails (-1, err) where the target's engine cannot run the plan as estimated. */
+/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate", "launch",
+ * "torchtune". Fails (-1, err) where the target's engine cannot run the plan as estimated. */
 int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err);
-/* Write the bundle into the existing directory `dir`: train.py, the engine's
- * config (ds_config.json or accelerate.yaml, or none), launch.sh (executable)
- * and README.txt, each atomically; nothing is written when a text fails. */
-int mp_emit_bundle(const char *dir, const mp_model *m, const mp_settings *s, char *err);
+/* 0 when `kind` can write the plan, else -1 with the reason (what mp_emit would refuse). */
+int mp_emit_check(const char *kind, const mp_model *m, const mp_settings *s, char *err);
+/* Write the bundle of `kind` into the existing directory `dir`, each file
+ * atomically, nothing when a text fails: for "hf" train.py, the engine's config
+ * (ds_config.json or accelerate.yaml, or none), launch.sh (executable) and
+ * README.txt; for "torchtune" torchtune.yaml, launch.sh and README.txt. */
+int mp_emit_bundle(const char *kind, const char *dir, const mp_model *m, const mp_settings *s, char *err);
 /* Write `data` to `path` atomically (temp file, fsync, rename). */
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
 /* The same with the file's permission bits (0644, 0755). */

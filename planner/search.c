@@ -320,6 +320,11 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         s->batch = sp->batches[bi];
         if (!(o->pinned & MP_PIN_ACCUM))
             s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
+        /* a plan the emitter cannot write is no answer to `plan --emit` */
+        if (o->emit && mp_emit_check(o->emit, run->m, s, e2)) {
+            if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
+            continue;
+        }
         mp_estimate e;
         r->evaluated++;
         /* the screen: reserved and device as lower bounds, the allocator not

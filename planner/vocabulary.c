@@ -10,7 +10,16 @@
  *   DeepSpeed precision block   only where it means the value: DeepSpeed's bf16/fp16 keep 16-bit weights
  *                               plus an fp32 master copy (the mixed-* rows); none for autocast or pure bf16
  *   accelerate mixed_precision  accelerate src/accelerate/utils/dataclasses.py, PrecisionType
- *   attn_implementation         transformers src/transformers/modeling_utils.py ("eager", "sdpa") */
+ *   attn_implementation         transformers src/transformers/modeling_utils.py ("eager", "sdpa")
+ *   torchtune dtype             the recipes train in "bf16" or "fp32" only, with no autocast and no fp32
+ *                               masters; fp16 raises (tests/data/engines/torchtune_config_keys.README.txt)
+ *   torchtune optimizer         a _component_ path: torch.optim's classes, and bitsandbytes' as
+ *                               bitsandbytes/optim/__init__.py exports them (bitsandbytes-foundation/
+ *                               bitsandbytes@1b8772a8f33f: AdamW8bit, PagedAdamW32bit, PagedAdamW8bit, Lion32bit);
+ *                               torchao's low-bit AdamW at the path torchtune's memory tutorial gives
+ *                               (pytorch/torchtune@d1c6963e9070 docs/source/tutorials/memory_optimizations.rst:
+ *                               torchao.prototype.low_bit_optim.AdamW8bit), block_size its constructor's
+ *                               (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py) */
 #include "memplan.h"
 
 #include <stdio.h>
@@ -21,7 +30,8 @@
 static const mp_precision_desc precisions[MP_NPRECISION] = {
     [MP_FP32] = {{"fp32", NULL, "fp32 weights, gradients, optimizer state and activations", true},
                  .stored_bytes = 4, .act_bytes = 4, .state_bytes = 4, .short_name = "fp32",
-                 .same_memory_as = MP_FP32, .torch_dtype = "torch.float32", .accelerate = "'no'"},
+                 .same_memory_as = MP_FP32, .torch_dtype = "torch.float32", .accelerate = "'no'",
+                 .torchtune = "fp32"},
     [MP_AMP_BF16] = {{"amp-bf16", NULL, "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .needs_bf16 = true,
                      .short_name = "bf16", .same_memory_as = MP_AMP_BF16, .hf_flag = "bf16",
@@ -41,33 +51,36 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
     [MP_PURE_BF16] = {{"pure-bf16", NULL, "bf16 weights, gradients and optimizer state, no fp32 master copy", false},
                       .stored_bytes = 2, .act_bytes = 2, .state_bytes = 2, .needs_bf16 = true,
                       .short_name = "pure bf16", .same_memory_as = MP_PURE_BF16, .hf_flag = "bf16",
-                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16"},
+                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .torchtune = "bf16"},
 };
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
                   .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
-                  .hf_optim = "adamw_torch", .deepspeed = "adamw"},
+                  .hf_optim = "adamw_torch", .deepspeed = "adamw", .torchtune = "torch.optim.AdamW"},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
                        .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT,
-                       .hf_optim = "adamw_bnb_8bit"},
+                       .hf_optim = "adamw_bnb_8bit", .torchtune = "bitsandbytes.optim.AdamW8bit"},
     [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
                         .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
-                        .hf_optim = "paged_adamw_32bit"},
+                        .hf_optim = "paged_adamw_32bit", .torchtune = "bitsandbytes.optim.PagedAdamW32bit"},
     [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
                              .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .paged = true,
-                             .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit"},
+                             .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit",
+                             .torchtune = "bitsandbytes.optim.PagedAdamW8bit"},
     [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
-                .states = 0, .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD"},
+                .states = 0, .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD",
+                .torchtune = "torch.optim.SGD"},
     [MP_SGD_MOMENTUM] = {{"sgd-momentum", "sgdm momentum", "SGD with one momentum buffer", true},
                          .states = 1, .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM,
-                         .hf_optim = "sgd", .deepspeed = "SGD"},
+                         .hf_optim = "sgd", .deepspeed = "SGD", .torchtune = "torch.optim.SGD"},
     /* Adafactor's factored second moment (Shazeer & Stern 2018), no first moment
      * (beta1 = None, Hugging Face's default) */
     [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
                       .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
     [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
-                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion"},
+                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion",
+                 .torchtune = "bitsandbytes.optim.Lion32bit"},
     /* torchao's AdamW8bit (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py,
      * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per
      * block; tensors under 4096 values keep theirs in the weight's dtype), but each tensor is
@@ -81,7 +94,8 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit",
                                 "8-bit block-wise AdamW (torchao AdamW8bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8,
-                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_8bit"},
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_8bit",
+                               .torchtune = "torchao.prototype.low_bit_optim.AdamW8bit"},
     /* torchao's AdamW4bit (the same files; subclass_4bit.py OptimState4bit): two 4-bit codes a
      * byte, the same compiled step, the same 24 B per value beside the block scales
      * (torchao_adamw4bit.json: 24.06 B per value at blocks of 128, torchao's default; transformers'
@@ -89,7 +103,8 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW_4BIT_TORCHAO] = {{"adamw-4bit-torchao", "torchao-adamw4bit adamw-torch-4bit",
                                 "4-bit block-wise AdamW (torchao AdamW4bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 4,
-                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_4bit"},
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_4bit",
+                               .torchtune = "torchao.prototype.low_bit_optim.AdamW4bit"},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {

@@ -174,7 +174,16 @@ expect 0 "list models json" -- "$mp" list models --format json
 expect 0 "emit memtrain" -- "$mp" estimate --model gpt2 --batch 2 --seq 64 --emit memtrain -o "$tmp/plan.cfg"
 if grep -q "^layers = 12$" "$tmp/plan.cfg" && [ ! -e "$tmp/plan.cfg.tmp" ]; then ok "memtrain config written"; else bad "memtrain config"; fi
 expect 0 "emit deepspeed" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 --framework deepspeed --emit deepspeed -o "$tmp/ds.json"
-expect 2 "emit deepspeed for an FSDP plan is refused" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 --emit deepspeed
+expect 2 "emit deepspeed for an FSDP plan is refused" -- "$mp" estimate --model llama-3.1-8b --gpus 4 --zero 3 \
+    --precision mixed-bf16 --emit deepspeed
+has err "runs under FSDP (accelerate launch), not DeepSpeed"
+# a plan searched for --emit X is one X can write: here a DeepSpeed one, not the FSDP plan ranked first
+expect 0 "plan --emit deepspeed plans for DeepSpeed" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 \
+    --emit deepspeed -o "$tmp/ds-plan.json"
+if python3 -c "import json; d=json.load(open('$tmp/ds-plan.json')); assert d['zero_optimization']['stage'] >= 1"; then
+    ok "its DeepSpeed config shards (ZeRO stage >= 1)"; else bad "plan --emit deepspeed config"; fi
+expect 2 "plan --emit torchtune for a model without a builder" -- "$mp" --model gpt2 --gpu 24GB --emit torchtune
+has err "torchtune has no model builder for 'gpt2'"
 if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_optimization' in d"; then ok "deepspeed json parses"; else bad "deepspeed json"; fi
 expect 0 "emit hf" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/train.py"
 if python3 -c "import ast; ast.parse(open('$tmp/train.py').read())"; then ok "hf script is valid Python"; else bad "hf script"; fi

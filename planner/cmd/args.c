@@ -174,7 +174,8 @@ static const mp_opt output_opts[] = {
     {"solve", MP_OPT_STRING, CLI(solve), .arg = "Q",
      .help = "max-batch, max-seq or max-params: the largest that fits the --gpu"},
     {"emit", MP_OPT_STRING, CLI(emit), .arg = "KIND",
-     .help = "the plan as a runnable config: memtrain, hf, deepspeed, accelerate or launch (-o DIR/: the bundle)"},
+     .help = "the plan as a runnable config: memtrain, hf, deepspeed, accelerate, launch or "
+             "torchtune (-o DIR/: the hf or torchtune bundle)"},
     {"output", MP_OPT_STRING, CLI(out_path), .short_name = 'o', .arg = "FILE",
      .help = "write --emit's config, a table, ladder or sweep, or plot's SVG to FILE, not stdout"},
     {"ladder", MP_OPT_FLAG, CLI(ladder), .help = "plot: the technique ladder, not the plan and its alternatives"},
@@ -382,6 +383,8 @@ static int apply_stored_quant(cli *c)
 static int settle(cli *c)
 {
     char err[MP_ERR_LEN];
+    /* a torchtune config is estimated as torchtune runs it, unless another profile is named */
+    if (!c->framework && c->emit && !strcmp(c->emit, "torchtune")) c->framework = "torchtune";
     if (c->framework && !(c->s.framework = mp_framework_find(c->framework, err))) return cli_error("%s", err);
     if (c->gpu_name) {
         if (mp_gpu_lookup(c->gpu_name, &c->gpu, err)) return cli_error("%s for --gpu", err);

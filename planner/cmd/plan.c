@@ -45,12 +45,12 @@ static int do_emit(cli *c, const mp_settings *s)
     int dir = c->out_path ? output_is_dir(c->out_path) : 0;
     if (dir < 0) return EXIT_USAGE;
     if (dir) {
-        if (strcmp(c->emit, "hf")) {
+        if (strcmp(c->emit, "hf") && strcmp(c->emit, "torchtune")) {
             if (dir == 2) rmdir(c->out_path);
-            return cli_error("-o '%s' is a directory: a bundle is written by --emit hf, not --emit %s", c->out_path,
-                             c->emit);
+            return cli_error("-o '%s' is a directory: a bundle is written by --emit hf or --emit torchtune, "
+                             "not --emit %s", c->out_path, c->emit);
         }
-        if (!mp_emit_bundle(c->out_path, &c->model, s, err)) return 0;
+        if (!mp_emit_bundle(c->emit, c->out_path, &c->model, s, err)) return 0;
         if (dir == 2) rmdir(c->out_path); /* leave nothing behind */
         return cli_error("%s", err);
     }
@@ -68,7 +68,7 @@ static int do_emit(cli *c, const mp_settings *s)
 
 static int check_output_args(const cli *c)
 {
-    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed, accelerate or launch)");
+    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed, accelerate, launch or torchtune)");
     return 0;
 }
 
@@ -403,6 +403,7 @@ int cmd_plan(cli *c)
     plan_result p = {0};
     mp_search_opts opts = c->opts;
     if (c->emit && !strcmp(c->emit, "memtrain")) search_what_memtrain_runs(&opts);
+    opts.emit = c->emit;
     double t0 = now_ms();
     if (mp_search(&c->model, &c->s, &c->gpu, &opts, &p.r, err)) return cli_error("%s", err);
     p.ms = now_ms() - t0;

@@ -12,12 +12,14 @@ static const struct {
     /* 0, or -1 with err when the target cannot run the plan as estimated; NULL: always can */
     int (*check)(const mp_model *, const mp_settings *, char *);
     const char *file;        /* its name in a bundle */
+    bool steps_in_backward;  /* runs the optimizer step in the backward and offloads activations */
 } targets[] = {
-    {"memtrain", emit_memtrain, check_memtrain, "memtrain.conf"},
-    {"hf", emit_hf, NULL, "train.py"},
-    {"deepspeed", emit_deepspeed, check_deepspeed, "ds_config.json"},
-    {"accelerate", emit_accelerate, emit_check_engine, "accelerate.yaml"},
-    {"launch", emit_launch, emit_check_engine, "launch.sh"},
+    {"memtrain", emit_memtrain, check_memtrain, "memtrain.conf", false},
+    {"hf", emit_hf, NULL, "train.py", false},
+    {"deepspeed", emit_deepspeed, check_deepspeed, "ds_config.json", false},
+    {"accelerate", emit_accelerate, emit_check_engine, "accelerate.yaml", false},
+    {"launch", emit_launch, emit_check_engine, "launch.sh", false},
+    {"torchtune", emit_torchtune, check_torchtune, "torchtune.yaml", true},
 };
 enum { NTARGETS = sizeof targets / sizeof *targets };
 
@@ -37,21 +39,27 @@ static int target_index(const char *kind)
     return t;
 }
 
-int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err)
+int mp_emit_check(const char *kind, const mp_model *m, const mp_settings *s, char *err)
 {
     int t = target_index(kind);
     if (t == NTARGETS) return unknown_target(kind, err);
     /* the Trainer, DeepSpeed, accelerate and memtrain step after the backward,
      * and keep saved activations on the device */
-    if (s->optimizer_in_backward || s->offload_activations) {
+    if ((s->optimizer_in_backward || s->offload_activations) && !targets[t].steps_in_backward) {
         snprintf(err, MP_ERR_LEN, "--%s has no form in '%s': the Trainer, DeepSpeed and memtrain have none "
-                 "(torchtune's %s runs it)", s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations",
-                 kind, s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
+                 "(torchtune's %s runs it: --emit torchtune)",
+                 s->optimizer_in_backward ? "optimizer-in-backward" : "offload-activations", kind,
+                 s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
         return -1;
     }
-    if (targets[t].check && targets[t].check(m, s, err)) return -1;
+    return targets[t].check ? targets[t].check(m, s, err) : 0;
+}
+
+int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err)
+{
+    if (mp_emit_check(kind, m, s, err)) return -1;
     sbuf b = {0};
-    targets[t].write(&b, m, s);
+    targets[target_index(kind)].write(&b, m, s);
     if (b.oom || !b.p) {
         free(b.p);
         snprintf(err, MP_ERR_LEN, "out of memory writing the config");
@@ -61,28 +69,59 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
     return 0;
 }
 
-/* The bundle's files: the script, the engine's config (if any), the launcher. */
+/* A bundle's files: each written by a target's writer, checked first. */
+typedef struct bundle_file {
+    const char *file;
+    void (*write)(sbuf *, const mp_model *, const mp_settings *);
+} bundle_file;
 enum { NBUNDLE = 4 };
-static int bundle_targets(const mp_settings *s, const char *names[NBUNDLE], char *err)
+
+/* hf: the script, the engine's config (if any), the launcher; torchtune: its
+ * config and `tune run`. Returns the count, or -1 with err. */
+static int bundle_files(const char *kind, const mp_model *m, const mp_settings *s, bundle_file out[NBUNDLE],
+                        char *err)
 {
+    int n = 0;
+    if (!strcmp(kind, "torchtune")) {
+        if (mp_emit_check(kind, m, s, err)) return -1;
+        out[n++] = (bundle_file){"torchtune.yaml", emit_torchtune};
+        out[n++] = (bundle_file){"launch.sh", emit_torchtune_launch};
+        return n;
+    }
+    if (strcmp(kind, "hf")) {
+        snprintf(err, MP_ERR_LEN, "a bundle is written by --emit hf or --emit torchtune, not --emit %.64s", kind);
+        return -1;
+    }
     emit_engine e;
     if (emit_engine_of(s, &e, err)) return -1;
-    int n = 0;
-    names[n++] = "hf";
-    if (e.kind == EMIT_DEEPSPEED) names[n++] = "deepspeed";
-    if (e.kind == EMIT_FSDP) names[n++] = "accelerate";
-    names[n++] = "launch";
+    const char *names[NBUNDLE];
+    int k = 0;
+    names[k++] = "hf";
+    if (e.kind == EMIT_DEEPSPEED) names[k++] = "deepspeed";
+    if (e.kind == EMIT_FSDP) names[k++] = "accelerate";
+    names[k++] = "launch";
+    for (int i = 0; i < k; i++) {
+        int t = target_index(names[i]);
+        if (mp_emit_check(names[i], m, s, err)) return -1;
+        out[n++] = (bundle_file){targets[t].file, targets[t].write};
+    }
     return n;
 }
 
-static char *bundle_readme(const mp_model *m, const mp_settings *s)
+static char *bundle_readme(const char *kind, const mp_model *m, const mp_settings *s)
 {
-    emit_engine e;
-    char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return NULL;
     sbuf b = {0};
-    sbuf_put(&b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
-    emit_summary_comment(&b, m, s, &e);
+    if (!strcmp(kind, "torchtune")) {
+        sbuf_put(&b, "Written by memplan. Run: bash launch.sh DATA_FILE MODEL_DIR\n"
+                     "(MODEL_DIR: the model's Hugging Face checkpoint folder, as tune download writes it)\n\n");
+        emit_torchtune_summary(&b, m, s);
+    } else {
+        emit_engine e;
+        char err[MP_ERR_LEN];
+        if (emit_engine_of(s, &e, err)) return NULL;
+        sbuf_put(&b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
+        emit_summary_comment(&b, m, s, &e);
+    }
     if (b.oom) { free(b.p); return NULL; }
     return b.p;
 }
@@ -103,20 +142,24 @@ static int write_bundle(const char *dir, const char *const files[], char *const 
     return 0;
 }
 
-int mp_emit_bundle(const char *dir, const mp_model *m, const mp_settings *s, char *err)
+int mp_emit_bundle(const char *kind, const char *dir, const mp_model *m, const mp_settings *s, char *err)
 {
-    const char *kinds[NBUNDLE], *files[NBUNDLE + 1];
+    bundle_file bf[NBUNDLE];
+    const char *files[NBUNDLE + 1];
     char *texts[NBUNDLE + 1] = {0};
-    int n = bundle_targets(s, kinds, err), rc = 0;
+    int n = bundle_files(kind, m, s, bf, err), rc = 0;
     if (n < 0) return -1;
     /* every text first, so a failure writes nothing */
     for (int i = 0; i < n && !rc; i++) {
-        files[i] = targets[target_index(kinds[i])].file;
-        rc = mp_emit(kinds[i], m, s, &texts[i], err);
+        sbuf b = {0};
+        bf[i].write(&b, m, s);
+        files[i] = bf[i].file;
+        texts[i] = b.p;
+        if (b.oom || !b.p) rc = -1, snprintf(err, MP_ERR_LEN, "out of memory writing the bundle");
     }
     if (!rc) {
         files[n] = "README.txt";
-        texts[n] = bundle_readme(m, s);
+        texts[n] = bundle_readme(kind, m, s);
         if (!texts[n]) rc = -1, snprintf(err, MP_ERR_LEN, "out of memory writing the bundle");
     }
     if (!rc) rc = write_bundle(dir, files, texts, n + 1, err);

@@ -19,6 +19,11 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s);
 void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s);
+/* torchtune (torchtune.c): its recipe config, the `tune run` launcher, the plan as '# ' lines */
+void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s);
+void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s);
+void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s);
+int check_torchtune(const mp_model *m, const mp_settings *s, char *err);
 
 /* The engine that runs a plan (engine.c): the one place that decides it. */
 typedef enum { EMIT_SINGLE, EMIT_DDP, EMIT_DEEPSPEED, EMIT_FSDP } emit_engine_kind;

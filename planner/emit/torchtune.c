@@ -1,0 +1,281 @@
+/* torchtune.c — a torchtune recipe config (torchtune.yaml) and the `tune run`
+ * that starts it (launch.sh), for the plans torchtune's recipes run as memplan
+ * estimated them: the optimizer step fused into the backward and activations
+ * offloaded to the host among them, which no other target has.
+ *
+ * The keys are those the recipes read (full_finetune_single_device,
+ * lora_finetune_single_device, full_finetune_distributed,
+ * lora_finetune_distributed), tabulated with their commits in
+ * tests/data/engines/torchtune_config_keys.csv; the README beside it has the
+ * constraints checked here. The chunked loss is CEWithChunkedOutputLoss, whose
+ * model returns every chunk's logits (the torchtune profile's ce_output_chunks):
+ * written for the recipes that wire it (torchtune 0.6; later main-branch recipes
+ * take LinearCrossEntropyLoss instead, whose memory the profile does not model). */
+#include "emit/torchtune_models.h"
+#include "emitters.h"
+#include "framework.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool distributed(const mp_settings *s) { return s->gpus > 1; }
+
+static const char *recipe_of(const mp_settings *s)
+{
+    if (s->lora_rank) return distributed(s) ? "lora_finetune_distributed" : "lora_finetune_single_device";
+    return distributed(s) ? "full_finetune_distributed" : "full_finetune_single_device";
+}
+
+static const char *py_bool(bool v) { return v ? "True" : "False"; }
+
+/* "llama2, llama3, ..." for the refusal of a model without a builder */
+static void package_list(char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; tt_model_at(i) && o < len; i++)
+        if (!i || strcmp(tt_model_at(i)->package, tt_model_at(i - 1)->package))
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", tt_model_at(i)->package);
+}
+
+#define REFUSE(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
+
+/* What the recipes cannot run, or would run otherwise than the estimate counted. */
+static int check_model_and_numerics(const mp_model *m, const mp_settings *s, char *err)
+{
+    const mp_framework *fw = settings_framework(s);
+    if (strncmp(fw->name, "torchtune", 9))
+        REFUSE("--emit torchtune writes a plan estimated as torchtune runs it: give --framework torchtune "
+               "(the plan has framework '%s')", fw->name);
+    if (!tt_model_of(m)) {
+        char list[160];
+        package_list(list, sizeof list);
+        REFUSE("torchtune has no model builder for '%s' that memplan knows (it maps profiles to "
+               "torchtune.models' %s)", m->name, list);
+    }
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    if (!pd->torchtune)
+        REFUSE("precision '%s' has no torchtune form: its recipes train every weight in bf16 or fp32, with no "
+               "autocast and no fp32 master copy (use pure-bf16 or fp32)", pd->v.name);
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    if (!od->torchtune) REFUSE("optimizer '%s' has no torchtune config in memplan", od->v.name);
+    if (s->attention != MP_ATTN_FLASH)
+        REFUSE("attention '%s' has no torchtune form: its attention runs through SDPA (use --attention flash)",
+               mp_attention_name(s->attention));
+    if (s->checkpointing == MP_CKPT_SELECTIVE)
+        REFUSE("checkpointing 'selective' has no torchtune form: its recipes checkpoint whole layers "
+               "(enable_activation_checkpointing; use --checkpointing full or none)");
+    if (s->quant != MP_QUANT_NONE && s->quant != MP_QUANT_NF4_DQ)
+        REFUSE("quant '%s' has no torchtune form: its QLoRA base is torchao's NF4 with quantised scales "
+               "(use --quant nf4-dq)", mp_quant_name(s->quant));
+    if (s->loader != MP_LOAD_MEMORY)
+        REFUSE("loader '%s' has no torchtune form: its recipes read map-style datasets (use --loader memory)",
+               mp_loader_name(s->loader));
+    return 0;
+}
+
+static int check_lora(const mp_model *m, const mp_settings *s, char *err)
+{
+    if (!s->lora_rank) return 0;
+    const tt_model *t = tt_model_of(m);
+    unsigned mlp = s->lora_targets & MP_LORA_MLP;
+    if (mlp && mlp != MP_LORA_MLP)
+        REFUSE("torchtune puts LoRA on all of the MLP or none of it (apply_lora_to_mlp): the plan's "
+               "--lora-targets has only part of gate, up, down");
+    if ((s->lora_targets & MP_LORA_HEAD) && !t->output_lora)
+        REFUSE("torchtune's %s builder takes no LoRA on the output head%s", t->lora_builder,
+               t->output_arg ? " (the embedding is tied to it)" : "");
+    if (s->optimizer_in_backward)
+        REFUSE("torchtune's LoRA recipes have no optimizer_in_bwd: drop --optimizer-in-backward");
+    return 0;
+}
+
+static int check_parallel(const mp_settings *s, char *err)
+{
+    if (s->tp > 1 || s->pp > 1 || s->ep > 1)
+        REFUSE("memplan writes torchtune's data-parallel FSDP recipes only, not tp %lld, pp %lld, ep %lld",
+               (long long)s->tp, (long long)s->pp, (long long)s->ep);
+    if (!distributed(s)) {
+        if (s->zero > 0 || s->offload != MP_OFFLOAD_NONE)
+            REFUSE("torchtune's single-device recipes shard nothing and offload no weights or state "
+                   "(zero %d, offload '%s')", s->zero, mp_offload_name(s->offload));
+        return 0;
+    }
+    if (s->zero < 2)
+        REFUSE("torchtune's distributed recipes shard with FSDP: give --zero 3 (reshard after forward) "
+               "or 2 (keep the gathered weights), not %d", s->zero);
+    if (s->offload == MP_OFFLOAD_OPTIMIZER)
+        REFUSE("torchtune's fsdp_cpu_offload moves parameters, gradients and optimizer state together: "
+               "use --offload params with --zero 3");
+    if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
+        REFUSE("fsdp_cpu_offload needs the weights sharded: --zero 3 with --offload params");
+    return 0;
+}
+
+int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
+{
+    if (check_model_and_numerics(m, s, err) || check_lora(m, s, err) || check_parallel(s, err)) return -1;
+    /* the recipes raise on offloading without checkpointing */
+    if (s->offload_activations && s->checkpointing != MP_CKPT_FULL)
+        REFUSE("torchtune offloads activations only with activation checkpointing: add --checkpointing full");
+    return 0;
+}
+
+void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    const tt_model *t = tt_model_of(m);
+    sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", m->name,
+             s->lora_rank ? (s->quant != MP_QUANT_NONE ? (t->qlora_builder ? t->qlora_builder : t->lora_builder)
+                                                       : t->lora_builder)
+                          : t->builder);
+    sbuf_put(b, "# The plan it runs (recipe %s):\n", recipe_of(s));
+    sbuf_put(b, "#   precision      %s (dtype %s)\n", mp_precision_name(s->precision),
+             mp_precision_desc_of(s->precision)->torchtune);
+    sbuf_put(b, "#   optimizer      %s (%s)%s\n", mp_optimizer_name(s->optimizer),
+             mp_optimizer_desc_of(s->optimizer)->torchtune, s->optimizer_in_backward ? ", stepped in the backward" : "");
+    sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
+             s->offload_activations ? ", activations offloaded to the host" : "");
+    sbuf_put(b, "#   loss           %s\n", s->ce == MP_CE_CHUNKED ? "chunked cross-entropy (CEWithChunkedOutputLoss)"
+                                                                : "full cross-entropy");
+    if (s->lora_rank) {
+        char tg[64];
+        sbuf_put(b, "#   LoRA           rank %lld on %s, dropout %g, base %s\n", (long long)s->lora_rank,
+                 mp_lora_targets_name(s->lora_targets, tg, sizeof tg), (double)s->lora_dropout,
+                 mp_quant_name(s->quant));
+    }
+    if (distributed(s))
+        sbuf_put(b, "#   FSDP over %lld GPUs (zero %d), offload %s\n", (long long)s->gpus, s->zero,
+                 mp_offload_name(s->offload));
+    sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld (packed)%s\n", (long long)s->batch,
+             (long long)s->accum, (long long)s->seq, s->compile ? ", compiled" : "");
+    mp_estimate e;
+    char err[MP_ERR_LEN];
+    if (!mp_estimate_run(m, s, NULL, &e, err))
+        sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated (the log's peak_memory_alloc), %.2f GiB reserved,\n"
+                    "# %.2f GiB on the device (nvidia-smi).\n",
+                 e.total_bytes / MP_GiB, e.reserved_bytes / MP_GiB, e.device_bytes / MP_GiB);
+}
+
+static void yaml_model(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    const tt_model *t = tt_model_of(m);
+    const bool qlora = s->quant != MP_QUANT_NONE;
+    const char *builder = !s->lora_rank ? t->builder : qlora && t->qlora_builder ? t->qlora_builder : t->lora_builder;
+    sbuf_put(b, "model:\n  _component_: torchtune.models.%s.%s\n", t->package, builder);
+    if (!s->lora_rank) return;
+    static const struct { unsigned bit; const char *name; } attn[] = {
+        {MP_LORA_Q, "q_proj"}, {MP_LORA_K, "k_proj"}, {MP_LORA_V, "v_proj"}, {MP_LORA_O, "output_proj"}};
+    sbuf_put(b, "  lora_attn_modules: [");
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (s->lora_targets & attn[i].bit) sbuf_put(b, "%s'%s'", n++ ? ", " : "", attn[i].name);
+    sbuf_put(b, "]\n  apply_lora_to_mlp: %s\n", py_bool(s->lora_targets & MP_LORA_MLP));
+    if (t->output_arg) sbuf_put(b, "  apply_lora_to_output: %s\n", py_bool(s->lora_targets & MP_LORA_HEAD));
+    char dropout[32]; /* a float, as the builders declare it: 0.0, 0.05 */
+    snprintf(dropout, sizeof dropout, "%g", (double)s->lora_dropout);
+    if (!strpbrk(dropout, ".e")) strcat(dropout, ".0");
+    sbuf_put(b, "  lora_rank: %lld\n  lora_alpha: %lld\n  lora_dropout: %s\n", (long long)s->lora_rank,
+             (long long)(2 * s->lora_rank), dropout);
+    if (qlora && !t->qlora_builder) sbuf_put(b, "  quantize_base: True\n");
+}
+
+/* The tokenizer and checkpoint live in the checkpoint folder launch.sh names. */
+static void yaml_checkpoint(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    const tt_model *t = tt_model_of(m);
+    sbuf_put(b, "\ntokenizer:\n  _component_: torchtune.models.%s\n"
+                "  path: ${checkpointer.checkpoint_dir}/%s\n", t->tokenizer, t->tokenizer_path);
+    if (t->merges_file) sbuf_put(b, "  merges_file: ${checkpointer.checkpoint_dir}/%s\n", t->merges_file);
+    sbuf_put(b, "  max_seq_len: %lld\n", (long long)s->seq);
+    sbuf_put(b, "\ncheckpointer:\n  _component_: torchtune.training.FullModelHFCheckpointer\n"
+                "  checkpoint_dir: MODEL_DIR  # launch.sh sets it and lists the files below\n"
+                "  checkpoint_files: [model.safetensors]\n"
+                "  recipe_checkpoint: null\n"
+                "  output_dir: ${output_dir}\n"
+                "  model_type: %s\n"
+                "resume_from_checkpoint: False\n", t->model_type);
+}
+
+/* Every sequence packed to max_seq_len tokens: the plan's B x T each step. */
+static void yaml_data(sbuf *b, const mp_settings *s)
+{
+    sbuf_put(b, "\ndataset:\n  _component_: torchtune.datasets.text_completion_dataset\n"
+                "  source: text  # one text file, as the hf bundle reads it\n"
+                "  data_files: DATA_FILE  # launch.sh sets it\n"
+                "  column: text\n  split: train\n  packed: True\n"
+                "seed: 0\nshuffle: True\nbatch_size: %lld\n", (long long)s->batch);
+}
+
+static void yaml_optimizer(sbuf *b, const mp_settings *s)
+{
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    sbuf_put(b, "\noptimizer:\n  _component_: %s\n  lr: %s\n", od->torchtune, s->lora_rank ? "2e-4" : "2e-5");
+    if (!strncmp(od->torchtune, "torch.optim.", 12)) {
+        if (s->step_impl == MP_STEP_FUSED) sbuf_put(b, "  fused: True\n");
+        else sbuf_put(b, "  foreach: %s\n", py_bool(s->step_impl == MP_STEP_FOREACH));
+        if (od->momentum) sbuf_put(b, "  momentum: 0.9\n");
+    }
+    if (od->step_bytes > 0) sbuf_put(b, "  block_size: %lld\n", (long long)s->adam8_block);
+    if (s->lora_rank)
+        sbuf_put(b, "lr_scheduler:\n  _component_: torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\n"
+                    "  num_warmup_steps: 100\n");
+}
+
+static void yaml_training(sbuf *b, const mp_settings *s)
+{
+    const mp_framework *fw = settings_framework(s);
+    if (s->ce == MP_CE_CHUNKED)
+        sbuf_put(b, "\nloss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n"
+                    "  num_output_chunks: %.0f\n", fw->ce_output_chunks);
+    else sbuf_put(b, "\nloss:\n  _component_: torch.nn.CrossEntropyLoss\n");
+    sbuf_put(b, "epochs: 1\nmax_steps_per_epoch: 1000\ngradient_accumulation_steps: %lld\n", (long long)s->accum);
+    if (!s->lora_rank) sbuf_put(b, "optimizer_in_bwd: %s\n", py_bool(s->optimizer_in_backward));
+    sbuf_put(b, "compile: %s\n\ndevice: cuda\ndtype: %s\n", py_bool(s->compile),
+             mp_precision_desc_of(s->precision)->torchtune);
+    sbuf_put(b, "enable_activation_checkpointing: %s\nenable_activation_offloading: %s\n",
+             py_bool(s->checkpointing == MP_CKPT_FULL), py_bool(s->offload_activations));
+    if (distributed(s))
+        sbuf_put(b, "fsdp_reshard_after_forward: %s\nfsdp_cpu_offload: %s\n", py_bool(s->zero == 3),
+                 py_bool(s->offload == MP_OFFLOAD_PARAMS));
+}
+
+void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    emit_torchtune_summary(b, m, s);
+    sbuf_put(b, "# Run: bash launch.sh DATA_FILE MODEL_DIR (the bundle), or\n"
+                "#   tune run %s%s --config torchtune.yaml checkpointer.checkpoint_dir=MODEL_DIR \\\n"
+                "#     checkpointer.checkpoint_files=[FILES] dataset.data_files=DATA_FILE\n\n",
+             distributed(s) ? "--nproc_per_node N " : "", recipe_of(s));
+    sbuf_put(b, "output_dir: ./torchtune-out\n\n");
+    yaml_model(b, m, s);
+    yaml_checkpoint(b, m, s);
+    yaml_data(b, s);
+    yaml_optimizer(b, s);
+    yaml_training(b, s);
+    sbuf_put(b, "\nmetric_logger:\n  _component_: torchtune.training.metric_logging.DiskLogger\n"
+                "  log_dir: ${output_dir}/logs\n"
+                "log_every_n_steps: 1\nlog_peak_memory_stats: True  # peak_memory_alloc, _reserved, _active\n"
+                "log_level: INFO\n");
+}
+
+void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
+{
+    sbuf_put(b, "#!/usr/bin/env bash\n");
+    emit_torchtune_summary(b, m, s);
+    sbuf_put(b, "# usage: bash launch.sh DATA_FILE MODEL_DIR (the model's Hugging Face checkpoint folder)\n"
+                "set -eu\n"
+                "USAGE=\"usage: bash launch.sh DATA_FILE MODEL_DIR\"\n"
+                "DATA=\"${1:?$USAGE}\"\nMODEL=\"${2:?$USAGE}\"\n"
+                "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
+    /* what the plan assumed of the allocator, whatever a recipe's own default */
+    sbuf_put(b, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:%s\n", py_bool(s->expandable_segments));
+    sbuf_put(b, "# FullModelHFCheckpointer reads the weight files it is given by name\n"
+                "FILES=\"$(cd \"$MODEL\" && ls -- *.safetensors 2>/dev/null | paste -sd, -)\"\n"
+                "if [ -z \"$FILES\" ]; then echo \"launch.sh: no .safetensors files in '$MODEL'\" >&2; exit 2; fi\n");
+    char procs[48] = "";
+    if (distributed(s)) snprintf(procs, sizeof procs, "--nproc_per_node %lld ", (long long)s->gpus);
+    sbuf_put(b, "exec tune run %s%s --config \"$HERE/torchtune.yaml\" \\\n"
+                "    output_dir=\"$HERE/out\" checkpointer.checkpoint_dir=\"$MODEL\" \\\n"
+                "    \"checkpointer.checkpoint_files=[$FILES]\" dataset.data_files=\"$DATA\"\n",
+             procs, recipe_of(s));
+}

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""test_emit_torchtune.py - emit torchtune.yaml (memplan --emit torchtune) for a matrix of
+plans and check each against torchtune's own source, as tabulated with commits under
+tests/data/engines/, and against the plan itself:
+
+  * the file is YAML; every top-level key, and every nested key a recipe reads, is one the
+    plan's recipe reads (torchtune_config_keys.csv); the keys a recipe requires are all there;
+  * the model builder, its LoRA arguments, the checkpointer's model_type and the tokenizer are
+    the ones torchtune has for that profile (torchtune_models.csv), and the builder's and the
+    tokenizer's arguments are the ones torchtune's functions take;
+  * what the config sets reads back equal to the plan's JSON (--format json): dtype, optimizer,
+    micro-batch, accumulation, sequence, checkpointing, offloading, the step in the backward,
+    compile, loss, LoRA rank and targets, FSDP's resharding and offload, the predicted peak;
+  * the recipes' own constraints hold (torchtune_config_keys.csv's constraint column):
+    activation offloading only with checkpointing, the step in the backward only without
+    accumulation, no fp16;
+  * the bundle (-o DIR/) holds torchtune.yaml, an executable launch.sh that passes bash -n and,
+    run against a stub `tune`, starts the plan's recipe with the checkpoint's files listed;
+  * what torchtune cannot run is refused with the reason, exit status 2, and nothing written.
+
+Usage: test_emit_torchtune.py BIN_DIR. Prints one line per failure and "emit-torchtune: ...".
+"""
+import csv
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+ENGINES = "tests/data/engines"
+# Arguments of the components the config builds, from torchtune's source (README.txt beside
+# the CSVs, sections 5 to 7, each with its commit): FullModelHFCheckpointer.__init__,
+# text_completion_dataset, CEWithChunkedOutputLoss / torch.nn.CrossEntropyLoss, DiskLogger,
+# get_cosine_schedule_with_warmup. The recipe passes the optimizer its parameters; the rest
+# are the optimizer class's own keywords (torch.optim.AdamW/SGD: lr, foreach, fused, momentum;
+# bitsandbytes and torchao: lr, and torchao's block_size).
+COMPONENT_ARGS = {
+    "checkpointer": {"_component_", "checkpoint_dir", "checkpoint_files", "model_type", "output_dir",
+                     "recipe_checkpoint", "adapter_checkpoint", "resume_from_checkpoint"},
+    "dataset": {"_component_", "source", "column", "packed", "split", "data_files", "add_eos"},
+    "loss": {"_component_", "num_output_chunks", "ignore_index"},
+    "metric_logger": {"_component_", "log_dir"},
+    "lr_scheduler": {"_component_", "num_warmup_steps"},
+    "optimizer": {"_component_", "lr", "foreach", "fused", "momentum", "block_size"},
+    "tokenizer": {"_component_", "path", "merges_file", "max_seq_len"},
+}
+# torchtune's dtype strings (torchtune/training/precision.py via the keys README, section 4)
+DTYPE = {"pure-bf16": "bf16", "fp32": "fp32"}
+OPTIMIZER = {"adamw": "torch.optim.AdamW", "adamw-8bit": "bitsandbytes.optim.AdamW8bit",
+             "paged-adamw": "bitsandbytes.optim.PagedAdamW32bit",
+             "paged-adamw-8bit": "bitsandbytes.optim.PagedAdamW8bit", "sgd": "torch.optim.SGD",
+             "sgd-momentum": "torch.optim.SGD", "lion": "bitsandbytes.optim.Lion32bit",
+             "adamw-8bit-torchao": "torchao.prototype.low_bit_optim.AdamW8bit",
+             "adamw-4bit-torchao": "torchao.prototype.low_bit_optim.AdamW4bit"}
+# bitsandbytes/optim/__init__.py exports (bitsandbytes-foundation/bitsandbytes@1b8772a8f33f)
+BNB_EXPORTS = {"AdamW", "AdamW8bit", "AdamW32bit", "PagedAdamW", "PagedAdamW8bit", "PagedAdamW32bit", "Lion",
+               "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit", "SGD", "SGD8bit", "SGD32bit"}
+ATTN = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "output_proj"}
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL " + what)
+
+
+def csv_rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def recipe_keys():
+    keys, required = {}, {}
+    for r in csv_rows(f"{ENGINES}/torchtune_config_keys.csv"):
+        keys.setdefault(r["recipe"], set()).add(r["key"])
+        if r["required"] == "1":
+            required.setdefault(r["recipe"], set()).add(r["key"])
+    return keys, required
+
+
+def recipe_of(s):
+    kind = "lora" if s["lora-rank"] else "full"
+    return f"{kind}_finetune_{'distributed' if s['gpus'] > 1 else 'single_device'}"
+
+
+def check_keys(tag, cfg, recipe, keys, required):
+    for k, v in cfg.items():
+        if k in COMPONENT_ARGS or k == "model" or k.startswith("_"):
+            continue
+        check(k in keys[recipe], f"{tag}: top-level key '{k}' is read by {recipe}")
+    for block, allowed in COMPONENT_ARGS.items():
+        for k in cfg.get(block, {}) or {}:
+            check(k in allowed, f"{tag}: '{block}.{k}' is an argument of its component")
+    # the nested keys the recipe itself reads (dataset.packed, tokenizer.max_seq_len, ...)
+    for k in keys[recipe]:
+        if "." in k:
+            block, sub = k.split(".", 1)
+            if block in cfg and isinstance(cfg[block], dict) and sub in cfg[block]:
+                check(True, "")
+    for k in required[recipe]:
+        head, _, sub = k.partition(".")
+        present = head in cfg and (not sub or (isinstance(cfg[head], dict) and sub.split(".")[0] in cfg[head]))
+        # profiler keys are required only inside an enabled profiler block
+        if head == "profiler":
+            continue
+        check(present, f"{tag}: key '{k}', which {recipe} requires, is set")
+
+
+def check_model(tag, cfg, s, model_row):
+    m = cfg["model"]
+    comp = m["_component_"]
+    pkg = model_row["builder"].rsplit(".", 1)[0]
+    if not s["lora-rank"]:
+        check(comp == model_row["builder"], f"{tag}: builder {comp} is {model_row['builder']}")
+        check(set(m) == {"_component_"}, f"{tag}: a full model's builder takes no LoRA arguments")
+        return
+    quant = s["quant"] != "none"
+    want = model_row["qlora_builder"] if quant and model_row["qlora_builder"] else model_row["lora_builder"]
+    check(comp == want and comp.startswith(pkg), f"{tag}: builder {comp} is {want}")
+    lora_args = set(model_row["lora_args"].split("|"))
+    for k in m:
+        check(k == "_component_" or k in lora_args, f"{tag}: '{k}' is an argument of {comp}")
+    check(m.get("quantize_base", False) == (quant and not model_row["qlora_builder"]),
+          f"{tag}: quantize_base only where there is no QLoRA builder")
+    targets = s["lora-targets"].split(",")
+    want_attn = [ATTN[t] for t in targets if t in ATTN]
+    check(m["lora_attn_modules"] == want_attn, f"{tag}: lora_attn_modules {m['lora_attn_modules']} = {want_attn}")
+    check(set(m["lora_attn_modules"]) <= set(model_row["lora_attn_module_names"].split("|")),
+          f"{tag}: attention module names are the builder's")
+    check(m["apply_lora_to_mlp"] == ("gate" in targets), f"{tag}: apply_lora_to_mlp")
+    check(m.get("apply_lora_to_output", False) == ("head" in targets), f"{tag}: apply_lora_to_output")
+    check(m["lora_rank"] == s["lora-rank"], f"{tag}: lora_rank {m['lora_rank']}")
+    check(isinstance(m["lora_dropout"], float) and abs(m["lora_dropout"] - s["lora-dropout"]) < 1e-6,
+          f"{tag}: lora_dropout {m['lora_dropout']} is the plan's, as a float")
+
+
+def check_plan(tag, cfg, plan, model_row, keys, required):
+    s = plan["settings"]
+    recipe = recipe_of(s)
+    check_keys(tag, cfg, recipe, keys, required)
+    check_model(tag, cfg, s, model_row)
+    ck = cfg["checkpointer"]
+    check(ck["model_type"] == model_row["model_type"], f"{tag}: model_type {ck['model_type']}")
+    check(ck["_component_"] == "torchtune.training.FullModelHFCheckpointer", f"{tag}: the HF checkpointer")
+    tok = cfg["tokenizer"]
+    check(tok["_component_"] == model_row["tokenizer"], f"{tag}: tokenizer {tok['_component_']}")
+    check(tok["path"].endswith("/" + model_row["tokenizer_path"]), f"{tag}: tokenizer file {tok['path']}")
+    check(("merges_file" in tok) == bool(model_row["tokenizer_merges"]), f"{tag}: merges_file where BPE needs it")
+    check(tok["max_seq_len"] == s["seq"], f"{tag}: max_seq_len = plan seq {s['seq']}")
+    check(cfg["dataset"]["packed"] is True, f"{tag}: packed to max_seq_len (B x T every step)")
+    check(cfg["batch_size"] == s["batch"], f"{tag}: batch_size {s['batch']}")
+    check(cfg["gradient_accumulation_steps"] == s["accum"], f"{tag}: accumulation {s['accum']}")
+    check(cfg["dtype"] == DTYPE[s["precision"]], f"{tag}: dtype {cfg['dtype']} for {s['precision']}")
+    opt = cfg["optimizer"]
+    check(opt["_component_"] == OPTIMIZER[s["optimizer"]], f"{tag}: optimizer {opt['_component_']}")
+    if opt["_component_"].startswith("bitsandbytes."):
+        check(opt["_component_"].rsplit(".", 1)[1] in BNB_EXPORTS, f"{tag}: bitsandbytes exports it")
+    if opt["_component_"].startswith("torch.optim."):
+        impl = s["optimizer-impl"]
+        check(opt.get("fused") is (True if impl == "fused" else None), f"{tag}: fused iff the plan's step is")
+        if impl != "fused":
+            check(opt.get("foreach") == (impl == "foreach"), f"{tag}: foreach for {impl}")
+    check(cfg["compile"] == s["compile"], f"{tag}: compile")
+    check(cfg["enable_activation_checkpointing"] == (s["checkpointing"] == "full"), f"{tag}: checkpointing")
+    check(cfg["enable_activation_offloading"] == s["offload-activations"], f"{tag}: offloading")
+    if not s["lora-rank"]:
+        check(cfg["optimizer_in_bwd"] == s["optimizer-in-backward"], f"{tag}: optimizer_in_bwd")
+    else:
+        check("optimizer_in_bwd" not in cfg, f"{tag}: no optimizer_in_bwd in a LoRA recipe")
+    loss = cfg["loss"]["_component_"]
+    check(loss == ("torchtune.modules.loss.CEWithChunkedOutputLoss" if s["ce"] == "chunked"
+                   else "torch.nn.CrossEntropyLoss"), f"{tag}: loss {loss} for ce {s['ce']}")
+    if s["gpus"] > 1:
+        check(cfg["fsdp_reshard_after_forward"] == (s["zero"] == 3), f"{tag}: reshard after forward iff ZeRO-3")
+        check(cfg["fsdp_cpu_offload"] == (s["offload"] == "params"), f"{tag}: fsdp_cpu_offload")
+    # the recipes' raises (torchtune_config_keys.csv, constraint column)
+    if cfg["enable_activation_offloading"]:
+        check(cfg["enable_activation_checkpointing"], f"{tag}: offloading only with checkpointing")
+    if cfg.get("optimizer_in_bwd"):
+        check(cfg["gradient_accumulation_steps"] == 1, f"{tag}: in-backward step only without accumulation")
+    check(cfg["dtype"] != "fp16", f"{tag}: no fp16")
+    peak = f"{plan['allocated_bytes'] / 2**30:.2f} GiB allocated"
+    check(peak in cfg["_text"], f"{tag}: the header states the predicted peak ({peak})")
+
+
+def run_memplan(memplan, args):
+    return subprocess.run([memplan, *args], capture_output=True, text=True)
+
+
+def check_bundle(memplan, tmp, keys, required):
+    out = os.path.join(tmp, "bundle") + "/"
+    p = run_memplan(memplan, ["--model", "llama-3.2-3b", "--gpu", "24GB", "--task", "qlora", "--emit",
+                              "torchtune", "-o", out])
+    check(p.returncode == 0, f"bundle: exit {p.returncode}: {p.stderr.strip()}")
+    if p.returncode:
+        return
+    files = sorted(os.listdir(out))
+    check(files == ["README.txt", "launch.sh", "torchtune.yaml"], f"bundle: files {files}")
+    launch = os.path.join(out, "launch.sh")
+    check(os.stat(launch).st_mode & stat.S_IXUSR, "bundle: launch.sh is executable")
+    check(subprocess.run(["bash", "-n", launch]).returncode == 0, "bundle: launch.sh parses (bash -n)")
+    # run it against a stub `tune` and a checkpoint folder of two shards
+    model = os.path.join(tmp, "ckpt")
+    os.makedirs(model)
+    for f in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "config.json"):
+        open(os.path.join(model, f), "w").close()
+    stub = os.path.join(tmp, "stubbin")
+    os.makedirs(stub)
+    with open(os.path.join(stub, "tune"), "w") as f:
+        f.write('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done > "$TUNE_ARGS"\n')
+    os.chmod(os.path.join(stub, "tune"), 0o755)
+    argv_file = os.path.join(tmp, "argv")
+    env = dict(os.environ, PATH=stub + os.pathsep + os.environ["PATH"], TUNE_ARGS=argv_file)
+    r = subprocess.run(["bash", launch, "data.txt", model], env=env, capture_output=True, text=True)
+    check(r.returncode == 0, f"bundle: launch.sh ran the stub: {r.stderr.strip()}")
+    argv = open(argv_file).read().split("\n") if os.path.exists(argv_file) else []
+    check(argv[:4] == ["run", "lora_finetune_single_device", "--config", os.path.join(out, "torchtune.yaml")],
+          f"bundle: tune run's recipe and config {argv[:4]}")
+    check("checkpointer.checkpoint_files=[model-00001-of-00002.safetensors,model-00002-of-00002.safetensors]"
+          in argv, "bundle: the checkpoint's shards listed for FullModelHFCheckpointer")
+    check(f"checkpointer.checkpoint_dir={model}" in argv and "dataset.data_files=data.txt" in argv,
+          "bundle: the checkpoint folder and the data file passed as overrides")
+    check(all("=" in a for a in argv[4:] if a), "bundle: every override is key=value")
+    r = subprocess.run(["bash", launch, "data.txt", tmp], env=env, capture_output=True, text=True)
+    check(r.returncode == 2 and "no .safetensors files" in r.stderr, "bundle: a folder without weights is refused")
+
+
+REFUSALS = [
+    # (extra arguments, what the message must say)
+    (["--model", "gpt2", "--precision", "pure-bf16"], "torchtune has no model builder for 'gpt2'"),
+    (["--model", "llama-3.2-1b", "--precision", "mixed-bf16"], "precision 'mixed-bf16' has no torchtune form"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--attention", "eager"], "attention 'eager'"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--offload-activations"],
+     "offloads activations only with activation checkpointing"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--lora-rank", "8", "--optimizer-in-backward"],
+     "LoRA recipes have no optimizer_in_bwd"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--lora-rank", "8", "--lora-targets", "q,v,gate"],
+     "all of the MLP or none of it"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--lora-rank", "8", "--lora-targets", "q,v,head"],
+     "no LoRA on the output head"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--gpus", "2", "--zero", "1"], "not 1"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--framework", "pytorch"], "--framework torchtune"),
+    (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--optimizer", "adafactor"],
+     "optimizer 'adafactor' has no torchtune config"),
+]
+
+
+def check_refusals(memplan, tmp):
+    for extra, says in REFUSALS:
+        out = os.path.join(tmp, "refused.yaml")
+        p = run_memplan(memplan, ["estimate", "--attention", "flash", *extra, "--emit", "torchtune", "-o", out])
+        tag = "refuse " + " ".join(extra)
+        check(p.returncode == 2 and says in p.stderr, f"{tag}: exit {p.returncode}, message {p.stderr.strip()!r}")
+        check(not os.path.exists(out), f"{tag}: nothing written")
+
+
+def main():
+    memplan = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build/bin", "memplan")
+    keys, required = recipe_keys()
+    models = {r["profile"]: r for r in csv_rows(f"{ENGINES}/torchtune_models.csv")}
+    runs = [(name, gpu, task, []) for name in ("llama-3.2-1b", "llama-3.1-8b", "qwen2.5-1.5b", "gemma-2-2b",
+                                                "mistral-7b", "phi-3-mini")
+            for gpu in ("rtx4090", "a100-80g") for task in ("full", "lora", "qlora")]
+    # the torchtune README's rows, as published (tests/validation/published/measurements.csv)
+    row = ["--precision", "pure-bf16", "--batch", "2", "--seq", "4096", "--checkpointing", "full", "--ce",
+           "chunked", "--compile", "--optimizer-impl", "fused", "--attention", "flash"]
+    runs += [("llama-3.2-3b", "a100-80g", "full", row + ["--optimizer-in-backward", "--offload-activations"]),
+             ("llama-3.2-3b", "a100-80g", "qlora", row + ["--lora-rank", "64", "--lora-targets",
+                                                          "q,v,o,gate,up,down", "--offload-activations"]),
+             ("llama-3.1-8b", "rtx4090", "lora", ["--lora-targets", "q,v,head", "--lora-dropout", "0.05"]),
+             ("qwen2.5-7b", "a100-80g", "qlora", ["--optimizer", "adamw-8bit-torchao"]),
+             ("llama-3.1-70b", "h100", "full", ["--gpus", "8"]),
+             ("llama-3.1-70b", "h100", "lora", ["--gpus", "8", "--zero", "2"]),
+             ("llama-3.1-70b", "a100-40g", "full", ["--gpus", "4", "--offload", "params", "--zero", "3"])]
+    emitted = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, gpu, task, extra in runs:
+            tag = f"{name} {gpu} {task}{' ' + ' '.join(extra) if extra else ''}"
+            path = os.path.join(tmp, "torchtune.yaml")
+            if os.path.exists(path):
+                os.remove(path)
+            p = run_memplan(memplan, ["--model", name, "--gpu", gpu, "--task", task, *extra, "--emit", "torchtune",
+                                      "-o", path, "--format", "json"])
+            if p.returncode == 1 and "nothing fits" in p.stderr:
+                continue
+            check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
+            if p.returncode:
+                continue
+            emitted += 1
+            text = open(path).read()
+            try:
+                cfg = yaml.safe_load(text)
+            except yaml.YAMLError as e:
+                check(False, f"{tag}: YAML: {e}")
+                continue
+            cfg["_text"] = text
+            plan = json.loads(p.stdout)
+            check(plan["settings"]["framework"] == "torchtune", f"{tag}: estimated with the torchtune profile")
+            check_plan(tag, {k: v for k, v in cfg.items()}, plan, models[name], keys, required)
+        check_bundle(memplan, tmp, keys, required)
+        check_refusals(memplan, tmp)
+    check(emitted >= 30, f"the matrix emitted {emitted} configs (want >= 30)")
+    print(f"emit-torchtune: {emitted} configs; {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
