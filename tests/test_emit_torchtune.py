@@ -280,15 +280,20 @@ def main():
              ("llama-3.1-70b", "h100", "full", ["--gpus", "8"]),
              ("llama-3.1-70b", "h100", "lora", ["--gpus", "8", "--zero", "2"]),
              ("llama-3.1-70b", "a100-40g", "full", ["--gpus", "4", "--offload", "params", "--zero", "3"])]
+    # every row of memplan's builder table, full, LoRA and QLoRA, estimated as pinned
+    estimates = [(name, None, task, ["--precision", "pure-bf16", "--attention", "flash", "--lora-rank",
+                                     "0" if task == "full" else "8", *(["--quant", "nf4-dq"] if task == "qlora" else [])])
+                 for name in models for task in ("full", "lora", "qlora")]
     emitted = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name, gpu, task, extra in runs:
+        for name, gpu, task, extra in runs + estimates:
             tag = f"{name} {gpu} {task}{' ' + ' '.join(extra) if extra else ''}"
             path = os.path.join(tmp, "torchtune.yaml")
             if os.path.exists(path):
                 os.remove(path)
-            p = run_memplan(memplan, ["--model", name, "--gpu", gpu, "--task", task, *extra, "--emit", "torchtune",
-                                      "-o", path, "--format", "json"])
+            how = ["--gpu", gpu, "--task", task] if gpu else ["estimate"]
+            p = run_memplan(memplan, [*how, "--model", name, *extra, "--emit", "torchtune", "-o", path,
+                                      "--format", "json"])
             if p.returncode == 1 and "nothing fits" in p.stderr:
                 continue
             check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
@@ -307,7 +312,7 @@ def main():
             check_plan(tag, {k: v for k, v in cfg.items()}, plan, models[name], keys, required)
         check_bundle(memplan, tmp, keys, required)
         check_refusals(memplan, tmp)
-    check(emitted >= 30, f"the matrix emitted {emitted} configs (want >= 30)")
+    check(emitted >= 30 + 3 * len(models), f"the matrix emitted {emitted} configs (want >= {30 + 3 * len(models)})")
     print(f"emit-torchtune: {emitted} configs; {passed} passed, {failed} failed")
     return 1 if failed else 0
 
