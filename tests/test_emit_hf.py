@@ -14,13 +14,12 @@ against the real projects' vocabularies and against the plan itself:
 Usage: test_emit_hf.py BIN_DIR. Prints one line per failure and "emit-hf: N passed, N failed".
 """
 import ast
-import csv
-import json
 import os
 import py_compile
-import subprocess
 import sys
 import tempfile
+
+from emit_checks import Tally, csv_rows, emit, names
 
 ENGINES = "tests/data/engines"
 GPUS = ["t4", "rtx4090", "a100-80g"]
@@ -36,26 +35,8 @@ OPTIM = {"adamw": "adamw_torch", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": 
          # huggingface/transformers@fe2596e9 src/transformers/trainer_optimizer.py _get_torchao_optimizer
          "adamw-8bit-torchao": "adamw_torch_8bit", "adamw-4bit-torchao": "adamw_torch_4bit"}
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL " + what)
-
-
-def names(path):
-    with open(path) as f:
-        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
-
-
-def csv_rows(path):
-    with open(path) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+TALLY = Tally()
+check = TALLY.check
 
 
 def smallest_per_family():
@@ -207,14 +188,9 @@ def main():
         for fam, name, repo, gpu, task, extra in runs:
             tag = f"{name} {gpu} {task}{' ' + ' '.join(extra) if extra else ''}"
             path = os.path.join(tmp, "train.py")
-            if os.path.exists(path):
-                os.remove(path)
-            p = subprocess.run([memplan, "--model", name, "--gpu", gpu, "--task", task, *extra, "--emit", "hf",
-                                "-o", path, "--format", "json"], capture_output=True, text=True)
-            if p.returncode == 1 and "nothing fits" in p.stderr:
-                continue
-            check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
-            if p.returncode:
+            plan = emit(TALLY, memplan, ["--model", name, "--gpu", gpu, "--task", task, *extra, "--emit", "hf"],
+                        path, tag)
+            if plan is None:
                 continue
             emitted += 1
             try:
@@ -223,11 +199,11 @@ def main():
             except py_compile.PyCompileError as e:
                 check(False, f"{tag}: py_compile: {e}")
                 continue
-            check_plan(tag, fam, repo, open(path).read(), json.loads(p.stdout), vocab)
+            check_plan(tag, fam, repo, open(path).read(), plan, vocab)
     check(emitted >= 40, f"the matrix emitted {emitted} scripts (want >= 40)")
     check(set(fams) <= set(vocab["modules"]), "every profiled family is in hf_modules.csv")
-    print(f"emit-hf: {emitted} scripts; {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"emit-hf: {emitted} scripts; {TALLY.passed} passed, {TALLY.failed} failed")
+    return 1 if TALLY.failed else 0
 
 
 if __name__ == "__main__":

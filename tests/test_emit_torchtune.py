@@ -20,8 +20,6 @@ tests/data/engines/, and against the plan itself:
 
 Usage: test_emit_torchtune.py BIN_DIR. Prints one line per failure and "emit-torchtune: ...".
 """
-import csv
-import json
 import os
 import stat
 import subprocess
@@ -29,6 +27,8 @@ import sys
 import tempfile
 
 import yaml
+
+from emit_checks import Tally, csv_rows, emit
 
 ENGINES = "tests/data/engines"
 # Arguments of the components the config builds, from torchtune's source (README.txt beside
@@ -60,21 +60,8 @@ BNB_EXPORTS = {"AdamW", "AdamW8bit", "AdamW32bit", "PagedAdamW", "PagedAdamW8bit
                "Lion8bit", "Lion32bit", "PagedLion", "PagedLion8bit", "PagedLion32bit", "SGD", "SGD8bit", "SGD32bit"}
 ATTN = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "output_proj"}
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL " + what)
-
-
-def csv_rows(path):
-    with open(path) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+TALLY = Tally()
+check = TALLY.check
 
 
 def recipe_keys():
@@ -289,15 +276,9 @@ def main():
         for name, gpu, task, extra in runs + estimates:
             tag = f"{name} {gpu} {task}{' ' + ' '.join(extra) if extra else ''}"
             path = os.path.join(tmp, "torchtune.yaml")
-            if os.path.exists(path):
-                os.remove(path)
             how = ["--gpu", gpu, "--task", task] if gpu else ["estimate"]
-            p = run_memplan(memplan, [*how, "--model", name, *extra, "--emit", "torchtune", "-o", path,
-                                      "--format", "json"])
-            if p.returncode == 1 and "nothing fits" in p.stderr:
-                continue
-            check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
-            if p.returncode:
+            plan = emit(TALLY, memplan, [*how, "--model", name, *extra, "--emit", "torchtune"], path, tag)
+            if plan is None:
                 continue
             emitted += 1
             text = open(path).read()
@@ -307,14 +288,13 @@ def main():
                 check(False, f"{tag}: YAML: {e}")
                 continue
             cfg["_text"] = text
-            plan = json.loads(p.stdout)
             check(plan["settings"]["framework"] == "torchtune", f"{tag}: estimated with the torchtune profile")
             check_plan(tag, {k: v for k, v in cfg.items()}, plan, models[name], keys, required)
         check_bundle(memplan, tmp, keys, required)
         check_refusals(memplan, tmp)
     check(emitted >= 30 + 3 * len(models), f"the matrix emitted {emitted} configs (want >= {30 + 3 * len(models)})")
-    print(f"emit-torchtune: {emitted} configs; {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"emit-torchtune: {emitted} configs; {TALLY.passed} passed, {TALLY.failed} failed")
+    return 1 if TALLY.failed else 0
 
 
 if __name__ == "__main__":

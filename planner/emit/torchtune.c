@@ -243,8 +243,9 @@ void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     emit_torchtune_summary(b, m, s);
     sbuf_put(b, "# Run: bash launch.sh DATA_FILE MODEL_DIR (the bundle), or\n"
-                "#   tune run %s%s --config torchtune.yaml checkpointer.checkpoint_dir=MODEL_DIR \\\n"
+                "#   %stune run %s%s --config torchtune.yaml checkpointer.checkpoint_dir=MODEL_DIR \\\n"
                 "#     checkpointer.checkpoint_files=[FILES] dataset.data_files=DATA_FILE\n\n",
+             s->expandable_segments ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True " : "",
              distributed(s) ? "--nproc_per_node N " : "", recipe_of(s));
     sbuf_put(b, "output_dir: ./torchtune-out\n\n");
     yaml_model(b, m, s);

@@ -1,0 +1,41 @@
+"""emit_checks.py - what the emit tests (test_emit_hf.py, test_emit_torchtune.py) share: a
+tally of checks that prints each failure, and the tables under tests/data/engines read past
+their '#' comment lines."""
+import csv
+import json
+import os
+import subprocess
+
+
+class Tally:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL " + what)
+
+
+def csv_rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def names(path):
+    with open(path) as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+
+
+def emit(tally, memplan, args, path, tag):
+    """Run memplan ARGS --emit ... -o PATH --format json; the plan's JSON, or None when
+    nothing fits (not a failure) or memplan failed (a failure, tallied)."""
+    if os.path.exists(path):
+        os.remove(path)
+    p = subprocess.run([memplan, *args, "-o", path, "--format", "json"], capture_output=True, text=True)
+    if p.returncode == 1 and "nothing fits" in p.stderr:
+        return None
+    tally.check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
+    return json.loads(p.stdout) if p.returncode == 0 else None
