@@ -220,6 +220,30 @@ def check_bundle(memplan, tmp, keys, required):
     check(r.returncode == 2 and "no .safetensors files" in r.stderr, "bundle: a folder without weights is refused")
 
 
+def check_readme_row(memplan, tmp):
+    """The published QLoRA row, planned with its own settings, is the config torchtune ran."""
+    want = {}
+    for line in open(f"{ENGINES}/torchtune_readme_qlora.txt"):
+        if line.strip() and not line.startswith("#"):
+            k, v = (x.strip() for x in line.split("=", 1))
+            want[k] = yaml.safe_load(v)
+    path = os.path.join(tmp, "readme-qlora.yaml")
+    flags = ["estimate", "--model", "llama-3.2-3b", "--precision", "pure-bf16", "--batch", "2", "--seq", "4096",
+             "--checkpointing", "full", "--ce", "chunked", "--compile", "--optimizer-impl", "fused",
+             "--attention", "flash", "--lora-rank", "64", "--lora-targets", "q,v,o,gate,up,down", "--quant",
+             "nf4-dq", "--offload-activations", "--emit", "torchtune"]
+    plan = emit(TALLY, memplan, flags, path, "README QLoRA row")
+    if plan is None:
+        return
+    cfg = yaml.safe_load(open(path))
+    check(recipe_of(plan["settings"]) == want.pop("recipe"), "README QLoRA row: the recipe")
+    for k, v in want.items():
+        got = cfg
+        for part in k.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        check(got == v, f"README QLoRA row: {k} = {got!r}, torchtune ran {v!r}")
+
+
 REFUSALS = [
     # (extra arguments, what the message must say)
     (["--model", "gpt2", "--precision", "pure-bf16"], "torchtune has no model builder for 'gpt2'"),
@@ -292,6 +316,7 @@ def main():
             check_plan(tag, {k: v for k, v in cfg.items()}, plan, models[name], keys, required)
         check_bundle(memplan, tmp, keys, required)
         check_refusals(memplan, tmp)
+        check_readme_row(memplan, tmp)
     check(emitted >= 30 + 3 * len(models), f"the matrix emitted {emitted} configs (want >= {30 + 3 * len(models)})")
     print(f"emit-torchtune: {emitted} configs; {TALLY.passed} passed, {TALLY.failed} failed")
     return 1 if TALLY.failed else 0
