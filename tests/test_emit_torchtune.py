@@ -184,7 +184,7 @@ def run_memplan(memplan, args):
 
 def check_bundle(memplan, tmp, keys, required):
     out = os.path.join(tmp, "bundle") + "/"
-    p = run_memplan(memplan, ["--model", "llama-3.2-3b", "--gpu", "24GB", "--task", "qlora", "--emit",
+    p = run_memplan(memplan, ["--model", "llama-3.1-8b", "--gpu", "12GB", "--task", "qlora", "--emit",
                               "torchtune", "-o", out])
     check(p.returncode == 0, f"bundle: exit {p.returncode}: {p.stderr.strip()}")
     if p.returncode:
@@ -216,6 +216,9 @@ def check_bundle(memplan, tmp, keys, required):
     check(f"checkpointer.checkpoint_dir={model}" in argv and "dataset.data_files=data.txt" in argv,
           "bundle: the checkpoint folder and the data file passed as overrides")
     check(all("=" in a for a in argv[4:] if a), "bundle: every override is key=value")
+    chunked = "CEWithChunkedOutputLoss" in open(os.path.join(out, "torchtune.yaml")).read()
+    check(("written for torchtune 0.6" in r.stderr) == chunked,
+          "bundle: launch.sh warns of a torchtune other than 0.6 where the loss is chunked")
     r = subprocess.run(["bash", launch, "data.txt", tmp], env=env, capture_output=True, text=True)
     check(r.returncode == 2 and "no .safetensors files" in r.stderr, "bundle: a folder without weights is refused")
 

@@ -8,9 +8,11 @@
  * lora_finetune_distributed), tabulated with their commits in
  * tests/data/engines/torchtune_config_keys.csv; the README beside it has the
  * constraints checked here. The chunked loss is CEWithChunkedOutputLoss, whose
- * model returns every chunk's logits (the torchtune profile's ce_output_chunks):
- * written for the recipes that wire it (torchtune 0.6; later main-branch recipes
- * take LinearCrossEntropyLoss instead, whose memory the profile does not model). */
+ * model returns every chunk's logits (the torchtune profile's ce_output_chunks),
+ * as the released recipes wire it (torchtune 0.6, the last release, and the
+ * README that published the profile's table). On main, LinearCrossEntropyLoss
+ * replaced it in May 2025 (pytorch/torchtune PR #2667 "Re-refactor Linear Loss";
+ * issue #2688): its memory is not modelled, and launch.sh warns on such a torchtune. */
 #include "emit/torchtune_models.h"
 #include "emitters.h"
 #include "framework.h"
@@ -270,6 +272,11 @@ void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
                 "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
     /* what the plan assumed of the allocator, whatever a recipe's own default */
     sbuf_put(b, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:%s\n", py_bool(s->expandable_segments));
+    if (s->ce == MP_CE_CHUNKED)
+        sbuf_put(b, "# the chunked loss as torchtune 0.6's recipes wire it (later ones take LinearCrossEntropyLoss)\n"
+                    "V=\"$(python3 -c 'import torchtune; print(torchtune.__version__)' 2>/dev/null || true)\"\n"
+                    "case \"$V\" in 0.5.*|0.6.*) ;; *) echo \"launch.sh: written for torchtune 0.6's recipes \\\n"
+                    "(CEWithChunkedOutputLoss); found '${V:-none}'\" >&2 ;; esac\n");
     sbuf_put(b, "# FullModelHFCheckpointer reads the weight files it is given by name\n"
                 "FILES=\"$(cd \"$MODEL\" && ls -- *.safetensors 2>/dev/null | paste -sd, -)\"\n"
                 "if [ -z \"$FILES\" ]; then echo \"launch.sh: no .safetensors files in '$MODEL'\" >&2; exit 2; fi\n");
