@@ -370,6 +370,38 @@ static void test_torchtune_rebuilt(void)
     CHECK(one_chunk < 0.98 * fwd_measured, "one chunk at a time instead, the forward is %.4g B, >2%% under", one_chunk);
 }
 
+/* torchtune's full_finetune_distributed with fsdp_cpu_offload (what --emit torchtune writes for
+ * --offload params), rebuilt in tests/validation/gpu/torchtune_probe.py (case fsdp-cpu-offload:
+ * FSDP2 fully_shard per layer and on the root with CPUOffloadPolicy, checkpointed layers, the
+ * chunked loss, not compiled) and measured on one rank of an NVIDIA H200 (torch 2.11.0+cu130):
+ * 8,518,866,432 B allocated at the forward's end, steps 2-3 (torchtune_probe.json). One rank
+ * holds at least what each of N does (its all-gather and reduce-scatter buffers are whole
+ * units). memplan plans parameter offload as DeepSpeed's ZeRO-Infinity (two layers in flight,
+ * DeepSpeed's reduce bucket); FSDP2 keeps the root unit (the tied embedding, 0.73 GiB) gathered
+ * instead, and its layers resharded at the forward's end: the plan comes out above the run. The
+ * check: never under it, and within 8% over. */
+static void test_torchtune_fsdp_cpu_offload(void)
+{
+    char err[256];
+    mp_model m;
+    mp_settings s;
+    mp_estimate e;
+    if (!torchtune_llama32_3b(&m, &s)) {
+        CHECK(0, "torchtune profile and llama-3.2-3b load");
+        return;
+    }
+    s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED;
+    s.checkpointing = MP_CKPT_FULL, s.gpus = 8, s.zero = 3, s.offload = MP_OFFLOAD_PARAMS;
+    if (mp_estimate_run(&m, &s, NULL, &e, err)) {
+        CHECK(0, "estimate: %s", err);
+        return;
+    }
+    const double measured = 8518866432.0;
+    CHECK(e.total_bytes >= measured && e.total_bytes <= 1.08 * measured,
+          "torchtune FSDP CPU offload: %.4g B vs %.4g B measured on one rank (not under, within 8%% over)",
+          e.total_bytes, measured);
+}
+
 /* torchao's AdamW8bit and AdamW4bit step each tensor alone through a compiled fp32 step.
  * Rebuilt in tests/validation/gpu/torchao_adamw8bit.py and measured on an
  * NVIDIA H200 (torch 2.11.0+cu130; torchao_adamw8bit.json, step 3's peak
@@ -1200,6 +1232,7 @@ int main(void)
     test_torchtune_rebuilt();
     test_torchtune_chunk_list();
     test_torchao_adamw8bit_step();
+    test_torchtune_fsdp_cpu_offload();
     test_gemma2_softcapping();
     test_litgpt_logits_kept();
     test_litgpt_head();

@@ -93,6 +93,9 @@ CASES = {
     "act-offload-1stream": dict(compile=True, ce="chunked", ac=True, in_bwd=True, lora=0, offload=True, streams=False),
     "lora-r64-offload-1stream": dict(compile=True, ce="chunked", ac=True, in_bwd=False, lora=64, offload=True,
                                      streams=False),
+    # full_finetune_distributed with fsdp_cpu_offload (what --emit torchtune writes for --offload params):
+    # FSDP2 on one rank, every layer a unit, then the root (embedding, norm, tied head)
+    "fsdp-cpu-offload": dict(compile=False, ce="chunked", ac=True, in_bwd=False, lora=0, fsdp_offload=True),
 }
 
 
@@ -312,6 +315,10 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(Layer(rope, lora) for _ in range(LAYERS))
         self.norm = RMSNorm(DIM)
         self.ce = ce
+        self.rope = rope
+
+    def rope_cache_to_gpu(self):  # the one RoPE table the layers share (a buffer FSDP does not own)
+        self.rope.cache = self.rope.cache.cuda()
 
     def forward(self, tokens):
         h = self.tok_embeddings(tokens)
@@ -325,6 +332,25 @@ class Decoder(nn.Module):
             return F.linear(h, w).float()
 
 
+def shard_with_cpu_offload(model):
+    """torchtune's training.shard_model as full_finetune_distributed calls it with
+    fsdp_cpu_offload and fsdp_reshard_after_forward True (meta-pytorch/torchtune@42ca983c
+    torchtune/training/_distributed.py): fully_shard on every TransformerSelfAttentionLayer
+    (under its checkpoint wrapper), then on the whole model, each with CPUOffloadPolicy
+    (parameters, gradients and the optimizer step on the host). One rank: a process group
+    of world size 1, so each all-gather is a host-to-device copy of the whole unit."""
+    import torch.distributed as dist
+    from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    for layer in model.layers:
+        fully_shard(getattr(layer, "inner", layer), reshard_after_forward=True, offload_policy=CPUOffloadPolicy())
+    fully_shard(model, reshard_after_forward=True, offload_policy=CPUOffloadPolicy())
+    model.rope_cache_to_gpu()
+
+
 def run_case(name, batch=2, seq=4096, steps=3):
     cfg = CASES[name]
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -336,7 +362,9 @@ def run_case(name, batch=2, seq=4096, steps=3):
     QUANT = cfg.get("quant", False)
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
-    with (torch.device(dev) if dev == "cuda" else contextlib.nullcontext()):
+    # FSDP's CPU offload shards a model built on the CPU; the rest is built on the GPU
+    on_gpu = dev == "cuda" and not cfg.get("fsdp_offload")
+    with (torch.device(dev) if on_gpu else contextlib.nullcontext()):
         model = Decoder(seq, cfg["lora"], cfg["ce"])
     torch.set_default_dtype(torch.float32)
     if cfg["lora"]:
@@ -344,6 +372,9 @@ def run_case(name, batch=2, seq=4096, steps=3):
             p.requires_grad_("lora_" in n)
     if cfg["ac"]:
         model.layers = nn.ModuleList(Checkpointed(layer) for layer in model.layers)
+    fsdp = cfg.get("fsdp_offload") and dev == "cuda"
+    if fsdp:
+        shard_with_cpu_offload(model)
     compiled = cfg["compile"] and dev == "cuda"
     if compiled:
         for layer in model.layers:
@@ -354,6 +385,8 @@ def run_case(name, batch=2, seq=4096, steps=3):
         full_loss = torch.compile(full_loss)
     trained = [p for p in model.parameters() if p.requires_grad]
     kw = dict(lr=2e-5, fused=True) if dev == "cuda" else dict(lr=2e-5)  # torch 1.13 has no fused AdamW
+    if fsdp:  # the sharded parameters are on the host, and so is their step
+        kw = dict(lr=2e-5, foreach=False)
 
     def make_optimizer(params):
         if cfg.get("optim8"):
@@ -416,6 +449,8 @@ def run_case(name, batch=2, seq=4096, steps=3):
     out["active_peak"] = max(s["active_peak"] for s in later)
     out["params"] = sum(p.numel() for p in model.parameters())
     out["trainable"] = sum(p.numel() for p in trained)
+    if fsdp:
+        torch.distributed.destroy_process_group()
     return out
 
 
