@@ -554,6 +554,7 @@ typedef struct mp_search_result {
     size_t evaluated;         /* estimates computed (larger batches after a miss are pruned) */
     size_t fitting;
     size_t host_limited;      /* estimates that fit the GPU but not the host RAM */
+    size_t unwritable;        /* micro-batches of combinations opts.emit's target cannot write: skipped */
 } mp_search_result;
 
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */

@@ -323,6 +323,7 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         /* a plan the emitter cannot write is no answer to `plan --emit` */
         if (o->emit && mp_emit_check(o->emit, run->m, s, e2)) {
             if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
+            r->unwritable++;
             continue;
         }
         mp_estimate e;

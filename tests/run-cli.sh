@@ -182,6 +182,9 @@ expect 0 "plan --emit deepspeed plans for DeepSpeed" -- "$mp" --model llama-3.1-
     --emit deepspeed -o "$tmp/ds-plan.json"
 if python3 -c "import json; d=json.load(open('$tmp/ds-plan.json')); assert d['zero_optimization']['stage'] >= 1"; then
     ok "its DeepSpeed config shards (ZeRO stage >= 1)"; else bad "plan --emit deepspeed config"; fi
+expect 0 "plan --emit memtrain counts what memtrain cannot run" -- "$mp" --model gpt2 --gpu 8GB --emit memtrain \
+    -o "$tmp/gpt2-plan.conf"
+has out "skipped: --emit memtrain cannot write them"
 expect 2 "plan --emit torchtune for a model without a builder" -- "$mp" --model gpt2 --gpu 24GB --emit torchtune
 has err "torchtune has no model builder for 'gpt2'"
 if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_optimization' in d"; then ok "deepspeed json parses"; else bad "deepspeed json"; fi

@@ -260,6 +260,7 @@ static void print_plan_json(const cli *c, const plan_result *p)
 {
     json_t *x = json_object();
     json_object_set_new(x, "considered", json_integer((json_int_t)p->r.considered));
+    json_object_set_new(x, "unwritable", json_integer((json_int_t)p->r.unwritable));
     json_object_set_new(x, "evaluated", json_integer((json_int_t)p->r.evaluated));
     json_object_set_new(x, "fitting", json_integer((json_int_t)p->r.fitting));
     json_object_set_new(x, "search_ms", json_real(round(p->ms * 100) / 100));
@@ -330,10 +331,13 @@ static void print_plan_why(const cli *c, const plan_result *p)
                mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), mp_fmt_gib(c->host_ram, a, sizeof a));
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, nor does an fp16, paged or torchao twin than its bf16, unpaged or\n"
-           "bitsandbytes one), %s fit;\n"
-           "search took %.1f ms\n",
+           "bitsandbytes one), %s fit;\n",
            mp_fmt_count((double)p->r.considered, cnt, sizeof cnt), mp_fmt_count((double)p->r.evaluated, a, sizeof a),
-           mp_fmt_count((double)p->r.fitting, b, sizeof b), p->ms);
+           mp_fmt_count((double)p->r.fitting, b, sizeof b));
+    if (p->r.unwritable)
+        printf("%s skipped: --emit %s cannot write them;\n", mp_fmt_count((double)p->r.unwritable, cnt, sizeof cnt),
+               c->emit);
+    printf("search took %.1f ms\n", p->ms);
 }
 
 static void print_plan_text(const cli *c, const plan_result *p)
