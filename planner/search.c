@@ -320,12 +320,6 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         s->batch = sp->batches[bi];
         if (!(o->pinned & MP_PIN_ACCUM))
             s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
-        /* a plan the emitter cannot write is no answer to `plan --emit` */
-        if (o->emit && mp_emit_check(o->emit, run->m, s, e2)) {
-            if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
-            r->unwritable++;
-            continue;
-        }
         mp_estimate e;
         r->evaluated++;
         /* the screen: reserved and device as lower bounds, the allocator not
@@ -385,6 +379,14 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
         s->offload = (mp_offload)sp->zo[zi][1];
         run->r->considered += (size_t)sp->nb;
         if (skipped(s, run->gpu, run->o)) continue;
+        /* a plan the emitter cannot write is no answer to `plan --emit`; no target's
+         * check reads the micro-batch, so once for all of them */
+        char why[MP_ERR_LEN];
+        if (run->o->emit && mp_emit_check(run->o->emit, run->m, s, why)) {
+            if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", why);
+            run->r->unwritable += (size_t)sp->nb;
+            continue;
+        }
         if (try_batches(run, s, task, err)) return -1;
     }
     return 0;
