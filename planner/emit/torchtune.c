@@ -30,6 +30,14 @@ static const char *recipe_of(const mp_settings *s)
 
 static const char *py_bool(bool v) { return v ? "True" : "False"; }
 
+/* The builder the plan takes: the full model's, or the LoRA one (QLoRA's own where
+ * there is one; else the LoRA builder quantises its base: yaml_model's quantize_base). */
+static const char *builder_of(const tt_model *t, const mp_settings *s)
+{
+    if (!s->lora_rank) return t->builder;
+    return s->quant != MP_QUANT_NONE && t->qlora_builder ? t->qlora_builder : t->lora_builder;
+}
+
 /* "llama2, llama3, ..." for the refusal of a model without a builder */
 static void package_list(char *buf, size_t len)
 {
@@ -43,18 +51,8 @@ static void package_list(char *buf, size_t len)
 #define REFUSE(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
 
 /* What the recipes cannot run, or would run otherwise than the estimate counted. */
-static int check_model_and_numerics(const mp_model *m, const mp_settings *s, char *err)
+static int check_numerics(const mp_settings *s, char *err)
 {
-    const mp_framework *fw = settings_framework(s);
-    if (strncmp(fw->name, "torchtune", 9))
-        REFUSE("--emit torchtune writes a plan estimated as torchtune runs it: give --framework torchtune "
-               "(the plan has framework '%s')", fw->name);
-    if (!tt_model_of(m)) {
-        char list[160];
-        package_list(list, sizeof list);
-        REFUSE("torchtune has no model builder for '%s' that memplan knows (it maps profiles to "
-               "torchtune.models' %s)", m->name, list);
-    }
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     if (!pd->torchtune)
         REFUSE("precision '%s' has no torchtune form: its recipes train every weight in bf16 or fp32, with no "
@@ -76,10 +74,9 @@ static int check_model_and_numerics(const mp_model *m, const mp_settings *s, cha
     return 0;
 }
 
-static int check_lora(const mp_model *m, const mp_settings *s, char *err)
+static int check_lora(const tt_model *t, const mp_settings *s, char *err)
 {
     if (!s->lora_rank) return 0;
-    const tt_model *t = tt_model_of(m);
     unsigned mlp = s->lora_targets & MP_LORA_MLP;
     if (mlp && mlp != MP_LORA_MLP)
         REFUSE("torchtune puts LoRA on all of the MLP or none of it (apply_lora_to_mlp): the plan's "
@@ -116,7 +113,18 @@ static int check_parallel(const mp_settings *s, char *err)
 
 int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
 {
-    if (check_model_and_numerics(m, s, err) || check_lora(m, s, err) || check_parallel(s, err)) return -1;
+    const mp_framework *fw = settings_framework(s);
+    if (strncmp(fw->name, "torchtune", 9))
+        REFUSE("--emit torchtune writes a plan estimated as torchtune runs it: give --framework torchtune "
+               "(the plan has framework '%s')", fw->name);
+    const tt_model *t = tt_model_of(m);
+    if (!t) {
+        char list[160];
+        package_list(list, sizeof list);
+        REFUSE("torchtune has no model builder for '%s' that memplan knows (it maps profiles to "
+               "torchtune.models' %s)", m->name, list);
+    }
+    if (check_numerics(s, err) || check_lora(t, s, err) || check_parallel(s, err)) return -1;
     /* the recipes raise on offloading without checkpointing */
     if (s->offload_activations && s->checkpointing != MP_CKPT_FULL)
         REFUSE("torchtune offloads activations only with activation checkpointing: add --checkpointing full");
@@ -126,10 +134,7 @@ int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
 void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const tt_model *t = tt_model_of(m);
-    sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", m->name,
-             s->lora_rank ? (s->quant != MP_QUANT_NONE ? (t->qlora_builder ? t->qlora_builder : t->lora_builder)
-                                                       : t->lora_builder)
-                          : t->builder);
+    sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", m->name, builder_of(t, s));
     sbuf_put(b, "# The plan it runs (recipe %s):\n", recipe_of(s));
     sbuf_put(b, "#   precision      %s (dtype %s)\n", mp_precision_name(s->precision),
              mp_precision_desc_of(s->precision)->torchtune);
@@ -161,9 +166,7 @@ void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
 static void yaml_model(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const tt_model *t = tt_model_of(m);
-    const bool qlora = s->quant != MP_QUANT_NONE;
-    const char *builder = !s->lora_rank ? t->builder : qlora && t->qlora_builder ? t->qlora_builder : t->lora_builder;
-    sbuf_put(b, "model:\n  _component_: torchtune.models.%s.%s\n", t->package, builder);
+    sbuf_put(b, "model:\n  _component_: torchtune.models.%s.%s\n", t->package, builder_of(t, s));
     if (!s->lora_rank) return;
     static const struct { unsigned bit; const char *name; } attn[] = {
         {MP_LORA_Q, "q_proj"}, {MP_LORA_K, "k_proj"}, {MP_LORA_V, "v_proj"}, {MP_LORA_O, "output_proj"}};
@@ -178,7 +181,7 @@ static void yaml_model(sbuf *b, const mp_model *m, const mp_settings *s)
     if (!strpbrk(dropout, ".e")) strcat(dropout, ".0");
     sbuf_put(b, "  lora_rank: %lld\n  lora_alpha: %lld\n  lora_dropout: %s\n", (long long)s->lora_rank,
              (long long)(2 * s->lora_rank), dropout);
-    if (qlora && !t->qlora_builder) sbuf_put(b, "  quantize_base: True\n");
+    if (s->quant != MP_QUANT_NONE && !t->qlora_builder) sbuf_put(b, "  quantize_base: True\n");
 }
 
 /* The tokenizer and checkpoint live in the checkpoint folder launch.sh names. */
