@@ -86,12 +86,6 @@ def check_keys(tag, cfg, recipe, keys, required):
     for block, allowed in COMPONENT_ARGS.items():
         for k in cfg.get(block, {}) or {}:
             check(k in allowed, f"{tag}: '{block}.{k}' is an argument of its component")
-    # the nested keys the recipe itself reads (dataset.packed, tokenizer.max_seq_len, ...)
-    for k in keys[recipe]:
-        if "." in k:
-            block, sub = k.split(".", 1)
-            if block in cfg and isinstance(cfg[block], dict) and sub in cfg[block]:
-                check(True, "")
     for k in required[recipe]:
         head, _, sub = k.partition(".")
         present = head in cfg and (not sub or (isinstance(cfg[head], dict) and sub.split(".")[0] in cfg[head]))
