@@ -307,15 +307,27 @@ typedef struct tt_case {
 } tt_case;
 
 /* Llama 3.2 3B as torchtune's README trains it: the torchtune profile, pure
- * bf16, batch 2 x 4096, the rest at their defaults; NULL if either does not load. */
+ * bf16, batch 2 x 4096, the rest at their defaults; NULL (a failed check) if either does not load. */
 static const mp_framework *torchtune_llama32_3b(mp_model *m, mp_settings *s)
 {
     char err[256];
     const mp_framework *tt = mp_framework_find("torchtune", err);
-    if (!tt || mp_model_lookup("llama-3.2-3b", m, err)) return NULL;
+    if (!tt || mp_model_lookup("llama-3.2-3b", m, err)) {
+        CHECK(0, "torchtune profile and llama-3.2-3b load: %s", err);
+        return NULL;
+    }
     mp_settings_default(s, m);
     s->framework = tt, s->precision = MP_PURE_BF16, s->batch = 2, s->seq = 4096;
     return tt;
+}
+
+/* The estimate of s, or false with the failure checked and reported. */
+static bool estimated(const mp_model *m, const mp_settings *s, mp_estimate *e)
+{
+    char err[256];
+    if (!mp_estimate_run(m, s, NULL, e, err)) return true;
+    CHECK(0, "estimate: %s", err);
+    return false;
 }
 
 static double torchtune_run(const tt_case *t, bool list_column, const char *phase)
@@ -382,20 +394,13 @@ static void test_torchtune_rebuilt(void)
  * check: never under it, and within 8% over. */
 static void test_torchtune_fsdp_cpu_offload(void)
 {
-    char err[256];
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    if (!torchtune_llama32_3b(&m, &s)) {
-        CHECK(0, "torchtune profile and llama-3.2-3b load");
-        return;
-    }
+    if (!torchtune_llama32_3b(&m, &s)) return;
     s.optimizer = MP_ADAMW, s.step_impl = MP_STEP_FUSED, s.attention = MP_ATTN_FLASH, s.ce = MP_CE_CHUNKED;
     s.checkpointing = MP_CKPT_FULL, s.gpus = 8, s.zero = 3, s.offload = MP_OFFLOAD_PARAMS;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) {
-        CHECK(0, "estimate: %s", err);
-        return;
-    }
+    if (!estimated(&m, &s, &e)) return;
     const double measured = 8518866432.0;
     CHECK(e.total_bytes >= measured && e.total_bytes <= 1.08 * measured,
           "torchtune FSDP CPU offload: %.4g B vs %.4g B measured on one rank (not under, within 8%% over)",
@@ -415,15 +420,9 @@ static void test_torchao_adamw8bit_step(void)
     mp_model m;
     mp_settings s;
     mp_estimate e;
-    if (!torchtune_llama32_3b(&m, &s)) {
-        CHECK(0, "torchtune profile and llama-3.2-3b load");
-        return;
-    }
+    if (!torchtune_llama32_3b(&m, &s)) return;
     s.lora_rank = 0, s.optimizer = MP_ADAMW_8BIT_TORCHAO;
-    if (mp_estimate_run(&m, &s, NULL, &e, err)) {
-        CHECK(0, "estimate: %s", err);
-        return;
-    }
+    if (!estimated(&m, &s, &e)) return;
     const double embedding_step = 9469419520.0;
     double got = term_bytes(&e, "step temporaries");
     CHECK(fabs(got / embedding_step - 1) <= 0.01, "torchao 8-bit step: %.4g B vs %.4g B measured (within 1%%)", got,
@@ -463,10 +462,7 @@ static void test_torchtune_chunk_list(void)
 {
     mp_model m;
     mp_settings s;
-    if (!torchtune_llama32_3b(&m, &s)) {
-        CHECK(0, "torchtune profile and llama-3.2-3b load");
-        return;
-    }
+    if (!torchtune_llama32_3b(&m, &s)) return;
     s.ce = MP_CE_CHUNKED;
     static const struct {
         bool compiled;
