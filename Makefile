@@ -118,6 +118,8 @@ test-unit: $(TESTS)
 test-cli: $(PROGS)
 	@tests/run-cli.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
+	@# what strangers' files and planted paths can do (tests/hostile/): refused, nothing written
+	@tests/hostile/run.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
 	@python3 tests/test_emit_torchtune.py $(BIN)
 	@tests/test_emit_engines.sh $(BIN)
@@ -179,7 +181,7 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(TRAIN_LIB) $(LIB)
 # Every object is clang's, instrumented for the fuzzer's coverage and ASan/UBSan (no gcc
 # object meets the fuzzer runtime); each harness links the parsers it feeds.
 FUZZ_CC    ?= clang
-FUZZ       := build-fuzz
+FUZZ       ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_BRIEF_SECONDS ?= 5
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
