@@ -3,6 +3,7 @@
  * the quoting that keeps a value inside one line.
  */
 #include "memplan.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,21 +12,15 @@ const char *mp_quote(const char *s, char *buf, size_t len)
 {
     size_t o = 0;
     if (!s) s = "";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[8];
-        if (c == '\n') snprintf(esc, sizeof esc, "\\n");
-        else if (c == '\r') snprintf(esc, sizeof esc, "\\r");
-        else if (c == '\t') snprintf(esc, sizeof esc, "\\t");
-        else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof esc, "\\x%02x", c);
-        else esc[0] = (char)c, esc[1] = 0;
-        size_t n = strlen(esc);
+    char piece[UTF8_TEXT_MAX + 1];
+    for (size_t k; (k = utf8_text_next(s, piece)); s += k) {
+        size_t n = strlen(piece);
         /* room for this, and for "..." should more follow */
-        if (o + n + (s[1] ? 3 : 0) >= len) {
+        if (o + n + (s[k] ? 3 : 0) >= len) {
             snprintf(buf + o, len - o, "%s", o + 3 < len ? "..." : "");
             return buf;
         }
-        memcpy(buf + o, esc, n);
+        memcpy(buf + o, piece, n);
         o += n;
     }
     buf[o] = 0;

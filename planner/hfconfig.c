@@ -221,7 +221,9 @@ static void file_label(const char *given, bool folder, char *out, size_t len)
     while (folder && n > 1 && given[n - 1] == '/') n--;
     size_t start = n;
     while (start > 0 && given[start - 1] != '/') start--;
-    snprintf(out, len, "%.*s", (int)(n - start > 63 ? 63 : n - start), given + start);
+    char base[4096];
+    snprintf(base, sizeof base, "%.*s", (int)(n - start), given + start);
+    mp_quote(base, out, len);
 }
 
 /* The model of a parsed config.json (its reference is taken): `given` is what
@@ -243,7 +245,8 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     /* an unknown type: RMSNorm's epsilon key marks a Llama-like model */
     if (!*type) gpt = !json_object_get(root, "rms_norm_eps");
     mp_model_preset(m, gpt ? "gpt2" : "llama", err);
-    snprintf(m->family, sizeof m->family, "%s", *type ? type : (gpt ? "gpt2" : "llama"));
+    /* labels are shown (reports, comments): written as one line of plain text */
+    mp_quote(*type ? type : (gpt ? "gpt2" : "llama"), m->family, sizeof m->family);
     const struct text_defaults *dflt = nested ? defaults_of(type) : NULL;
     if (dflt) apply_defaults(dflt, m); /* the keys given override them below */
     if (read_shape(root, m, path, err)) {
@@ -259,9 +262,16 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     if (dflt && !json_object_get(root, "tie_word_embeddings")) m->tied = dflt->tied;
     /* the checkpoint's own name, not its text model's */
     const char *name = json_string_value(json_object_get(file, "_name_or_path"));
-    if (name && *name) snprintf(m->name, sizeof m->name, "%.63s", name);
+    /* the repo id (or folder) the checkpoint was saved from, when the config records
+     * one: kept whole, since an emitted script loads it, or refused */
+    if (name && strlen(name) >= sizeof m->hf_id) {
+        json_decref(file);
+        snprintf(err, MP_ERR_LEN, "%.120s: _name_or_path is %zu bytes long; a Hub id or a folder of at most %zu "
+                 "is read", path, strlen(name), sizeof m->hf_id - 1);
+        return -1;
+    }
+    if (name && *name) mp_quote(name, m->name, sizeof m->name);
     else file_label(given, path != given, m->name, sizeof m->name);
-    /* the repo id the checkpoint was saved from, when the config records one */
     if (name && *name) snprintf(m->hf_id, sizeof m->hf_id, "%s", name);
     snprintf(m->source, sizeof m->source, "Hugging Face config.json '%.180s'%s", path,
              nested ? " (its text_config: the language model only)" : "");

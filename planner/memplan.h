@@ -59,9 +59,10 @@ typedef enum { MP_QUANT_NONE, MP_QUANT_INT8, MP_QUANT_NF4, MP_QUANT_NF4_DQ, MP_Q
                MP_NQUANT } mp_quant;
 
 typedef struct mp_model {
-    char name[MP_NAME_LEN];
+    char name[MP_NAME_LEN];   /* a label, one line of plain text (mp_quote) */
     char family[16];          /* transformers model_type: "gpt2", "llama", ... (module names, emit) */
-    char hf_id[128];          /* Hugging Face repo id ("meta-llama/Llama-3.1-8B"), "" if unknown */
+    char hf_id[1024];         /* Hugging Face repo id ("meta-llama/Llama-3.1-8B") or the folder a
+                               * config.json names, "" if unknown; any bytes: quote.h writes it */
     int64_t layers;           /* L */
     int64_t hidden;           /* C */
     int64_t heads;            /* NH */
@@ -594,16 +595,33 @@ int mp_emit_check(const char *kind, const mp_model *m, const mp_settings *s, cha
  * (ds_config.json or accelerate.yaml, or none), launch.sh (executable) and
  * README.txt; for "torchtune" torchtune.yaml, launch.sh and README.txt. */
 int mp_emit_bundle(const char *kind, const char *dir, const mp_model *m, const mp_settings *s, char *err);
-/* Write `data` to `path` atomically (temp file, fsync, rename). */
+/* Write `data` to `path` atomically: a temporary file made beside it with O_EXCL
+ * (a link planted there is never followed), fsync, rename over the path (a link
+ * at the path itself is replaced, not followed). "-" is standard output; a
+ * character device, FIFO or socket at the path is written through, a directory
+ * or block device refused; an existing file keeps its mode and owner, a new one
+ * gets 0644; temporary files of writers that died are removed. */
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
-/* The same with the file's permission bits (0644, 0755). */
+/* The same with a new file's permission bits (0644, 0755). */
 int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err);
+/* Several files into the existing directory `dir`, all or none: each is
+ * written in full into a temporary folder inside `dir` before any is renamed
+ * into place, and a rename that fails puts back what the others replaced. */
+typedef struct mp_out_file {
+    const char *name;          /* a plain file name, no '/' */
+    const char *data;
+    size_t len;
+    unsigned mode;             /* for a new file */
+} mp_out_file;
+#define MP_MAX_OUT_FILES 8
+int mp_write_files_atomic(const char *dir, const mp_out_file *files, int n, char *err);
 /* Print "PROG: error: MESSAGE" and, with a hint, " (HINT)", as one line on stderr:
  * the form every command's errors take (control characters written as mp_quote does). */
 void mp_verror(const char *prog, const char *hint, const char *fmt, va_list ap);
-/* `s` as a message quotes it: '\n', '\r', '\t' and other control characters
- * written as \n, \r, \t, \xNN, so that the message stays one line; cut with "..."
- * to fit `len` bytes (at least 4). Returns buf. */
+/* `s` as one line of plain text (a message, a terminal, a comment): characters that
+ * would break the line or change what a reader sees are written as utf8.h's
+ * utf8_text_next writes them (\n, \r, \t, \xNN, \u{XXXX}); cut with "..." to fit
+ * `len` bytes (at least 4). Returns buf. */
 const char *mp_quote(const char *s, char *buf, size_t len);
 /* An input file `path` (a `what` such as "config"), before it is opened: 0 for
  * a regular file of at most max_bytes or one that does not exist (its open

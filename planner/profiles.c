@@ -2,8 +2,10 @@
 #include "memplan.h"
 #include "csv_table.h"
 #include "framework.h"
+#include "utf8.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -17,17 +19,15 @@
 #define MEMPLAN_DATADIR "/usr/local/share/memplan/profiles"
 #endif
 
-#define MAX_ALIASES 256
+/* Profile files come from wherever MEMPLAN_PROFILES points: the rows a table
+ * may hold (each is a lookup's candidate; today's tables hold under 100). */
+#define PROFILE_MAX_ROWS 10000
 
 static const char *field(const csv_table *t, char **row, const char *name)
 {
     for (int i = 0; i < t->nhead; i++)
         if (strcmp(t->head[i], name) == 0) return row[i] ? row[i] : "";
     return "";
-}
-static double num(const csv_table *t, char **row, const char *name)
-{
-    return strtod(field(t, row, name), NULL);
 }
 static int64_t inum(const csv_table *t, char **row, const char *name)
 {
@@ -79,16 +79,57 @@ const char *mp_profiles_dir(void)
 
 static mp_model *models;
 static int nmodels;
-static char *model_aliases[MAX_ALIASES * 4];
+static char **model_aliases;
 static mp_gpu *gpus;
 static int ngpus;
-static char *gpu_aliases[MAX_ALIASES * 4];
+static char **gpu_aliases;
 static mp_framework *frameworks;
 static int nframeworks;
 static int loaded;
 static char load_err[MP_ERR_LEN];
 
 static bool flag(const csv_table *t, char **row, const char *name) { return inum(t, row, name) != 0; }
+
+/* A text cell: one line of UTF-8, since names and labels are shown and looked
+ * up as they are; it must fit its field whole, but for a citation (`cut`),
+ * which is shown cut with "..." (the file keeps it whole). */
+static int text_cell_cut(const csv_table *t, char **row, const char *col, char *out, size_t len, bool cut,
+                         const char *path, int r, char *err)
+{
+    const char *v = field(t, row, col);
+    char q[64];
+    if (strlen(v) >= len && !cut)
+        return snprintf(err, MP_ERR_LEN, "profile '%.100s' row %d: %s '%s' is %zu bytes long, at most %zu",
+                        path, r + 2, col, mp_quote(v, q, sizeof q), strlen(v), len - 1), -1;
+    if (!utf8_plain(v))
+        return snprintf(err, MP_ERR_LEN, "profile '%.100s' row %d: %s '%s' holds a control character or is not "
+                        "UTF-8", path, r + 2, col, mp_quote(v, q, sizeof q)), -1;
+    mp_quote(v, out, len);
+    return 0;
+}
+
+static int text_cell(const csv_table *t, char **row, const char *col, char *out, size_t len, const char *path,
+                     int r, char *err)
+{
+    return text_cell_cut(t, row, col, out, len, false, path, r, err);
+}
+
+/* A number cell: empty reads as 0; else the whole cell a number from lo to hi. */
+static int num_cell(const csv_table *t, char **row, const char *col, double lo, double hi, bool integer,
+                    double *out, const char *path, int r, char *err)
+{
+    const char *v = field(t, row, col);
+    char *end = (char *)v;
+    double d = v[0] ? strtod(v, &end) : 0;
+    while (isspace((unsigned char)*end)) end++;
+    if ((v[0] && (end == v || *end)) || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
+        char q[48];
+        return snprintf(err, MP_ERR_LEN, "profile '%.100s' row %d: %s '%s' is not %s from %g to %g", path, r + 2,
+                        col, mp_quote(v, q, sizeof q), integer ? "a whole number" : "a number", lo, hi), -1;
+    }
+    *out = d;
+    return 0;
+}
 
 static int parse_enum(const char *v, const char *a, const char *b, const char *c)
 {
@@ -118,104 +159,139 @@ static void hf_repo_id(const char *explicit_id, const char *aliases, char *out, 
     }
 }
 
+/* A table's rows, refused beyond PROFILE_MAX_ROWS; `rows` and `aliases` are
+ * allocated for them (nrows + 1, zeroed). */
+static int table_open(const char *dir, const char *file, csv_table *t, char *path, size_t plen, size_t elt,
+                      void **rows, char ***aliases, char *err)
+{
+    snprintf(path, plen, "%s/%s", dir, file);
+    if (csv_table_read(path, "profile", t, err)) return -1;
+    if (t->nrows > PROFILE_MAX_ROWS)
+        return snprintf(err, MP_ERR_LEN, "profile '%.120s' has %d rows: at most %d are read", path, t->nrows,
+                        PROFILE_MAX_ROWS), -1;
+    *rows = calloc((size_t)t->nrows + 1, elt);
+    if (aliases) *aliases = calloc((size_t)t->nrows + 1, sizeof **aliases);
+    if (!*rows || (aliases && !*aliases))
+        return snprintf(err, MP_ERR_LEN, "out of memory reading profile '%.120s'", path), -1;
+    return 0;
+}
+
+/* The model columns that hold counts, each a whole number (shapes are checked
+ * further by mp_model_finish). */
+#define COUNT_MAX 9007199254740992.0 /* 2^53: exact in a double */
+
+static int model_row(const csv_table *t, char **row, int r, const char *path, mp_model *m, char *err)
+{
+    static const struct { const char *col; size_t off; } counts[] = {
+#define C(name, member) {name, offsetof(mp_model, member)}
+        C("layers", layers), C("hidden", hidden), C("heads", heads), C("kv_heads", kv_heads),
+        C("head_dim", head_dim), C("ffn", ffn), C("vocab", vocab), C("max_pos", max_pos),
+        C("pos_offset", pos_offset), C("experts", experts), C("top_k", top_k),
+        C("shared_experts", shared_experts), C("expert_ffn", expert_ffn), C("shared_ffn", shared_ffn),
+        C("dense_layers", dense_layers),
+#undef C
+    };
+    memset(m, 0, sizeof *m);
+    if (text_cell(t, row, "name", m->name, sizeof m->name, path, r, err) ||
+        text_cell(t, row, "family", m->family, sizeof m->family, path, r, err) ||
+        text_cell_cut(t, row, "source", m->source, sizeof m->source, true, path, r, err))
+        return -1;
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        double d;
+        if (num_cell(t, row, counts[i].col, 0, COUNT_MAX, true, &d, path, r, err)) return -1;
+        *(int64_t *)((char *)m + counts[i].off) = (int64_t)d;
+    }
+    double npl;
+    if (num_cell(t, row, "norms_per_layer", 0, 4, true, &npl, path, r, err) ||
+        num_cell(t, row, "published_params", 0, 1e16, false, &m->published_params, path, r, err))
+        return -1;
+    m->norms_per_layer = (int)npl;
+    int norm = parse_enum(field(t, row, "norm"), "layernorm", "rmsnorm", NULL);
+    int mlp = parse_enum(field(t, row, "mlp"), "gelu", "gated", "swiglu");
+    int pos = parse_enum(field(t, row, "pos"), "learned", "rope", "alibi");
+    if (norm < 0 || mlp < 0 || pos < 0)
+        return snprintf(err, MP_ERR_LEN, "profile '%.120s': model '%s' has a bad norm, mlp or pos", path, m->name),
+               -1;
+    m->norm = (mp_norm)norm, m->mlp = mlp ? MP_MLP_GATED : MP_MLP_GELU, m->pos = (mp_pos)pos;
+    m->qkv_bias = flag(t, row, "qkv_bias"), m->out_bias = flag(t, row, "out_bias");
+    m->mlp_bias = flag(t, row, "mlp_bias"), m->norm_bias = flag(t, row, "norm_bias");
+    m->head_bias = flag(t, row, "head_bias"), m->tied = flag(t, row, "tied");
+    m->fused_qkv = flag(t, row, "fused_qkv"), m->embed_norm = flag(t, row, "embed_norm");
+    m->final_norm = true;
+    m->parallel_residual = flag(t, row, "parallel_residual");
+    m->rope_partial = flag(t, row, "rope_partial"), m->gelu_python = flag(t, row, "gelu_python");
+    m->attn_softcap = flag(t, row, "attn_softcap"), m->logit_softcap = flag(t, row, "logit_softcap");
+    char merr[MP_ERR_LEN];
+    if (mp_model_finish(m, merr))
+        return snprintf(err, MP_ERR_LEN, "profile '%.80s': model '%.40s': %.100s", path, m->name, merr), -1;
+    char hf_id[sizeof m->hf_id], al[1024];
+    if (text_cell(t, row, "hf_id", hf_id, sizeof hf_id, path, r, err) ||
+        text_cell(t, row, "aliases", al, sizeof al, path, r, err))
+        return -1;
+    hf_repo_id(hf_id, al, m->hf_id, sizeof m->hf_id);
+    return 0;
+}
+
 static int load_models(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/models.csv", dir);
     csv_table t;
-    if (csv_table_read(path, "profile", &t, err)) {
-        csv_table_free(&t);
-        return -1;
-    }
-    models = calloc((size_t)t.nrows + 1, sizeof *models);
-    for (int r = 0; r < t.nrows; r++) {
-        char **row = t.rows[r];
-        mp_model *m = &models[nmodels];
-        memset(m, 0, sizeof *m);
-        snprintf(m->name, sizeof m->name, "%s", field(&t, row, "name"));
-        if (!m->name[0]) continue;
-        snprintf(m->family, sizeof m->family, "%s", field(&t, row, "family"));
-        m->layers = inum(&t, row, "layers"), m->hidden = inum(&t, row, "hidden");
-        m->heads = inum(&t, row, "heads"), m->kv_heads = inum(&t, row, "kv_heads");
-        m->head_dim = inum(&t, row, "head_dim"), m->ffn = inum(&t, row, "ffn");
-        m->vocab = inum(&t, row, "vocab"), m->max_pos = inum(&t, row, "max_pos");
-        m->pos_offset = inum(&t, row, "pos_offset");
-        int norm = parse_enum(field(&t, row, "norm"), "layernorm", "rmsnorm", NULL);
-        int mlp = parse_enum(field(&t, row, "mlp"), "gelu", "gated", "swiglu");
-        int pos = parse_enum(field(&t, row, "pos"), "learned", "rope", "alibi");
-        if (norm < 0 || mlp < 0 || pos < 0) {
-            snprintf(err, MP_ERR_LEN, "profile '%.120s': model '%s' has a bad norm, mlp or pos", path,
-                     m->name);
-            csv_table_free(&t);
-            return -1;
-        }
-        m->norm = (mp_norm)norm, m->mlp = mlp ? MP_MLP_GATED : MP_MLP_GELU, m->pos = (mp_pos)pos;
-        m->qkv_bias = flag(&t, row, "qkv_bias"), m->out_bias = flag(&t, row, "out_bias");
-        m->mlp_bias = flag(&t, row, "mlp_bias"), m->norm_bias = flag(&t, row, "norm_bias");
-        m->head_bias = flag(&t, row, "head_bias"), m->tied = flag(&t, row, "tied");
-        m->fused_qkv = flag(&t, row, "fused_qkv"), m->embed_norm = flag(&t, row, "embed_norm");
-        m->final_norm = true;
-        m->norms_per_layer = (int)inum(&t, row, "norms_per_layer");
-        m->parallel_residual = flag(&t, row, "parallel_residual");
-        m->rope_partial = flag(&t, row, "rope_partial"), m->gelu_python = flag(&t, row, "gelu_python");
-        m->attn_softcap = flag(&t, row, "attn_softcap"), m->logit_softcap = flag(&t, row, "logit_softcap");
-        m->experts = inum(&t, row, "experts"), m->top_k = inum(&t, row, "top_k");
-        m->shared_experts = inum(&t, row, "shared_experts");
-        m->expert_ffn = inum(&t, row, "expert_ffn"), m->shared_ffn = inum(&t, row, "shared_ffn");
-        m->dense_layers = inum(&t, row, "dense_layers");
-        m->published_params = num(&t, row, "published_params");
-        snprintf(m->source, sizeof m->source, "%s", field(&t, row, "source"));
-        char merr[MP_ERR_LEN];
-        if (mp_model_finish(m, merr)) {
-            snprintf(err, MP_ERR_LEN, "profile '%.80s': model '%.40s': %.100s", path, m->name, merr);
-            csv_table_free(&t);
-            return -1;
-        }
-        const char *al = field(&t, row, "aliases");
-        hf_repo_id(field(&t, row, "hf_id"), al, m->hf_id, sizeof m->hf_id);
-        model_aliases[nmodels] = strdup(al);
-        nmodels++;
+    int rc = table_open(dir, "models.csv", &t, path, sizeof path, sizeof *models, (void **)&models, &model_aliases,
+                        err);
+    for (int r = 0; r < t.nrows && !rc; r++) {
+        if (!field(&t, t.rows[r], "name")[0]) continue;
+        rc = model_row(&t, t.rows[r], r, path, &models[nmodels], err);
+        if (!rc && !(model_aliases[nmodels] = strdup(field(&t, t.rows[r], "aliases"))))
+            rc = (snprintf(err, MP_ERR_LEN, "out of memory reading profile '%.120s'", path), -1);
+        if (!rc) nmodels++;
     }
     csv_table_free(&t);
-    return 0;
+    return rc;
+}
+
+static int gpu_row(const csv_table *t, char **row, int r, const char *path, mp_gpu *g, char *err)
+{
+    /* figures in the file's units, scaled to bytes and bytes/s */
+    static const struct { const char *col; size_t off; double scale; } figures[] = {
+#define F(name, member, scale) {name, offsetof(mp_gpu, member), scale}
+        F("mem_mib", mem_bytes, 1048576.0), F("tflops_16", tflops_16, 1), F("tflops_32", tflops_32, 1),
+        F("bandwidth_gbs", bandwidth, 1e9), F("pcie_gbs", pcie, 1e9), F("nvlink_gbs", nvlink, 1e9),
+        F("ib_gbs", ib, 1e9), F("context_mib", context_bytes, 1048576.0),
+#undef F
+    };
+    memset(g, 0, sizeof *g);
+    if (text_cell(t, row, "name", g->name, sizeof g->name, path, r, err) ||
+        text_cell(t, row, "label", g->label, sizeof g->label, path, r, err) ||
+        text_cell(t, row, "arch", g->arch, sizeof g->arch, path, r, err) ||
+        text_cell_cut(t, row, "source", g->source, sizeof g->source, true, path, r, err))
+        return -1;
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
+        double d;
+        if (num_cell(t, row, figures[i].col, 0, 1e12, false, &d, path, r, err)) return -1;
+        *(double *)((char *)g + figures[i].off) = d * figures[i].scale;
+    }
+    g->bf16 = flag(t, row, "bf16");
+    if (g->mem_bytes <= 0)
+        return snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name), -1;
+    snprintf(g->how, sizeof g->how, "profile %.40s: %.0f MiB", g->name, g->mem_bytes / 1048576.0);
+    char al[1024];
+    return text_cell(t, row, "aliases", al, sizeof al, path, r, err);
 }
 
 static int load_gpus(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/gpus.csv", dir);
     csv_table t;
-    if (csv_table_read(path, "profile", &t, err)) {
-        csv_table_free(&t);
-        return -1;
-    }
-    gpus = calloc((size_t)t.nrows + 1, sizeof *gpus);
-    for (int r = 0; r < t.nrows; r++) {
-        char **row = t.rows[r];
-        mp_gpu *g = &gpus[ngpus];
-        snprintf(g->name, sizeof g->name, "%s", field(&t, row, "name"));
-        if (!g->name[0]) continue;
-        snprintf(g->label, sizeof g->label, "%s", field(&t, row, "label"));
-        g->mem_bytes = num(&t, row, "mem_mib") * 1048576.0;
-        g->bf16 = flag(&t, row, "bf16");
-        g->tflops_16 = num(&t, row, "tflops_16"), g->tflops_32 = num(&t, row, "tflops_32");
-        g->bandwidth = num(&t, row, "bandwidth_gbs") * 1e9;
-        g->pcie = num(&t, row, "pcie_gbs") * 1e9;
-        snprintf(g->arch, sizeof g->arch, "%s", field(&t, row, "arch"));
-        g->nvlink = num(&t, row, "nvlink_gbs") * 1e9, g->ib = num(&t, row, "ib_gbs") * 1e9;
-        g->context_bytes = num(&t, row, "context_mib") * 1048576.0;
-        snprintf(g->source, sizeof g->source, "%s", field(&t, row, "source"));
-        if (g->mem_bytes <= 0) {
-            snprintf(err, MP_ERR_LEN, "profile '%.120s': gpu '%.60s' has no mem_mib", path, g->name);
-            csv_table_free(&t);
-            return -1;
-        }
-        snprintf(g->how, sizeof g->how, "profile %.40s: %.0f MiB", g->name, g->mem_bytes / 1048576.0);
-        gpu_aliases[ngpus] = strdup(field(&t, row, "aliases"));
-        ngpus++;
+    int rc = table_open(dir, "gpus.csv", &t, path, sizeof path, sizeof *gpus, (void **)&gpus, &gpu_aliases, err);
+    for (int r = 0; r < t.nrows && !rc; r++) {
+        if (!field(&t, t.rows[r], "name")[0]) continue;
+        rc = gpu_row(&t, t.rows[r], r, path, &gpus[ngpus], err);
+        if (!rc && !(gpu_aliases[ngpus] = strdup(field(&t, t.rows[r], "aliases"))))
+            rc = (snprintf(err, MP_ERR_LEN, "out of memory reading profile '%.120s'", path), -1);
+        if (!rc) ngpus++;
     }
     csv_table_free(&t);
-    return 0;
+    return rc;
 }
 
 static mp_fw_kind framework_kind(const char *name)
@@ -233,10 +309,12 @@ static mp_fw_kind framework_kind(const char *name)
  * made every estimate under the profile NaN or infinite. */
 #define FW_VALUE_MAX 1e12
 
-static int framework_from_row(const csv_table *t, char **row, mp_framework *f, const char *path, char *err)
+static int framework_from_row(const csv_table *t, char **row, int r, mp_framework *f, const char *path, char *err)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->name, sizeof f->name, "%s", field(t, row, "name"));
+    if (text_cell(t, row, "name", f->name, sizeof f->name, path, r, err) ||
+        text_cell_cut(t, row, "source", f->source, sizeof f->source, true, path, r, err))
+        return -1;
     f->kind = framework_kind(f->name);
     for (int i = 0; i < fw_ncolumns; i++) {
         const char *v = field(t, row, fw_columns[i].name);
@@ -251,25 +329,23 @@ static int framework_from_row(const csv_table *t, char **row, mp_framework *f, c
         }
         fw_set(f, &fw_columns[i], d);
     }
-    snprintf(f->source, sizeof f->source, "%s", field(t, row, "source"));
     return 0;
 }
 
 static int load_frameworks(const char *dir, char *err)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/frameworks.csv", dir);
     csv_table t;
-    if (csv_table_read(path, "profile", &t, err)) {
+    if (table_open(dir, "frameworks.csv", &t, path, sizeof path, sizeof *frameworks, (void **)&frameworks, NULL,
+                   err)) {
         csv_table_free(&t);
         return -1;
     }
-    frameworks = calloc((size_t)t.nrows + 1, sizeof *frameworks);
     for (int r = 0; r < t.nrows; r++) {
         char **row = t.rows[r];
         mp_framework *f = &frameworks[nframeworks];
         if (!field(&t, row, "name")[0]) continue;
-        if (framework_from_row(&t, row, f, path, err)) {
+        if (framework_from_row(&t, row, r, f, path, err)) {
             csv_table_free(&t);
             return -1;
         }
@@ -483,7 +559,7 @@ int mp_framework_load_file(const char *path, mp_framework *f, char *err)
         csv_table_free(&t);
         return -1;
     }
-    int rc = framework_from_row(&t, t.rows[0], f, path, err);
+    int rc = framework_from_row(&t, t.rows[0], 0, f, path, err);
     csv_table_free(&t);
     return rc;
 }

@@ -7,7 +7,9 @@
  * values: tests/data/engines/deepspeed_keys.txt. */
 #include "emitters.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* DEEPSPEED_OPTIMIZERS in deepspeed/runtime/config.py: types DeepSpeed builds
@@ -17,72 +19,81 @@ static bool deepspeed_native(const char *type)
     return type && (!strcmp(type, "adamw") || !strcmp(type, "lion"));
 }
 
-static void put_summary(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
+/* DeepSpeed reads the top level with dict.get: the summary's key is ignored */
+static json_t *summary_json(const mp_model *m, const mp_settings *s, const emit_engine *e)
 {
     char lines[EMIT_NLINES][EMIT_LINE];
     int n = emit_summary_lines(m, s, e, lines, EMIT_NLINES);
-    /* DeepSpeed reads the top level with dict.get: this key is ignored */
-    sbuf_put(b, "{\n  \"_comment\": [\n");
-    for (int i = 0; i < n; i++) sbuf_put(b, "    \"%s\",\n", lines[i]);
-    sbuf_put(b, "    \"batch sizes, accumulation, clipping and optimizer settings are auto: transformers' Trainer "
-                "fills them from TrainingArguments\"\n  ],\n");
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_string(lines[i]));
+    json_array_append_new(a, json_string("batch sizes, accumulation, clipping and optimizer settings are auto: "
+                                         "transformers' Trainer fills them from TrainingArguments"));
+    return a;
 }
 
-static void put_precision(sbuf *b, const mp_settings *s)
+static json_t *enabled(bool on) { return json_pack("{s:b}", "enabled", on); }
+
+static void put_precision(json_t *cfg, const mp_settings *s)
 {
     const char *block = mp_precision_desc_of(s->precision)->deepspeed;
     const bool bf16 = block && !strcmp(block, "bf16"), fp16 = block && !strcmp(block, "fp16");
-    sbuf_put(b, "  \"bf16\": {\"enabled\": %s},\n", bf16 ? "true" : "false");
-    sbuf_put(b, "  \"fp16\": {\"enabled\": %s%s},\n", fp16 ? "true" : "false",
-             fp16 ? ", \"loss_scale\": 0, \"initial_scale_power\": 16" : "");
+    json_object_set_new(cfg, "bf16", enabled(bf16));
+    json_t *f = enabled(fp16);
+    if (fp16) {
+        json_object_set_new(f, "loss_scale", json_integer(0));
+        json_object_set_new(f, "initial_scale_power", json_integer(16));
+    }
+    json_object_set_new(cfg, "fp16", f);
 }
 
 /* On the GPU DeepSpeed's "adamw" is its FusedAdam unless torch_adam asks for
  * torch.optim.AdamW (engine.py _configure_basic_optimizer), whose foreach and
  * fused arguments (torch/optim/adamw.py) give the step the plan assumed. Under
  * ZeRO-Offload it is DeepSpeedCPUAdam: the step runs on the host. */
-static void put_step_impl(sbuf *b, const mp_settings *s, const char *type)
+static void put_step_impl(json_t *params, const mp_settings *s, const char *type)
 {
     if (strcmp(type, "adamw") || s->offload != MP_OFFLOAD_NONE) return;
-    sbuf_put(b, ", \"torch_adam\": true, %s", s->step_impl == MP_STEP_FUSED ? "\"fused\": true"
-             : s->step_impl == MP_STEP_FOR_LOOP ? "\"foreach\": false" : "\"foreach\": true");
+    json_object_set_new(params, "torch_adam", json_true());
+    if (s->step_impl == MP_STEP_FUSED) json_object_set_new(params, "fused", json_true());
+    else json_object_set_new(params, "foreach", json_boolean(s->step_impl != MP_STEP_FOR_LOOP));
 }
 
 /* The optimizer block, or none (the Trainer then builds the script's). */
-static void put_optimizer(sbuf *b, const mp_settings *s)
+static void put_optimizer(json_t *cfg, const mp_settings *s)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     const char *type = od->deepspeed;
     if (!type) {
         /* the Trainer builds the script's optimizer and allows it under ZeRO
          * (zero_allow_untested_optimizer); under offload it steps on the CPU */
-        if (s->offload != MP_OFFLOAD_NONE) sbuf_put(b, "  \"zero_force_ds_cpu_optimizer\": false,\n");
+        if (s->offload != MP_OFFLOAD_NONE) json_object_set_new(cfg, "zero_force_ds_cpu_optimizer", json_false());
         return;
     }
-    sbuf_put(b, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": \"auto\"", type);
-    if (od->adamw_class) sbuf_put(b, ", \"betas\": \"auto\", \"eps\": \"auto\"");
-    else if (deepspeed_native(type)) sbuf_put(b, ", \"betas\": \"auto\"");
-    if (od->momentum) sbuf_put(b, ", \"momentum\": 0.9");
-    put_step_impl(b, s, type);
-    sbuf_put(b, ", \"weight_decay\": \"auto\"}},\n");
-    if (!deepspeed_native(type) && s->zero > 0) sbuf_put(b, "  \"zero_allow_untested_optimizer\": true,\n");
+    json_t *params = json_pack("{s:s}", "lr", "auto");
+    if (od->adamw_class || deepspeed_native(type)) json_object_set_new(params, "betas", json_string("auto"));
+    if (od->adamw_class) json_object_set_new(params, "eps", json_string("auto"));
+    if (od->momentum) json_object_set_new(params, "momentum", json_real(0.9));
+    put_step_impl(params, s, type);
+    json_object_set_new(params, "weight_decay", json_string("auto"));
+    json_object_set_new(cfg, "optimizer", json_pack("{s:s,s:o}", "type", type, "params", params));
+    if (!deepspeed_native(type) && s->zero > 0) json_object_set_new(cfg, "zero_allow_untested_optimizer", json_true());
     if (!deepspeed_native(type) && s->offload != MP_OFFLOAD_NONE)
-        sbuf_put(b, "  \"zero_force_ds_cpu_optimizer\": false,\n");
+        json_object_set_new(cfg, "zero_force_ds_cpu_optimizer", json_false());
 }
 
-static void put_zero(sbuf *b, const mp_settings *s, const emit_engine *e)
+static json_t *offload_block(void) { return json_pack("{s:s,s:b}", "device", "cpu", "pin_memory", 1); }
+
+static void put_zero(json_t *cfg, const mp_settings *s, const emit_engine *e)
 {
     const mp_offload_desc *off = mp_offload_desc_of(s->offload);
     long long bucket = emit_zero_bucket(s);
-    sbuf_put(b, "  \"zero_optimization\": {\n    \"stage\": %d", e->stage);
-    if (e->stage > 0) sbuf_put(b, ",\n    \"reduce_bucket_size\": %lld", bucket);
-    if (e->stage == 1 || e->stage == 2) sbuf_put(b, ",\n    \"allgather_bucket_size\": %lld", bucket);
-    if (e->stage > 0) sbuf_put(b, ",\n    \"contiguous_gradients\": true");
-    if (off->optimizer_on_host)
-        sbuf_put(b, ",\n    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}");
-    if (off->params_on_host)
-        sbuf_put(b, ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}");
-    sbuf_put(b, "\n  },\n");
+    json_t *z = json_pack("{s:i}", "stage", e->stage);
+    if (e->stage > 0) json_object_set_new(z, "reduce_bucket_size", json_integer(bucket));
+    if (e->stage == 1 || e->stage == 2) json_object_set_new(z, "allgather_bucket_size", json_integer(bucket));
+    if (e->stage > 0) json_object_set_new(z, "contiguous_gradients", json_true());
+    if (off->optimizer_on_host) json_object_set_new(z, "offload_optimizer", offload_block());
+    if (off->params_on_host) json_object_set_new(z, "offload_param", offload_block());
+    json_object_set_new(cfg, "zero_optimization", z);
 }
 
 int check_deepspeed(const mp_model *m, const mp_settings *s, char *err)
@@ -101,13 +112,22 @@ void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
     emit_engine e;
     char err[MP_ERR_LEN];
     if (emit_engine_of(s, &e, err)) return; /* check_deepspeed ran first */
-    put_summary(b, m, s, &e);
-    sbuf_put(b, "  \"train_micro_batch_size_per_gpu\": \"auto\",\n");
-    sbuf_put(b, "  \"gradient_accumulation_steps\": \"auto\",\n");
-    sbuf_put(b, "  \"train_batch_size\": \"auto\",\n");
-    sbuf_put(b, "  \"gradient_clipping\": \"auto\",\n");
-    put_precision(b, s);
-    put_optimizer(b, s);
-    put_zero(b, s, &e);
-    sbuf_put(b, "  \"steps_per_print\": 10\n}\n");
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "_comment", summary_json(m, s, &e));
+    static const char *const from_trainer[] = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                               "train_batch_size", "gradient_clipping"};
+    for (size_t i = 0; i < sizeof from_trainer / sizeof *from_trainer; i++)
+        json_object_set_new(cfg, from_trainer[i], json_string("auto"));
+    put_precision(cfg, s);
+    put_optimizer(cfg, s);
+    put_zero(cfg, s, &e);
+    json_object_set_new(cfg, "steps_per_print", json_integer(10));
+    char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    json_decref(cfg);
+    if (!text) {
+        sbuf_fail(b, "the DeepSpeed config could not be built (a summary line is not UTF-8, or out of memory)");
+        return;
+    }
+    sbuf_put(b, "%s\n", text);
+    free(text);
 }

@@ -60,11 +60,7 @@ int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **ou
     if (mp_emit_check(kind, m, s, err)) return -1;
     sbuf b = {0};
     targets[target_index(kind)].write(&b, m, s);
-    if (b.oom || !b.p) {
-        free(b.p);
-        snprintf(err, MP_ERR_LEN, "out of memory writing the config");
-        return -1;
-    }
+    if (sbuf_finish(&b, err)) return -1;
     *out = b.p;
     return 0;
 }
@@ -108,61 +104,37 @@ static int bundle_files(const char *kind, const mp_model *m, const mp_settings *
     return n;
 }
 
-static char *bundle_readme(const char *kind, const mp_model *m, const mp_settings *s)
+static void bundle_readme(sbuf *b, const char *kind, const mp_model *m, const mp_settings *s)
 {
-    sbuf b = {0};
     if (!strcmp(kind, "torchtune")) {
-        sbuf_put(&b, "Written by memplan. Run: bash launch.sh DATA_FILE MODEL_DIR\n"
-                     "(MODEL_DIR: the model's Hugging Face checkpoint folder, as tune download writes it)\n\n");
-        emit_torchtune_summary(&b, m, s);
-    } else {
-        emit_engine e;
-        char err[MP_ERR_LEN];
-        if (emit_engine_of(s, &e, err)) return NULL;
-        sbuf_put(&b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
-        emit_summary_comment(&b, m, s, &e);
+        sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE MODEL_DIR\n"
+                    "(MODEL_DIR: the model's Hugging Face checkpoint folder, as tune download writes it)\n\n");
+        emit_torchtune_summary(b, m, s);
+        return;
     }
-    if (b.oom) { free(b.p); return NULL; }
-    return b.p;
-}
-
-static int write_bundle(const char *dir, const char *const files[], char *const texts[], int n, char *err)
-{
-    for (int i = 0; i < n; i++) {
-        char path[4096];
-        size_t dl = strlen(dir);
-        if (snprintf(path, sizeof path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", files[i])
-            >= (int)sizeof path) {
-            snprintf(err, MP_ERR_LEN, "path too long '%.200s'", dir);
-            return -1;
-        }
-        unsigned mode = strcmp(files[i], "launch.sh") ? 0644 : 0755;
-        if (mp_write_file_atomic_mode(path, texts[i], strlen(texts[i]), mode, err)) return -1;
-    }
-    return 0;
+    emit_engine e;
+    char err[MP_ERR_LEN];
+    if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
+    sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
+    emit_summary_comment(b, m, s, &e);
 }
 
 int mp_emit_bundle(const char *kind, const char *dir, const mp_model *m, const mp_settings *s, char *err)
 {
     bundle_file bf[NBUNDLE];
-    const char *files[NBUNDLE + 1];
-    char *texts[NBUNDLE + 1] = {0};
+    sbuf texts[NBUNDLE + 1] = {{0}};
+    mp_out_file files[NBUNDLE + 1];
     int n = bundle_files(kind, m, s, bf, err), rc = 0;
     if (n < 0) return -1;
-    /* every text first, so a failure writes nothing */
-    for (int i = 0; i < n && !rc; i++) {
-        sbuf b = {0};
-        bf[i].write(&b, m, s);
-        files[i] = bf[i].file;
-        texts[i] = b.p;
-        if (b.oom || !b.p) rc = -1, snprintf(err, MP_ERR_LEN, "out of memory writing the bundle");
+    /* every text first: a file that cannot be written writes none */
+    for (int i = 0; i <= n && !rc; i++) {
+        if (i < n) bf[i].write(&texts[i], m, s);
+        else bundle_readme(&texts[i], kind, m, s);
+        rc = sbuf_finish(&texts[i], err);
+        files[i] = (mp_out_file){i < n ? bf[i].file : "README.txt", texts[i].p, texts[i].n,
+                                 i < n && !strcmp(bf[i].file, "launch.sh") ? 0755 : 0644};
     }
-    if (!rc) {
-        files[n] = "README.txt";
-        texts[n] = bundle_readme(kind, m, s);
-        if (!texts[n]) rc = -1, snprintf(err, MP_ERR_LEN, "out of memory writing the bundle");
-    }
-    if (!rc) rc = write_bundle(dir, files, texts, n + 1, err);
-    for (int i = 0; i <= n; i++) free(texts[i]);
+    if (!rc) rc = mp_write_files_atomic(dir, files, n + 1, err);
+    for (int i = 0; i <= n; i++) free(texts[i].p);
     return rc;
 }

@@ -4,12 +4,9 @@
 
 #include <stddef.h>
 
+#include "emit/quote.h"
+#include "emit/sbuf.h"
 #include "memplan.h"
-
-/* A growing text buffer; `oom` is set once an allocation failed. */
-typedef struct sbuf { char *p; size_t n, cap; int oom; } sbuf;
-/* Append printf-formatted text. */
-void sbuf_put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Each target writes one artifact for the model and settings. The plan's
  * settings reach a target's vocabulary through the settings rows
@@ -43,7 +40,7 @@ const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (deepspeed.c). */
 long long emit_zero_bucket(const mp_settings *s);
 
-/* The plan summary (summary.c): up to `max` lines without quotes or backslashes. */
+/* The plan summary (summary.c): up to `max` lines, each one line of plain text (mp_quote). */
 enum { EMIT_LINE = 320, EMIT_NLINES = 16 };
 int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
                        char lines[][EMIT_LINE], int max);

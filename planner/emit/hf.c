@@ -67,7 +67,8 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
 {
     const hf_precision p = hf_precision_of(s);
     const char *attn = hf_attention(s, f);
-    sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s (%s).\n", m->name, m->family);
+    sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s (%s).\n", EMIT_TEXT(m->name),
+             EMIT_TEXT(m->family));
     sbuf_put(b, "# The plan it runs (every technique below is in this file, and no other):\n");
     sbuf_put(b, "#   precision      %s (%s)\n", mp_precision_name(s->precision),
              p.pure ? "bf16 weights, no fp32 master copy"
@@ -103,7 +104,7 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
                     "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
     if (!f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
-                    "# the attention implementation and the LoRA module names below.\n", m->family);
+                    "# the attention implementation and the LoRA module names below.\n", EMIT_TEXT(m->family));
     const char *pkgs = mp_quant_desc_of(s->quant)->hf_packages; /* what loading its base needs */
     sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s%s).\n\n",
              s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "");
@@ -111,9 +112,14 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
 
 static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
 {
-    if (m->hf_id[0]) sbuf_put(b, "MODEL = \"%s\"  # Hugging Face repo id (or a local folder)\n", m->hf_id);
-    else sbuf_put(b, "MODEL = \"path/to/model\"  # memplan has no repo id for %s: put its Hub id or local folder here\n",
-                  m->name);
+    if (m->hf_id[0]) {
+        sbuf_put(b, "MODEL = ");
+        put_python_str(b, "the model's Hub id", m->hf_id);
+        sbuf_put(b, "  # Hugging Face repo id (or a local folder)\n");
+    } else {
+        sbuf_put(b, "MODEL = \"path/to/model\"  # memplan has no repo id for %s: put its Hub id or local folder here\n",
+                 EMIT_TEXT(m->name));
+    }
     /* launch.sh passes the data file and, for a DeepSpeed plan, --deepspeed ds_config.json;
      * the deepspeed launcher adds --local_rank */
     sbuf_put(b, "cli = argparse.ArgumentParser(description=\"memplan's training script\")\n"
@@ -158,7 +164,7 @@ static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
     const char *mods[HF_NROLES];
     int n = hf_family_targets(names, s->lora_targets, mods);
     if (!f) sbuf_put(b, "# memplan has no module table for model_type '%s': these are Llama's names, check them\n",
-                     m->family);
+                     EMIT_TEXT(m->family));
     char dropout[32]; /* a Python float: 0.0, 0.05 */
     snprintf(dropout, sizeof dropout, "%g", (double)s->lora_dropout);
     if (!strpbrk(dropout, ".e")) strcat(dropout, ".0");

@@ -28,7 +28,7 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     char tg[64];
     sbuf_put(b, "# memtrain config written by memplan; run: memtrain --config FILE\n");
-    sbuf_put(b, "# model %s\n", m->name);
+    sbuf_put(b, "# model %s\n", EMIT_TEXT(m->name));
     sbuf_put(b, "family = %s\n", m->mlp == MP_MLP_GATED ? "llama" : "gpt2");
     sbuf_put(b, "layers = %lld\nhidden = %lld\nheads = %lld\nkv-heads = %lld\nffn = %lld\n",
         (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->kv_heads,

@@ -44,13 +44,6 @@ static const char *peak_of(const mp_model *m, const mp_settings *s, char *buf, s
     return buf;
 }
 
-/* Quotes and backslashes would end a JSON string or a shell comment's meaning. */
-static void plain(char *line)
-{
-    for (char *p = line; *p; p++)
-        if (*p == '"' || *p == '\\') *p = '\'';
-}
-
 int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
                        char lines[][EMIT_LINE], int max)
 {
@@ -76,7 +69,11 @@ int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engin
     LINE("sequence: %lld tokens", (long long)s->seq);
     LINE("predicted peak per GPU: %s", peak_of(m, s, pk, sizeof pk));
 #undef LINE
-    for (int i = 0; i < n; i++) plain(lines[i]);
+    /* each line one line of plain text, whatever a name or a message in it holds */
+    for (int i = 0; i < n; i++) {
+        char line[EMIT_LINE];
+        memcpy(lines[i], mp_quote(lines[i], line, sizeof line), sizeof line);
+    }
     return n;
 }
 

@@ -134,7 +134,7 @@ int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
 void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const tt_model *t = tt_model_of(m);
-    sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", m->name, builder_of(t, s));
+    sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", EMIT_TEXT(m->name), builder_of(t, s));
     sbuf_put(b, "# The plan it runs (recipe %s):\n", recipe_of(s));
     sbuf_put(b, "#   precision      %s (dtype %s)\n", mp_precision_name(s->precision),
              mp_precision_desc_of(s->precision)->torchtune);
