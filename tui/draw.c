@@ -58,15 +58,24 @@ static int seg_attr(int seg) { return mtop_attr((mtop_color)(MTOP_C_WEIGHTS + se
 
 /* ---------- clipped text ---------- */
 
-/* Write s at (row, col) of r, clipped; returns the column after it. */
+/* Write s at (row, col) of r, clipped; returns the column after it. Every
+ * string drawn passes here and is cleaned first (mtop_clean): a metrics
+ * file's header, a file's or a command's name, its log's last line reach
+ * ncurses as plain text, never as control bytes (ncurses would act on \n,
+ * \r, \b and \t, and pass C1 bytes on in some locales). */
 static int put(const mtop_rect *r, int row, int col, int attr, const char *s)
 {
-    if (row < 0 || row >= r->h || col < 0 || col >= r->w) return col + (int)strlen(s);
+    static char clean[1024]; /* wider than any terminal row */
+    s = mtop_clean(s, clean, sizeof clean);
+    int len = (int)strlen(s);
+    if (row < 0 || row >= r->h || col < 0 || col >= r->w) return col + len;
     int n = r->w - col;
+    if (n < len) /* clip at a character's start, not inside its UTF-8 bytes */
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--;
     attron(attr);
     mvaddnstr(r->y + row, r->x + col, s, n);
     attroff(attr);
-    return col + (int)strlen(s);
+    return col + len;
 }
 
 __attribute__((format(printf, 5, 6))) static int putf(const mtop_rect *r, int row, int col,

@@ -3,11 +3,13 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memplan.h"
+#include "utf8.h"
 
 const char mtop_seg_glyph[MTOP_NSEG] = {'#', '=', '%', '+', '.', '?'};
 
@@ -171,11 +173,73 @@ char *mtop_fit(const char *s, int width, char *out, size_t len)
     return out;
 }
 
+const char *mtop_clean(const char *s, char *buf, size_t len) { return mp_quote(s, buf, len); }
+
+void mtop_csv_text(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    char small[512], *buf = MTOP_CLEAN_LEN(n) <= sizeof small ? small : malloc(MTOP_CLEAN_LEN(n));
+    const char *t = buf ? mtop_clean(s, buf, buf == small ? sizeof small : MTOP_CLEAN_LEN(n))
+                        : mtop_clean(s, small, sizeof small); /* out of memory: cut, never raw */
+    fputc('"', f);
+    for (; *t; t++) {
+        if (*t == '"') fputc('"', f);
+        fputc(*t, f);
+    }
+    fputc('"', f);
+    if (buf != small) free(buf);
+}
+
+json_t *mtop_json_str(const char *s)
+{
+    if (utf8_valid(s)) return json_string(s);
+    size_t n = MTOP_CLEAN_LEN(strlen(s));
+    char *buf = malloc(n);
+    if (!buf) return NULL;
+    json_t *j = json_string(mtop_clean(s, buf, n));
+    free(buf);
+    return j;
+}
+
+/* The dumped text with every character that does not show as itself (bar
+ * the layout's newlines) as \uXXXX: JSON allows DEL, C1 controls and the
+ * like raw inside strings, and only there can they be, so this is the same
+ * JSON. jansson has escaped the C0 controls already. */
+static char *json_escape_rest(char *text)
+{
+    size_t n = strlen(text), extra = 0;
+    const unsigned char *p = (const unsigned char *)text;
+    uint32_t cp;
+    for (size_t i = 0; i < n;) {
+        int k = utf8_decode(p + i, n - i, &cp);
+        if (!k) k = 1, cp = p[i]; /* not from jansson, which writes UTF-8 only */
+        if (cp != '\n' && !utf8_shows_as_itself(cp)) extra += 6;
+        i += (size_t)k;
+    }
+    if (!extra) return text;
+    char *out = malloc(n + extra + 1);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        int k = utf8_decode(p + i, n - i, &cp);
+        if (!k) k = 1, cp = p[i];
+        if (cp != '\n' && !utf8_shows_as_itself(cp)) o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)(cp & 0xffff));
+        else memcpy(out + o, p + i, (size_t)k), o += (size_t)k;
+        i += (size_t)k;
+    }
+    out[o] = 0;
+    free(text);
+    return out;
+}
+
 char *mtop_json_text(json_t *o)
 {
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
-    if (!text) return NULL;
+    if (!text || !(text = json_escape_rest(text))) return NULL;
     size_t n = strlen(text);
     char *out = realloc(text, n + 2);
     if (!out) {

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define MTOP_NA "N/A"
 
@@ -67,10 +68,37 @@ char *mtop_bar_text(const signed char *cells, int width, int oom, int headroom, 
  * it does not fit (ASCII only). Returns out. */
 char *mtop_fit(const char *s, int width, char *out, size_t len);
 
+/* ---------- text from outside: metrics files, file names, commands ----------
+ *
+ * Hostile input is normal input: whatever a metrics file's header says
+ * (model, device, settings, column names), a file's name, a command's name
+ * or its log may hold escape sequences meant for the terminal. memtop writes
+ * such text only through mtop_clean (the screen, --once text and CSV,
+ * messages) or mtop_json_str (--once JSON). */
+
+/* `s` as one line of plain text: a character that would act on a terminal
+ * or break the line (C0 and C1 controls, DEL, a byte that is not UTF-8,
+ * line separators, bidirectional overrides) is written as mp_quote writes
+ * it: \n, \t, \xNN or \u{XXXX}; valid UTF-8 otherwise stays as it is. Cut with
+ * "..." to fit `len` bytes (at least 4). Returns buf. */
+const char *mtop_clean(const char *s, char *buf, size_t len);
+/* Room for n bytes of text, every one escaped (\xNN), and the NUL. */
+#define MTOP_CLEAN_LEN(n) (4 * (size_t)(n) + 1)
+/* One CSV field (RFC 4180, always quoted) of untrusted text, cleaned first:
+ * never a raw control byte, never a line break inside the field. */
+void mtop_csv_text(FILE *f, const char *s);
+
+/* A JSON string of untrusted text: as it is when it is valid UTF-8 (JSON
+ * escapes it, and mtop_json_text escapes the rest), else cleaned (a JSON
+ * string holds no malformed UTF-8). Never NULL unless out of memory. */
+typedef struct json_t json_t;
+json_t *mtop_json_str(const char *s);
+
 /* The snapshot text of a JSON object: indented, key order kept, one trailing
  * newline. Takes the reference to `o`; the caller frees the result. NULL on
- * failure. */
-typedef struct json_t json_t;
+ * failure. Characters JSON allows raw but a terminal acts on (DEL, C1
+ * controls, line separators, bidirectional overrides) are written \uXXXX:
+ * the text holds no raw control byte. */
 char *mtop_json_text(json_t *o);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +24,7 @@ void mtop_parser_init(mtop_parser *p)
 {
     memset(p, 0, sizeof *p);
     for (int i = 0; i < MTOP_MAX_COLS; i++) p->col[i] = -1;
-}
-
-const char *mtop_meta_setting(const mtop_meta *m, const char *key)
-{
-    for (int i = 0; i < m->nkv; i++)
-        if (strcmp(m->kv[i].key, key) == 0) return m->kv[i].val;
-    return NULL;
+    p->meta.rank = p->meta.ranks = p->meta.zero = -1;
 }
 
 int mtop_csv_split(char *line, size_t len, char **fields, int max)
@@ -101,53 +96,144 @@ static void copy(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src);
 }
 
-static void parse_settings(mtop_meta *m, const char *text)
+bool mtop_parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
+    if (!s || !*s || hi < 0) return false;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        int d = *s - '0';
+        /* v * 10 + d <= hi, asked without computing it: no overflow, no wrap */
+        if (d > hi || v > (hi - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    if (v < lo) return false;
+    *out = v;
+    return true;
+}
+
+/* A bad value: "WHAT 'VALUE': RULE" into the reason (the value quoted as
+ * mp_quote writes it, so the reason is one plain line), and into the
+ * header's `bad` when it came from the header and is its first. */
+static void name_bad(mtop_parser *p, const char *what, const char *value, const char *rule, bool header)
+{
+    char q[48];
+    snprintf(p->reason, sizeof p->reason, "%s '%s': %s", what, mp_quote(value, q, sizeof q), rule);
+    if (header && !p->meta.bad[0]) copy(p->meta.bad, sizeof p->meta.bad, p->reason);
+}
+
+/* The settings a multi-rank run is told apart by, and their ranges. */
+static const struct {
+    const char *key;
+    int64_t lo, hi;
+    const char *rule;
+} count_settings[] = {
+    {"rank", 0, INT_MAX - 1, "not a rank (a whole number, 0 to 2147483646)"},
+    {"ranks", 1, INT_MAX, "not a number of ranks (a whole number, 1 to 2147483647)"},
+    {"zero", 0, 3, "not a ZeRO stage (0 to 3)"},
+};
+
+const char *mtop_meta_key(const mtop_meta *m, int i) { return m->kvtext + m->kv[i].key; }
+const char *mtop_meta_value(const mtop_meta *m, int i) { return m->kvtext + m->kv[i].val; }
+
+const char *mtop_meta_setting(const mtop_meta *m, const char *key)
+{
+    for (int i = 0; i < m->nkv; i++)
+        if (strcmp(mtop_meta_key(m, i), key) == 0) return mtop_meta_value(m, i);
+    return NULL;
+}
+
+/* "key=value ..." split at spaces and tabs; tokens without a key are not
+ * settings. False (with the reason named) for a setting given twice, too
+ * many settings, or a count setting out of its range. */
+static bool parse_settings(mtop_parser *p, const char *text)
+{
+    mtop_meta *m = &p->meta;
     copy(m->settings, sizeof m->settings, text);
+    copy(m->kvtext, sizeof m->kvtext, text);
     m->nkv = 0;
-    char buf[512];
-    copy(buf, sizeof buf, text);
-    for (char *save = NULL, *tok = strtok_r(buf, " \t", &save); tok && m->nkv < MTOP_MAX_KV;
-         tok = strtok_r(NULL, " \t", &save)) {
+    m->rank = m->ranks = m->zero = -1;
+    for (char *save = NULL, *tok = strtok_r(m->kvtext, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq || eq == tok) continue;
         *eq = 0;
-        copy(m->kv[m->nkv].key, sizeof m->kv[m->nkv].key, tok);
-        copy(m->kv[m->nkv].val, sizeof m->kv[m->nkv].val, eq + 1);
+        const char *val = eq + 1;
+        if (mtop_meta_setting(m, tok)) { /* which one would a reader take? */
+            name_bad(p, "settings", tok, "the same setting twice", true);
+            return false;
+        }
+        if (m->nkv == MTOP_MAX_KV) {
+            name_bad(p, "settings", tok, "more than 128 settings", true);
+            return false;
+        }
+        m->kv[m->nkv].key = (unsigned short)(tok - m->kvtext);
+        m->kv[m->nkv].val = (unsigned short)(val - m->kvtext);
         m->nkv++;
+        for (size_t i = 0; i < sizeof count_settings / sizeof *count_settings; i++) {
+            if (strcmp(tok, count_settings[i].key) != 0) continue;
+            int64_t x;
+            if (!mtop_parse_count(val, count_settings[i].lo, count_settings[i].hi, &x)) {
+                char what[16];
+                snprintf(what, sizeof what, "%s=", tok);
+                name_bad(p, what, val, count_settings[i].rule, true);
+                return false;
+            }
+            *(i == 0 ? &m->rank : i == 1 ? &m->ranks : &m->zero) = x;
+        }
     }
+    if (m->rank >= 0 && m->ranks >= 0 && m->rank >= m->ranks) {
+        char rule[64], v[24];
+        snprintf(rule, sizeof rule, "not below ranks=%lld", (long long)m->ranks);
+        snprintf(v, sizeof v, "%lld", (long long)m->rank);
+        name_bad(p, "rank=", v, rule, true);
+        m->rank = -1;
+        return false;
+    }
+    return true;
 }
 
-static void parse_comment(mtop_parser *p, char *text)
+#define MAX_COUNT_RULE "(a whole number, 0 to 9007199254740992)"
+
+/* A comment line's text; false when a value in it is bad (reason named). */
+static bool parse_comment(mtop_parser *p, char *text)
 {
     mtop_meta *m = &p->meta;
     text = trim(text);
-    int v;
-    char rest;
-    if (sscanf(text, "memtrain metrics v%d%c", &v, &rest) == 1) {
+    static const char magic[] = "memtrain metrics v";
+    if (!strncmp(text, magic, sizeof magic - 1)) {
+        int64_t v;
+        if (!mtop_parse_count(text + sizeof magic - 1, 0, INT_MAX, &v)) {
+            name_bad(p, "format version", text + sizeof magic - 1, "not a version number", true);
+            return false;
+        }
         m->magic = true;
-        m->version = v;
-        return;
+        m->version = (int)v;
+        return true;
     }
     char *colon = strchr(text, ':');
-    if (!colon) return;
+    if (!colon) return true;
     *colon = 0;
     char *key = trim(text), *val = trim(colon + 1);
-    double d;
+    int64_t n;
     if (!strcmp(key, "model")) copy(m->model, sizeof m->model, val);
     else if (!strcmp(key, "device")) copy(m->device, sizeof m->device, val);
-    else if (!strcmp(key, "settings")) parse_settings(m, val);
+    else if (!strcmp(key, "settings")) return parse_settings(p, val);
     else if (!strcmp(key, "steps")) {
-        if (parse_double(val, &d) && d >= 0 && d == floor(d) && d < 9e15) {
-            m->has_steps = d > 0;
-            m->steps = (int64_t)d;
+        if (!mtop_parse_count(val, 0, (int64_t)MTOP_MAX_COUNT, &n)) {
+            name_bad(p, "steps", val, "not a number of steps " MAX_COUNT_RULE, true);
+            return false;
         }
+        m->has_steps = n > 0;
+        m->steps = n;
     } else if (!strcmp(key, "budget_bytes")) {
-        if (parse_double(val, &d) && d >= 0 && isfinite(d)) {
-            m->has_budget = d > 0;
-            m->budget_bytes = d;
+        if (!mtop_parse_count(val, 0, (int64_t)MTOP_MAX_COUNT, &n)) {
+            name_bad(p, "budget_bytes", val, "not a byte count " MAX_COUNT_RULE, true);
+            return false;
         }
+        m->has_budget = n > 0;
+        m->budget_bytes = (double)n;
     }
+    return true;
 }
 
 static mtop_line_kind bad(mtop_parser *p, const char *why)
@@ -173,13 +259,17 @@ static bool looks_like_header(char **fields, int n)
     return step;
 }
 
-static bool value_ok(int f, double d)
+static bool whole_count(double d) { return isfinite(d) && d >= 0 && d == floor(d) && d <= MTOP_MAX_COUNT; }
+
+/* Why `d` cannot be a value of field f, or NULL. */
+static const char *value_rule(int f, double d)
 {
-    if (f == MTOP_LOSS) return true; /* a diverged run may log nan or inf */
-    if (!isfinite(d)) return false;
-    if (f == MTOP_STEP) return d >= 0 && d == floor(d) && d < 9e15;
-    if (mtop_field_is_bytes(f) || f == MTOP_TOKENS_PER_S || f == MTOP_TIME_S) return d >= 0;
-    return true;
+    if (f == MTOP_LOSS) return NULL; /* a diverged run may log nan or inf */
+    if (f == MTOP_STEP) return whole_count(d) ? NULL : "not a step number " MAX_COUNT_RULE;
+    if (mtop_field_is_bytes(f)) return whole_count(d) ? NULL : "not a byte count " MAX_COUNT_RULE;
+    if (!isfinite(d)) return "not a finite number";
+    if ((f == MTOP_TOKENS_PER_S || f == MTOP_TIME_S) && d < 0) return "negative";
+    return NULL;
 }
 
 mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mtop_row *row)
@@ -194,8 +284,11 @@ mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mto
     buf[len] = 0;
     if (memchr(buf, 0, len)) return bad(p, "NUL byte in line");
     if (line[i] == '#') {
+        if (!parse_comment(p, buf + i + 1)) {
+            p->bad++;
+            return MTOP_LINE_BAD;
+        }
         p->comments++;
-        parse_comment(p, buf + i + 1);
         return MTOP_LINE_COMMENT;
     }
     char *fields[MTOP_MAX_COLS];
@@ -227,10 +320,11 @@ mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mto
         char *s = trim(fields[c]);
         if (!*s) continue; /* empty: N/A */
         double d;
-        if (!parse_double(s, &d) || !value_ok(f, d)) {
-            char why[96];
-            snprintf(why, sizeof why, "bad value '%.24s' for %s", s, mp_metric_name(f));
-            return bad(p, why);
+        const char *rule = parse_double(s, &d) ? value_rule(f, d) : "not a number";
+        if (rule) {
+            name_bad(p, mp_metric_name(f), s, rule, false);
+            p->bad++;
+            return MTOP_LINE_BAD;
         }
         mtop_row_set(&r, f, d);
     }

@@ -18,6 +18,11 @@
  * Every value carries a valid bit. The parser never allocates, never does
  * I/O and never fails hard: a line it cannot use is reported as
  * MTOP_LINE_BAD with a reason, and the caller skips and counts it.
+ * Counts are range-checked, never truncated: a row's step and byte columns
+ * are whole numbers up to MTOP_MAX_COUNT; a header's steps:, budget_bytes:
+ * and the settings' rank=, ranks=, zero= likewise, and a bad one (or a
+ * setting given twice) is named in meta.bad as well, for the caller to
+ * refuse the file.
  *
  *     mtop_parser p;  mtop_row r;
  *     mtop_parser_init(&p);
@@ -65,21 +70,28 @@ static inline void mtop_row_set(mtop_row *r, int f, double x)
 }
 
 #define MTOP_MAX_COLS 64               /* a wider header is a bad line */
-#define MTOP_MAX_KV 32
-#define MTOP_TEXT_LEN 128
+#define MTOP_MAX_KV 128                /* more settings: the header is bad */
+#define MTOP_TEXT_LEN 4096             /* a line's longest text: nothing is cut */
+/* The largest count memtop reads from a file (steps, bytes): 2^53, the
+ * largest whole number a double holds exactly, so no count is rounded. */
+#define MTOP_MAX_COUNT 9007199254740992.0
 
 typedef struct mtop_meta {
     bool magic;                        /* saw "# memtrain metrics vN" */
     int version;                       /* N, 0 if not seen */
     char model[MTOP_TEXT_LEN];         /* "" if absent */
     char device[MTOP_TEXT_LEN];
-    char settings[512];                /* the raw "key=value ..." text */
+    char settings[MTOP_TEXT_LEN];      /* the raw "key=value ..." text */
     int nkv;                           /* settings split at spaces */
-    struct { char key[32]; char val[64]; } kv[MTOP_MAX_KV];
+    struct { unsigned short key, val; } kv[MTOP_MAX_KV]; /* offsets into kvtext (mtop_meta_key/_value) */
+    char kvtext[MTOP_TEXT_LEN];        /* the settings, each key and value NUL-terminated */
     bool has_steps;
     int64_t steps;                     /* planned optimizer steps */
     bool has_budget;                   /* budget_bytes > 0 */
     double budget_bytes;
+    /* a multi-rank run's settings, range-checked: -1 when absent (or bad) */
+    int64_t rank, ranks, zero;
+    char bad[160];                     /* the header's first bad value, named; "" if none */
 } mtop_meta;
 
 typedef enum {
@@ -97,7 +109,7 @@ typedef struct mtop_parser {
     signed char col[MTOP_MAX_COLS];    /* column -> field, -1 unknown */
     uint32_t present;                  /* bit f: the header has field f */
     long rows, bad, comments;          /* lines seen of each kind */
-    char reason[96];                   /* why the last bad line was bad */
+    char reason[160];                  /* why the last bad line was bad (one line, control characters escaped) */
 } mtop_parser;
 
 void mtop_parser_init(mtop_parser *p);
@@ -112,5 +124,13 @@ int mtop_csv_split(char *line, size_t len, char **fields, int max);
 
 /* The meta value of a settings key ("batch"), or NULL. */
 const char *mtop_meta_setting(const mtop_meta *m, const char *key);
+/* Setting i's key and value (0 <= i < nkv). */
+const char *mtop_meta_key(const mtop_meta *m, int i);
+const char *mtop_meta_value(const mtop_meta *m, int i);
+
+/* A count as files write it: plain decimal digits (no sign, space or
+ * exponent) for a whole number in [lo, hi], read without overflow or
+ * truncation ("4294967298" is never 2). false for anything else. */
+bool mtop_parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
 #endif

@@ -42,37 +42,30 @@ int mtop_rank_of_path(const char *path, char *base, size_t len)
     return -1;
 }
 
-static int setting_int(const mtop_meta *m, const char *key)
-{
-    const char *v = mtop_meta_setting(m, key);
-    if (!v || !*v) return -1;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return *end || x < 0 || x > 1000000 ? -1 : (int)x;
-}
-
-int mtop_meta_rank(const mtop_meta *m) { return setting_int(m, "rank"); }
-int mtop_meta_ranks(const mtop_meta *m) { return setting_int(m, "ranks"); }
+/* Range-checked by the parser (metrics.c): an int, or -1. */
+int mtop_meta_rank(const mtop_meta *m) { return (int)m->rank; }
+int mtop_meta_ranks(const mtop_meta *m) { return (int)m->ranks; }
 
 bool mtop_meta_known(const mtop_meta *m) { return m->model[0] || m->settings[0]; }
 
-/* "key=A, not B" when the two files' settings differ in `key`. */
-static bool same_setting(const mtop_meta *a, const mtop_meta *b, const char *key, char *why, size_t len)
+/* "key=A, not B" when the two files' settings differ in `key` (-1: absent). */
+static bool same_setting(int64_t x, int64_t y, const char *key, char *why, size_t len)
 {
-    const char *x = mtop_meta_setting(a, key), *y = mtop_meta_setting(b, key);
-    if (!x && !y) return true;
-    if (x && y && !strcmp(x, y)) return true;
-    snprintf(why, len, "%s=%s, not %s", key, y ? y : "(none)", x ? x : "(none)");
+    if (x == y) return true;
+    char a[24] = "(none)", b[24] = "(none)";
+    if (x >= 0) snprintf(a, sizeof a, "%lld", (long long)x);
+    if (y >= 0) snprintf(b, sizeof b, "%lld", (long long)y);
+    snprintf(why, len, "%s=%s, not %s", key, b, a);
     return false;
 }
 
 bool mtop_same_run(const mtop_meta *a, const mtop_meta *b, char *why, size_t len)
 {
     if (strcmp(a->model, b->model) != 0) {
-        snprintf(why, len, "model '%s', not '%s'", b->model, a->model);
+        snprintf(why, len, "model '%.100s', not '%.100s'", b->model, a->model);
         return false;
     }
-    return same_setting(a, b, "ranks", why, len) && same_setting(a, b, "zero", why, len);
+    return same_setting(a->ranks, b->ranks, "ranks", why, len) && same_setting(a->zero, b->zero, "zero", why, len);
 }
 
 int mtop_heaviest(const mtop_snapshot *const *s, int n)

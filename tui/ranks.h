@@ -29,7 +29,8 @@ void mtop_rank_path(const char *base, int rank, char *out, size_t len);
  * name memtrain was given written to `base`; -1 for any other name. */
 int mtop_rank_of_path(const char *path, char *base, size_t len);
 
-/* The header's rank= and ranks= (from "# settings:"), -1 when absent. */
+/* The header's rank= and ranks= (from "# settings:"), -1 when absent or
+ * out of range (the parser names a bad one in meta.bad). */
 int mtop_meta_rank(const mtop_meta *m);
 int mtop_meta_ranks(const mtop_meta *m);
 /* Whether the header has been read (a model or settings line). */

@@ -1,7 +1,6 @@
 /* snapshot.c — the run view's numbers, and --once JSON/CSV with the screen's names. */
 #include "snapshot.h"
 
-#include <csv.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "utf8.h"
 
 const char *const mtop_group_label[MTOP_NGROUP] = {"weights", "gradients", "optimizer",
                                                    "activations", "overhead", "total"};
@@ -122,7 +122,8 @@ static json_t *jval(mtop_val v, bool bytes)
     return json_real(v.v);
 }
 
-static json_t *jstr(const char *s) { return s && *s ? json_string(s) : json_null(); }
+/* Text from the file (or its name): null when empty; see mtop_json_str. */
+static json_t *jstr(const char *s) { return s && *s ? mtop_json_str(s) : json_null(); }
 
 json_t *mtop_snapshot_object(const mtop_snapshot *s)
 {
@@ -132,8 +133,13 @@ json_t *mtop_snapshot_object(const mtop_snapshot *s)
     json_object_set_new(o, "model", jstr(s->meta->model));
     json_object_set_new(o, "device", jstr(s->meta->device));
     json_t *set = json_object();
-    for (int i = 0; i < s->meta->nkv; i++)
-        json_object_set_new(set, s->meta->kv[i].key, json_string(s->meta->kv[i].val));
+    for (int i = 0; i < s->meta->nkv; i++) {
+        /* a key is a JSON string too: malformed UTF-8 is cleaned, as in a value */
+        const char *key = mtop_meta_key(s->meta, i);
+        char clean[MTOP_CLEAN_LEN(MTOP_TEXT_LEN)];
+        if (!utf8_valid(key)) key = mtop_clean(key, clean, sizeof clean);
+        json_object_set_new(set, key, mtop_json_str(mtop_meta_value(s->meta, i)));
+    }
     json_object_set_new(o, "settings", set);
     json_object_set_new(o, "step", jval(s->step, false));
     json_object_set_new(o, "steps", jval(s->steps, false));
@@ -180,9 +186,10 @@ static void cnum(FILE *f, mtop_val v, bool bytes, bool last)
     fputc(last ? '\n' : ',', f);
 }
 
+/* Text from the file, quoted and cleaned; empty (N/A) when there is none. */
 static void cstr(FILE *f, const char *s)
 {
-    if (s && *s) csv_fwrite(f, s, strlen(s));
+    if (s && *s) mtop_csv_text(f, s);
     fputc(',', f);
 }
 

@@ -10,7 +10,13 @@
 #define NUM_W 11   /* a byte count: "1023.9 MiB" and a space */
 #define ERR_W 9    /* "  -12.3%" */
 
-static const char *text_or_na(const char *s) { return s && *s ? s : MTOP_NA; }
+/* Text from the file (or a file's name), cleaned (mtop_clean), or N/A. The
+ * buffers hold the longest text escaped; each call has its own. */
+static char clean_buf[4][MTOP_CLEAN_LEN(MTOP_TEXT_LEN)];
+static const char *text_or_na(const char *s, int k)
+{
+    return s && *s ? mtop_clean(s, clean_buf[k], sizeof clean_buf[k]) : MTOP_NA;
+}
 
 static const char *step_text(const mtop_snapshot *s, char *buf, size_t len)
 {
@@ -23,10 +29,10 @@ static const char *step_text(const mtop_snapshot *s, char *buf, size_t len)
 static void header_lines(FILE *f, const mtop_snapshot *s)
 {
     char a[48], b[48], c[48];
-    fprintf(f, "model %s  device %s  budget %s  headroom %s\n", text_or_na(s->meta->model),
-            text_or_na(s->meta->device), mtop_fmt_bytes(s->budget.v, s->budget.ok, a, sizeof a),
+    fprintf(f, "model %s  device %s  budget %s  headroom %s\n", text_or_na(s->meta->model, 0),
+            text_or_na(s->meta->device, 1), mtop_fmt_bytes(s->budget.v, s->budget.ok, a, sizeof a),
             mtop_fmt_bytes(s->headroom.v, s->headroom.ok, b, sizeof b));
-    fprintf(f, "settings %s\n", text_or_na(s->meta->settings));
+    fprintf(f, "settings %s\n", text_or_na(s->meta->settings, 0));
     fprintf(f, "step %s  elapsed %s", step_text(s, a, sizeof a), mtop_fmt_duration(s->elapsed.v, s->elapsed.ok, b, sizeof b));
     fprintf(f, "  eta %s", mtop_fmt_duration(s->eta.v, s->eta.ok, a, sizeof a));
     fprintf(f, "  loss %s", mtop_fmt_loss(s->loss.v, s->loss.ok, a, sizeof a));
@@ -75,7 +81,7 @@ char *mtop_snapshot_text(const mtop_snapshot *s)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
-    fprintf(f, "memtop %s: %s\n", s->file, s->state);
+    fprintf(f, "memtop %s: %s\n", text_or_na(s->file, 0), s->state);
     header_lines(f, s);
     fprintf(f, "rows %ld  skipped %ld  resets %ld\n\n", s->rows, s->skipped, s->resets);
     fprintf(f, "%-13s", "component");
@@ -98,7 +104,7 @@ static void rank_title(FILE *f, const mtop_rank_table *t)
 {
     char a[48];
     const char *name = t->base && *t->base ? t->base : t->snap[0]->file;
-    fprintf(f, "memtop %s: %d rank%s", name, t->n, t->n == 1 ? "" : "s");
+    fprintf(f, "memtop %s: %d rank%s", text_or_na(name, 0), t->n, t->n == 1 ? "" : "s");
     if (t->ranks > t->n) fprintf(f, " of %d", t->ranks);
     if (t->heaviest >= 0) {
         const mtop_val *p = &t->snap[t->heaviest]->tab[MTOP_TOTAL][MTOP_COL_PEAK];
@@ -118,7 +124,7 @@ static void rank_summary(FILE *f, const mtop_rank_table *t)
         const mtop_snapshot *s = t->snap[i];
         fprintf(f, "%s  %-7s %7s", rank_cell(t, i, a, sizeof a), s->state, step_text(s, b, sizeof b));
         value_cells(f, s->tab[MTOP_TOTAL]);
-        fprintf(f, "  %s\n", s->file);
+        fprintf(f, "  %s\n", text_or_na(s->file, 0));
     }
 }
 

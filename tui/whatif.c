@@ -189,9 +189,9 @@ char *mtop_whatif_json(const mtop_whatif *w)
     json_t *o = json_object();
     mp_params p;
     mp_param_count(&w->model, &p);
-    json_object_set_new(o, "model", json_string(w->model.name[0] ? w->model.name : "custom"));
+    json_object_set_new(o, "model", mtop_json_str(w->model.name[0] ? w->model.name : "custom"));
     json_object_set_new(o, "params", jbytes(p.total));
-    json_object_set_new(o, "gpu", w->have_gpu ? json_string(w->gpu.name) : json_null());
+    json_object_set_new(o, "gpu", w->have_gpu ? mtop_json_str(w->gpu.name) : json_null());
     double budget = mtop_whatif_budget(w);
     json_object_set_new(o, "budget", budget > 0 ? jbytes(budget) : json_null());
     json_object_set_new(o, "headroom", budget > 0 ? jbytes(budget * (1 - w->headroom)) : json_null());
@@ -207,7 +207,7 @@ char *mtop_whatif_json(const mtop_whatif *w)
     json_object_set_new(o, "settings", set);
     json_object_set_new(o, "verdict", json_string(verdict(w)));
     json_object_set_new(o, "fits", json_boolean(w->fits));
-    json_object_set_new(o, "error", w->ok ? json_null() : json_string(w->err));
+    json_object_set_new(o, "error", w->ok ? json_null() : mtop_json_str(w->err));
     json_t *comps = json_object();
     for (int c = 0; c < MP_NCOMP; c++) {
         json_t *x = json_object();
@@ -226,15 +226,8 @@ char *mtop_whatif_json(const mtop_whatif *w)
     return mtop_json_text(o);
 }
 
-static void cquote(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
+/* The model's name can come from a config file: cleaned and quoted. */
+static void cquote(FILE *f, const char *s) { mtop_csv_text(f, s); }
 
 char *mtop_whatif_csv(const mtop_whatif *w)
 {
