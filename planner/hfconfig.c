@@ -276,7 +276,8 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     snprintf(m->source, sizeof m->source, "Hugging Face config.json '%.180s'%s", path,
              nested ? " (its text_config: the language model only)" : "");
     json_decref(file);
-    return mp_model_finish(m, err);
+    if (mp_model_finish(m, err)) return -1;
+    return hf_quantization_groups_check(m, path, err);
 }
 
 int mp_model_from_hf_config(const char *given, mp_model *m, char *err)

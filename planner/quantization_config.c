@@ -32,6 +32,12 @@ static int int_key(json_t *qc, const char *key, int64_t dflt, int64_t *out, cons
 /* bitsandbytes: 4-bit NF4 (FP4 stores the same 4 bits and absmax) or LLM.int8. */
 static int read_bitsandbytes(json_t *qc, const char *path, mp_model *m, char *err)
 {
+    /* transformers' BitsAndBytesConfig raises on both */
+    if (flag(qc, "load_in_4bit") && flag(qc, "load_in_8bit")) {
+        snprintf(err, MP_ERR_LEN, "config '%.120s': quantization_config sets both load_in_4bit and load_in_8bit "
+                 "(transformers refuses both at once)", path);
+        return -1;
+    }
     if (flag(qc, "load_in_4bit"))
         m->stored_quant = flag(qc, "bnb_4bit_use_double_quant") ? MP_QUANT_NF4_DQ : MP_QUANT_NF4;
     else if (flag(qc, "load_in_8bit"))
@@ -90,4 +96,20 @@ int hf_quantization_config(json_t *config, const char *path, mp_model *m, char *
              "config '%.100s': quantization_config quant_method '%.40s' is not one memplan models (bitsandbytes, "
              "gptq, awq)", path, method);
     return -1;
+}
+
+int hf_quantization_groups_check(const mp_model *m, const char *path, char *err)
+{
+    if ((m->stored_quant != MP_QUANT_GPTQ && m->stored_quant != MP_QUANT_AWQ) || m->quant_group <= 0) return 0;
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (lin[i].in % m->quant_group) {
+            snprintf(err, MP_ERR_LEN, "config '%.120s': %s 'group_size' %lld does not divide the %s projection's "
+                     "input width %lld (memplan counts whole groups of each row)", path,
+                     m->stored_quant == MP_QUANT_GPTQ ? "gptq" : "awq", (long long)m->quant_group, lin[i].name,
+                     (long long)lin[i].in);
+            return -1;
+        }
+    return 0;
 }

@@ -24,6 +24,35 @@ static const struct unit size_units[] = {
 /* Messages quote the value as typed, on one line (mp_quote). */
 #define QUOTED(s) mp_quote(s, quoted, sizeof quoted)
 
+/* A plain decimal number at p: digits, a point, an exponent; not strtod's
+ * hexadecimal (0x10), hex floats (0x1p4), inf or nan. Its value, with *end
+ * after it; end == p when there is none. */
+static double decimal(const char *p, char **end)
+{
+    const char *q = p;
+    if (*q == '+' || *q == '-') q++;
+    size_t digits = strspn(q, "0123456789");
+    q += digits;
+    if (*q == '.') {
+        size_t frac = strspn(q + 1, "0123456789");
+        digits += frac;
+        q += 1 + frac;
+    }
+    if (!digits || (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) {
+        *end = (char *)p;
+        return 0;
+    }
+    if (*q == 'e' || *q == 'E') {
+        const char *x = q + 1 + (q[1] == '+' || q[1] == '-');
+        size_t n = strspn(x, "0123456789");
+        if (n) q = x + n;
+    }
+    errno = 0;
+    double v = strtod(p, end);
+    if (*end != q) *end = (char *)p; /* strtod read more than a decimal number */
+    return v;
+}
+
 int mp_parse_size(const char *text, double *bytes, char *how, char *err)
 {
     char quoted[160];
@@ -33,9 +62,8 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err)
     }
     const char *p = text;
     while (isspace((unsigned char)*p)) p++;
-    errno = 0;
     char *end;
-    double v = strtod(p, &end);
+    double v = decimal(p, &end);
     if (end == p || errno == ERANGE || !isfinite(v)) {
         snprintf(err, MP_ERR_LEN, "invalid size '%s'", QUOTED(text));
         return -1;
@@ -43,11 +71,18 @@ int mp_parse_size(const char *text, double *bytes, char *how, char *err)
     while (isspace((unsigned char)*end)) end++;
     const struct unit *u = NULL;
     for (size_t i = 0; i < sizeof size_units / sizeof *size_units; i++) {
+        /* two letters in any case; a single letter (K, M, G, T) only as a capital */
         const char *n = size_units[i].name;
-        if (strcmp(end, n) == 0 || strcasecmp(end, n) == 0) {
+        if (strcmp(end, n) == 0 || (strlen(n) > 1 && strcasecmp(end, n) == 0)) {
             u = &size_units[i];
             break;
         }
+    }
+    if (!u && strlen(end) == 1 && strchr("kmgt", *end)) {
+        snprintf(err, MP_ERR_LEN, "invalid size '%s' (a one-letter unit is a capital, %c; or say %cB or %ciB)",
+                 QUOTED(text), toupper((unsigned char)*end), toupper((unsigned char)*end),
+                 toupper((unsigned char)*end));
+        return -1;
     }
     if (!u) {
         snprintf(err, MP_ERR_LEN, "invalid size '%s' (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", QUOTED(text));
@@ -73,9 +108,8 @@ int mp_parse_count(const char *text, double *count, char *err)
         snprintf(err, MP_ERR_LEN, "empty count");
         return -1;
     }
-    errno = 0;
     char *end;
-    double v = strtod(text, &end);
+    double v = decimal(text, &end);
     if (end == text || errno == ERANGE || !isfinite(v)) {
         snprintf(err, MP_ERR_LEN, "invalid count '%s'", QUOTED(text));
         return -1;

@@ -186,7 +186,7 @@ expect 0 "plan --emit memtrain counts what memtrain cannot run" -- "$mp" --model
     -o "$tmp/gpt2-plan.conf"
 has out "skipped: --emit memtrain cannot write them"
 expect 2 "plan --emit torchtune for a model without a builder" -- "$mp" --model gpt2 --gpu 24GB --emit torchtune
-has err "torchtune has no model builder for 'gpt2'"
+has err "no torchtune builder memplan knows has the shape of 'gpt2'"
 if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_optimization' in d"; then ok "deepspeed json parses"; else bad "deepspeed json"; fi
 expect 0 "emit hf" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/train.py"
 if python3 -c "import ast; ast.parse(open('$tmp/train.py').read())"; then ok "hf script is valid Python"; else bad "hf script"; fi

@@ -205,11 +205,14 @@ def check_bundle(memplan, tmp, keys, required):
     argv = open(argv_file).read().split("\n") if os.path.exists(argv_file) else []
     check(argv[:4] == ["run", "lora_finetune_single_device", "--config", os.path.join(out, "torchtune.yaml")],
           f"bundle: tune run's recipe and config {argv[:4]}")
-    check("checkpointer.checkpoint_files=[model-00001-of-00002.safetensors,model-00002-of-00002.safetensors]"
-          in argv, "bundle: the checkpoint's shards listed for FullModelHFCheckpointer")
-    check(f"checkpointer.checkpoint_dir={model}" in argv and "dataset.data_files=data.txt" in argv,
-          "bundle: the checkpoint folder and the data file passed as overrides")
     check(all("=" in a for a in argv[4:] if a), "bundle: every override is key=value")
+    # as tune run reads them: OmegaConf.from_dotlist loads each value as YAML
+    over = {k: yaml.safe_load(v) for k, v in (a.split("=", 1) for a in argv[4:] if a)}
+    check(sorted(over.get("checkpointer.checkpoint_files", [])) ==
+          ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"],
+          "bundle: the checkpoint's shards listed for FullModelHFCheckpointer")
+    check(over.get("checkpointer.checkpoint_dir") == model and over.get("dataset.data_files") == "data.txt",
+          "bundle: the checkpoint folder and the data file passed as overrides")
     chunked = "CEWithChunkedOutputLoss" in open(os.path.join(out, "torchtune.yaml")).read()
     check(("written for torchtune 0.6" in r.stderr) == chunked,
           "bundle: launch.sh warns of a torchtune other than 0.6 where the loss is chunked")
@@ -243,7 +246,7 @@ def check_readme_row(memplan, tmp):
 
 REFUSALS = [
     # (extra arguments, what the message must say)
-    (["--model", "gpt2", "--precision", "pure-bf16"], "torchtune has no model builder for 'gpt2'"),
+    (["--model", "gpt2", "--precision", "pure-bf16"], "no torchtune builder memplan knows has the shape of 'gpt2'"),
     (["--model", "llama-3.2-1b", "--precision", "mixed-bf16"], "precision 'mixed-bf16' has no torchtune form"),
     (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--attention", "eager"], "attention 'eager'"),
     (["--model", "llama-3.2-1b", "--precision", "pure-bf16", "--offload-activations"],

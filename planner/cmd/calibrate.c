@@ -288,6 +288,13 @@ static int fit_allocation(const char *path, run *runs, int n, const mp_framework
             runs[i].acts = e.at_peak[MP_ACTIVATIONS] / (k != 1 && k > 0 ? k : 1);
             /* the overhead at the peak, less what sits above allocated (the replayed allocator's cache) */
             runs[i].states = e.total_bytes - e.at_peak[MP_ACTIVATIONS] - (e.at_peak[MP_OVERHEAD] - (e.device_bytes - e.total_bytes));
+            /* the states at the peak are exact counts: a measured peak below them is not this run's */
+            if (runs[i].alloc < runs[i].states) {
+                rc = cli_error("%s row %d: allocated_peak_bytes %.0f is below the %.0f bytes of weights, gradients "
+                               "and optimizer state this configuration holds at its peak: not a measurement of it",
+                               path, runs[i].row, runs[i].alloc, runs[i].states);
+                break;
+            }
             amin = fmin(amin, runs[i].acts), amax = fmax(amax, runs[i].acts);
             /* in MiB: both columns of order one */
             gsl_matrix_set(X, (size_t)i, 0, runs[i].acts / MiB);
@@ -316,6 +323,12 @@ static int fit_allocation(const char *path, run *runs, int n, const mp_framework
         if (!(knew > 0) || !isfinite(knew)) {
             rc = cli_error("the fit of '%s' gives act_scale %.4g: the measurements do not grow with the "
                            "activations as modelled (is the base framework right?)", path, knew);
+            break;
+        }
+        if (F->fixed < 0) {
+            rc = cli_error("the fit of '%s' gives a negative fixed allocation (%.0f bytes): the measured peaks are "
+                           "below what the runs' states and activations need (are they these configurations'?)",
+                           path, F->fixed);
             break;
         }
         if (fabs(knew - k) < 1e-6) {

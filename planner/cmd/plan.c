@@ -82,16 +82,19 @@ int cmd_estimate(cli *c)
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
     if (c->host_ram > 0 && e.host_node_bytes > c->host_ram) fits = false; /* said on the host lines */
     c->show_settings = true;
+    /* the status is the verdict's, whether the config goes to stdout or to -o */
+    int verdict = (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
     if (c->emit) {
         int rc = do_emit(c, &c->s);
-        if (rc || !c->out_path) return rc;
+        if (rc) return rc;
+        if (!c->out_path) return verdict;
     }
     if (c->format == FMT_JSON) print_estimate_json(stdout, c, &c->s, &e, fits, NULL);
     else if (c->format == FMT_CSV) {
         print_csv_header(stdout);
         print_csv_row(stdout, c, &c->s, &e, fits);
     } else print_estimate_text(stdout, c, &c->s, &e);
-    return (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
+    return verdict;
 }
 
 /* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */

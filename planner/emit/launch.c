@@ -1,6 +1,6 @@
 /* launch.c — launch.sh: the launcher and process count of the engine engine.c
  * chose, with the data file as $1. The training script's command line is a
- * convention shared with the hf target: `train.py DATA [--deepspeed FILE]`. */
+ * convention shared with the hf target: `train.py [--deepspeed FILE] -- DATA`. */
 #include "emitters.h"
 
 #include <stdio.h>
@@ -15,24 +15,25 @@ void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "# usage: bash launch.sh DATA_FILE\n");
     sbuf_put(b, "set -eu\n");
     sbuf_put(b, "DATA=\"${1:?usage: bash launch.sh DATA_FILE}\"\n");
-    sbuf_put(b, "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
+    /* CDPATH and a name starting with '-' cannot move cd elsewhere */
+    sbuf_put(b, "HERE=\"$(CDPATH='' cd -- \"$(dirname -- \"$0\")\" && pwd)\"\n");
     /* the allocator reads it once, when CUDA starts (c10/cuda/CUDAAllocatorConfig) */
     if (s->expandable_segments) sbuf_put(b, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     switch (e.kind) {
     case EMIT_SINGLE:
-        sbuf_put(b, "exec python3 \"$HERE/train.py\" \"$DATA\"\n");
+        sbuf_put(b, "exec python3 \"$HERE/train.py\" -- \"$DATA\"\n");
         break;
     case EMIT_DDP:
-        sbuf_put(b, "exec torchrun --standalone --nproc_per_node %lld \"$HERE/train.py\" \"$DATA\"\n",
+        sbuf_put(b, "exec torchrun --standalone --nproc_per_node %lld \"$HERE/train.py\" -- \"$DATA\"\n",
                  (long long)e.procs);
         break;
     case EMIT_DEEPSPEED:
         /* the ranks read LOCAL_RANK from the environment: the script's command line stays the convention */
-        sbuf_put(b, "exec deepspeed --no_local_rank --num_gpus %lld \"$HERE/train.py\" \"$DATA\" "
-                 "--deepspeed \"$HERE/ds_config.json\"\n", (long long)e.procs);
+        sbuf_put(b, "exec deepspeed --no_local_rank --num_gpus %lld \"$HERE/train.py\" "
+                 "--deepspeed \"$HERE/ds_config.json\" -- \"$DATA\"\n", (long long)e.procs);
         break;
     case EMIT_FSDP:
-        sbuf_put(b, "exec accelerate launch --config_file \"$HERE/accelerate.yaml\" \"$HERE/train.py\" \"$DATA\"\n");
+        sbuf_put(b, "exec accelerate launch --config_file \"$HERE/accelerate.yaml\" \"$HERE/train.py\" -- \"$DATA\"\n");
         break;
     }
 }

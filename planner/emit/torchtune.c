@@ -121,8 +121,9 @@ int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
     if (!t) {
         char list[160];
         package_list(list, sizeof list);
-        REFUSE("torchtune has no model builder for '%s' that memplan knows (it maps profiles to "
-               "torchtune.models' %s)", m->name, list);
+        REFUSE("no torchtune builder memplan knows has the shape of '%.40s' (%lld layers, hidden %lld, vocab "
+               "%lld; builders: torchtune.models' %s)", m->name, (long long)m->layers, (long long)m->hidden,
+               (long long)m->vocab, list);
     }
     if (check_numerics(s, err) || check_lora(t, s, err) || check_parallel(s, err)) return -1;
     /* the recipes raise on offloading without checkpointing */
@@ -264,6 +265,12 @@ void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s)
                 "log_level: INFO\n");
 }
 
+/* launch.sh passes paths to `tune run` as overrides, which torchtune hands to
+ * OmegaConf.from_dotlist: each value is read as YAML (a path with ", " or "]"
+ * would become a list) and ${...} in a string is interpolated. So every path
+ * goes as a YAML single-quoted scalar, and one holding ${ or a control
+ * character is refused. The folder is listed by a glob, not by cd and ls:
+ * CDPATH and a name starting with '-' cannot redirect it. */
 void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     sbuf_put(b, "#!/usr/bin/env bash\n");
@@ -272,7 +279,7 @@ void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
                 "set -eu\n"
                 "USAGE=\"usage: bash launch.sh DATA_FILE MODEL_DIR\"\n"
                 "DATA=\"${1:?$USAGE}\"\nMODEL=\"${2:?$USAGE}\"\n"
-                "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n");
+                "HERE=\"$(CDPATH='' cd -- \"$(dirname -- \"$0\")\" && pwd)\"\n");
     /* what the plan assumed of the allocator, whatever a recipe's own default */
     sbuf_put(b, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:%s\n", py_bool(s->expandable_segments));
     if (s->ce == MP_CE_CHUNKED)
@@ -280,13 +287,29 @@ void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
                     "V=\"$(python3 -c 'import torchtune; print(torchtune.__version__)' 2>/dev/null || true)\"\n"
                     "case \"$V\" in 0.5.*|0.6.*) ;; *) echo \"launch.sh: written for torchtune 0.6's recipes \\\n"
                     "(CEWithChunkedOutputLoss); found '${V:-none}'\" >&2 ;; esac\n");
+    sbuf_put(b, "# a value for an override: tune run reads it as YAML and resolves ${...} in it\n"
+                "yaml_word() {\n"
+                "    case \"$1\" in\n"
+                "    *'${'* | *[[:cntrl:]]*)\n"
+                "        echo \"launch.sh: a path holds '\\${' or a control character, which tune run's overrides \\\n"
+                "cannot carry: rename it\" >&2\n"
+                "        exit 2 ;;\n"
+                "    esac\n"
+                "    printf \"'%%s'\" \"${1//\\'/\\'\\'}\"\n"
+                "}\n");
     sbuf_put(b, "# FullModelHFCheckpointer reads the weight files it is given by name\n"
-                "FILES=\"$(cd \"$MODEL\" && ls -- *.safetensors 2>/dev/null | paste -sd, -)\"\n"
-                "if [ -z \"$FILES\" ]; then echo \"launch.sh: no .safetensors files in '$MODEL'\" >&2; exit 2; fi\n");
+                "FILES=\"\"\n"
+                "for f in \"$MODEL\"/*.safetensors; do\n"
+                "    [ -f \"$f\" ] || continue\n"
+                "    FILES=\"${FILES:+$FILES, }$(yaml_word \"${f##*/}\")\"\n"
+                "done\n"
+                "if [ -z \"$FILES\" ]; then echo \"launch.sh: no .safetensors files in the model folder\" >&2; exit 2; fi\n"
+                "OUT_Y=\"$(yaml_word \"$HERE/out\")\"\nMODEL_Y=\"$(yaml_word \"$MODEL\")\"\n"
+                "DATA_Y=\"$(yaml_word \"$DATA\")\"\n");
     char procs[48] = "";
     if (distributed(s)) snprintf(procs, sizeof procs, "--nproc_per_node %lld ", (long long)s->gpus);
     sbuf_put(b, "exec tune run %s%s --config \"$HERE/torchtune.yaml\" \\\n"
-                "    output_dir=\"$HERE/out\" checkpointer.checkpoint_dir=\"$MODEL\" \\\n"
-                "    \"checkpointer.checkpoint_files=[$FILES]\" dataset.data_files=\"$DATA\"\n",
+                "    \"output_dir=$OUT_Y\" \"checkpointer.checkpoint_dir=$MODEL_Y\" \\\n"
+                "    \"checkpointer.checkpoint_files=[$FILES]\" \"dataset.data_files=$DATA_Y\"\n",
              procs, recipe_of(s));
 }

@@ -11,6 +11,7 @@
  * TinyLlama, and Mistral 7B v0.3 (mistral_7b fixes the vocabulary at 32000). */
 #include "emit/torchtune_models.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
@@ -54,17 +55,30 @@ enum { NMODELS = sizeof models / sizeof *models };
 
 const tt_model *tt_model_at(int i) { return i >= 0 && i < NMODELS ? &models[i] : NULL; }
 
+/* A builder fixes its model's shape: the model must have it, whatever its name. */
+static bool same_shape(const mp_model *a, const mp_model *b)
+{
+    return a->layers == b->layers && a->hidden == b->hidden && a->heads == b->heads &&
+           a->kv_heads == b->kv_heads && a->head_dim == b->head_dim && a->ffn == b->ffn && a->vocab == b->vocab &&
+           a->tied == b->tied && a->experts == b->experts && a->mlp == b->mlp && a->norm == b->norm;
+}
+
+static const mp_model *profile_named(const char *name)
+{
+    const mp_model *p;
+    for (int j = 0; (p = mp_model_at(j)); j++)
+        if (!strcmp(p->name, name)) return p;
+    return NULL;
+}
+
 const tt_model *tt_model_of(const mp_model *m)
 {
-    for (int i = 0; i < NMODELS; i++)
-        if (!strcmp(models[i].profile, m->name)) return &models[i];
-    if (!m->hf_id[0]) return NULL;
-    /* a config.json: the profile with the same Hugging Face id */
     for (int i = 0; i < NMODELS; i++) {
-        const mp_model *p = NULL;
-        for (int j = 0; (p = mp_model_at(j)); j++)
-            if (!strcmp(p->name, models[i].profile)) break;
-        if (p && !strcasecmp(p->hf_id, m->hf_id)) return &models[i];
+        const mp_model *p = profile_named(models[i].profile);
+        if (!p || !same_shape(p, m)) continue;
+        /* the profile itself, or a config.json with its Hugging Face id */
+        if (!strcmp(models[i].profile, m->name) || (m->hf_id[0] && !strcasecmp(p->hf_id, m->hf_id)))
+            return &models[i];
     }
     return NULL;
 }

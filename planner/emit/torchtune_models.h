@@ -22,7 +22,9 @@ typedef struct tt_model {
 } tt_model;
 
 /* The row for a model: its profile name, or the Hugging Face id of a profile's
- * (a config.json the user gave); NULL when torchtune has no builder for it. */
+ * (a config.json the user gave), and the profile's shape, which the builder
+ * fixes (a 70B-shaped config named llama-3.2-1b gets no builder); NULL when
+ * torchtune has no builder for it. */
 const tt_model *tt_model_of(const mp_model *m);
 /* The i-th row, NULL past the end (listings, tests). */
 const tt_model *tt_model_at(int i);
