@@ -289,7 +289,9 @@ expect "log $tmp/memtop." "memtop -- CMD: the log's path is shown"
 keys q
 rc=$(exit_status)
 check "$([ "$rc" = 0 ]; echo $?)" "memtop -- CMD: exits with the command's status 0"
-grep -q "metrics and log kept in $tmp/memtop." "$tmp/err" && ok "memtop -- CMD: the kept directory is named on exit" || bad "no kept-directory note: $(cat "$tmp/err")"
+# the temporary directory (metrics and log) goes with memtop (issue 36)
+if ls -d "$tmp"/memtop.* >/dev/null 2>&1; then bad "memtop -- CMD: its directory is left: $(ls -d "$tmp"/memtop.*)"; else ok "memtop -- CMD: its temporary directory is removed on exit"; fi
+[ -s "$tmp/err" ] && bad "memtop -- CMD that succeeded: stderr says $(cat "$tmp/err")" || ok "memtop -- CMD that succeeded: nothing on stderr"
 
 start "'$memtop' -- sh -c 'echo boom-from-child >&2; exit 3'"
 expect "exited with status 3" "a failing command: its status"
@@ -297,11 +299,13 @@ expect "boom-from-child" "a failing command: the log's last line"
 keys q
 rc=$(exit_status)
 check "$([ "$rc" = 3 ]; echo $?)" "memtop exits with the command's status 3 ($rc)"
+check "$([ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "^memtop: error: sh exited with status 3; its last line: boom-from-child$" "$tmp/err"; echo $?)" \
+    "a failing command: one line naming its status and its last line"
 
-start "'$memtop' -- ./no-such-trainer"
-expect "exited with status 127" "a command that cannot run: status 127"
-expect "cannot run './no-such-trainer'" "a command that cannot run: the reason"
-keys q
+# a command that cannot run is refused before the screen starts: 127 (not found), as a shell says
+"$memtop" -- ./no-such-trainer </dev/null >/dev/null 2>"$tmp/e1"; rc=$?
+check "$([ $rc = 127 ] && [ "$(wc -l <"$tmp/e1")" = 1 ] && grep -q "^memtop: error: cannot run './no-such-trainer': No such file" "$tmp/e1"; echo $?)" \
+    "a command that cannot run: exit 127, one line with the reason"
 
 start "'$memtop' -- sh -c 'sleep 60'"
 expect "sh running (pid" "a long command runs"

@@ -545,6 +545,7 @@ static void loss_chart(const mtop_rect *r, const mtop_history *h)
 static void status_line(const mtop_rect *r, const mtop_snapshot *s, const mtop_draw_ctx *ctx)
 {
     int col = put(r, 0, 0, mtop_attr(MTOP_C_DIM), "h help  q quit");
+    if (ctx->error && *ctx->error) col = put(r, 0, col + 2, mtop_attr(MTOP_C_CRIT), ctx->error);
     if (ctx->message && *ctx->message) col = put(r, 0, col + 2, mtop_attr(MTOP_C_WARN), ctx->message);
     const mtop_child_view *ch = ctx->child;
     if (ch && ch->active && child_failed(ch) && ch->log_tail && *ch->log_tail)

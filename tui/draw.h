@@ -50,6 +50,7 @@ typedef struct mtop_draw_ctx {
     mtop_view back;         /* the view the help screen returns to */
     const mtop_child_view *child;
     const char *message;    /* a transient message for the status line, or NULL */
+    const char *error;      /* why a file cannot be read now, or NULL or "" */
     int interval_ms;
     const mtop_rank_table *ranks; /* a multi-rank run (the panels show ranks->selected), or NULL */
 } mtop_draw_ctx;

@@ -1,4 +1,4 @@
-/* follow.c — tail -F for the metrics file: append, truncate, replace, partial lines. */
+/* follow.c — tail -F for the metrics file: append, truncate, replace, rewrite in place, partial lines. */
 #include "follow.h"
 
 #include <errno.h>
@@ -6,11 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#define FNV_BASIS 14695981039346656037ull
+#define FNV_PRIME 1099511628211ull
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * FNV_PRIME;
+    return h;
+}
 
 int mtop_follow_init(mtop_follow *f, const char *path)
 {
     memset(f, 0, sizeof *f);
+    f->sum = f->head_sum = FNV_BASIS;
     f->fd = -1;
     f->last_row_at = -1;
     f->opened_at = -1;
@@ -36,6 +47,7 @@ static void restart(mtop_follow *f, mtop_history *h, const char *why)
     f->off = 0;
     f->len = 0;
     f->alen = 0;
+    f->sum = f->head_sum = FNV_BASIS;
     f->skipping = false;
     mtop_parser_init(&f->parser);
     mtop_history_clear(h);
@@ -43,9 +55,46 @@ static void restart(mtop_follow *f, mtop_history *h, const char *why)
     strncpy(f->reset_why, why, sizeof f->reset_why - 1);
 }
 
-static long mtime_ns(const struct stat *st)
+static int64_t ns(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
+
+/* The bytes [at, at + n) were read: into the hashes. */
+static void note_read(mtop_follow *f, const unsigned char *s, size_t n, off_t at)
 {
-    return (long)st->st_mtim.tv_sec * 1000000000L + st->st_mtim.tv_nsec;
+    f->sum = fnv(f->sum, s, n);
+    if (at < MTOP_HEAD) {
+        size_t in_head = (size_t)(MTOP_HEAD - at) < n ? (size_t)(MTOP_HEAD - at) : n;
+        f->head_sum = fnv(f->head_sum, s, in_head);
+    }
+}
+
+/* The hash of the file's bytes [0, upto), as they are now; false when it
+ * cannot be read that far (it shrank meanwhile: not what was read). */
+static bool hash_now(int fd, off_t upto, uint64_t *out)
+{
+    unsigned char buf[65536];
+    uint64_t h = FNV_BASIS;
+    for (off_t at = 0; at < upto;) {
+        size_t want = upto - at < (off_t)sizeof buf ? (size_t)(upto - at) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, at);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        h = fnv(h, buf, (size_t)got);
+        at += got;
+    }
+    *out = h;
+    return true;
+}
+
+/* Whether the file still holds what was read. `all`: every byte read (a
+ * change in place); else the head and the bytes before the offset (growth). */
+static bool still_same(const mtop_follow *f, bool all)
+{
+    uint64_t h;
+    if (all) return hash_now(f->fd, f->off, &h) && h == f->sum;
+    if (!hash_now(f->fd, f->off < MTOP_HEAD ? f->off : MTOP_HEAD, &h) || h != f->head_sum) return false;
+    unsigned char now_bytes[MTOP_ANCHOR];
+    ssize_t got = pread(f->fd, now_bytes, f->alen, f->off - (off_t)f->alen);
+    return got == (ssize_t)f->alen && memcmp(now_bytes, f->anchor, f->alen) == 0;
 }
 
 static int line(mtop_follow *f, mtop_history *h, const char *s, size_t n)
@@ -172,16 +221,17 @@ int mtop_follow_poll(mtop_follow *f, mtop_history *h, double now)
         st = fst;
     }
     f->state = MTOP_FOLLOW_OPEN;
-    if (st.st_size < f->off) {
-        restart(f, h, "truncated");
-    } else if ((st.st_size != f->seen_size || mtime_ns(&st) != f->seen_mtime_ns) && f->alen) {
-        unsigned char now_bytes[MTOP_ANCHOR];
-        ssize_t got = pread(f->fd, now_bytes, f->alen, f->off - (off_t)f->alen);
-        if (got != (ssize_t)f->alen || memcmp(now_bytes, f->anchor, f->alen) != 0)
-            restart(f, h, "rewritten");
-    }
+    bool grew = st.st_size > f->seen_size;
+    bool touched = ns(st.st_mtim) != f->seen_mtime_ns || ns(st.st_ctim) != f->seen_ctime_ns;
+    if (st.st_size < f->off) restart(f, h, "truncated");
+    else if (f->off > 0 && (grew || touched || f->racy) && !still_same(f, !grew)) restart(f, h, "rewritten");
     f->seen_size = st.st_size;
-    f->seen_mtime_ns = mtime_ns(&st);
+    f->seen_mtime_ns = ns(st.st_mtim);
+    f->seen_ctime_ns = ns(st.st_ctim);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t changed = f->seen_ctime_ns > f->seen_mtime_ns ? f->seen_ctime_ns : f->seen_mtime_ns;
+    f->racy = (double)(ns(wall) - changed) < MTOP_RACY_S * 1e9;
 
     int rows = 0;
     size_t budget = f->read_limit;
@@ -198,6 +248,7 @@ int mtop_follow_poll(mtop_follow *f, mtop_history *h, double now)
             return fail(f, errno);
         }
         if (got == 0) break;
+        note_read(f, (const unsigned char *)chunk, (size_t)got, f->off);
         f->off += got;
         budget -= (size_t)got;
         int r = consume(f, h, chunk, (size_t)got);

@@ -6,8 +6,20 @@
  * half-written last line waits in a buffer for its newline. The file is
  * reread from the start (parser and history cleared, `resets` counted) when
  * it is replaced (another inode), truncated (smaller than what was read) or
- * rewritten (the bytes just before the read offset changed). A missing file
- * is waited for; a file that disappears keeps its data on screen.
+ * rewritten. A missing file is waited for; a file that disappears keeps its
+ * data on screen.
+ *
+ * Rewrites: the follower keeps a hash of every byte it has read and of the
+ * first MTOP_HEAD bytes (the header), and the MTOP_ANCHOR bytes before its
+ * read offset. When the file grew, its head and those bytes are checked
+ * (an appending writer changes neither; a new run rewriting the file
+ * changes both). When it did not grow but its modification or change time
+ * moved, it was written in place: everything read is hashed again and
+ * compared, so a same-size rewrite anywhere is caught. A file changed
+ * within MTOP_RACY_S of a poll is checked again at the next one even if
+ * stat() shows nothing new, since a filesystem's timestamps are coarse and
+ * a second write within one tick leaves them as they were (racy-git's
+ * problem); the change time, which no writer can set, is what counts.
  *
  *     mtop_follow f;
  *     mtop_follow_init(&f, "run.csv");
@@ -18,6 +30,7 @@
 #define MTOP_FOLLOW_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "history.h"
@@ -31,6 +44,8 @@ typedef enum {
 } mtop_follow_state;
 
 #define MTOP_ANCHOR 64
+#define MTOP_HEAD 4096
+#define MTOP_RACY_S 2.0
 #define MTOP_LINE_MAX 65536
 
 typedef struct mtop_follow {
@@ -40,7 +55,10 @@ typedef struct mtop_follow {
     ino_t ino;
     off_t off;                       /* bytes read: lines parsed plus the partial line */
     off_t seen_size;                 /* st_size at the last poll */
-    long seen_mtime_ns;
+    int64_t seen_mtime_ns, seen_ctime_ns;
+    bool racy;                       /* the file changed within MTOP_RACY_S before the last poll's stat */
+    uint64_t sum;                    /* hash (FNV-1a) of the bytes read, [0, off) */
+    uint64_t head_sum;               /* hash of the first min(off, MTOP_HEAD) bytes */
     char *buf;                       /* the partial last line */
     size_t len, cap;
     bool skipping;                   /* in a line longer than MTOP_LINE_MAX */

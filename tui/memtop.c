@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <curses.h>
+#include <dirent.h>
 
 #include "draw.h"
 #include "follow.h"
@@ -183,7 +184,8 @@ static void usage(FILE *f)
     mp_opt_synopsis(f, &g[1], " | ", 80);
     mp_opt_synopsis(f, &g[2], "  ", 80);
     fputs("keys: h or ? help, q quit, Tab select, r/R select a rank; the what-if keys are in the help screen\n"
-          "exit status: 0 done, 1 a runtime error, 2 bad usage; with -- COMMAND, the command's status\n", f);
+          "exit status: 0 done, 1 a runtime error, 2 bad usage or a refused file, 128+N signal N;\n"
+          "  with -- COMMAND: its status when it fails, 126 it cannot run, 127 not found (memtop(1))\n", f);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -301,18 +303,69 @@ static int plan_setup(const options *o, mp_model *m, mp_settings *s, mp_gpu *g, 
 
 /* ---------- the child: memtop -- COMMAND ---------- */
 
+/* Exit statuses of their own (man/memtop.1, EXIT STATUS), as shells and
+ * env(1) use them for a command that cannot be run. */
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
 typedef struct child {
     mtop_child_view view;
     char dir[4096], metrics[4200], log[4200];
     char tail[256];
+    bool made_dir;
     bool stopped_by_us;
 } child;
 
+/* Remove what is at `name` under the directory `at`: a directory with
+ * everything in it, never following a link (the command may have planted
+ * one). 0, or -1 with errno. */
+static int remove_tree(int at, const char *name, int depth)
+{
+    if (unlinkat(at, name, 0) == 0 || errno == ENOENT) return 0;
+    if (errno != EISDIR && errno != EPERM) return -1; /* Linux: EISDIR; POSIX allows EPERM */
+    if (depth > 64) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        rc = remove_tree(dirfd(d), e->d_name, depth + 1);
+    }
+    int e = errno;
+    closedir(d);
+    if (rc) {
+        errno = e;
+        return -1;
+    }
+    return unlinkat(at, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* The temporary directory and everything the command left in it; 0, or
+ * the runtime-error status with one line saying why not. */
+static int remove_child_dir(child *c)
+{
+    if (!c->made_dir) return 0;
+    c->made_dir = false;
+    if (remove_tree(AT_FDCWD, c->dir, 0) == 0) return 0;
+    return fail(EXIT_RUNTIME, "cannot remove the temporary directory '%s': %s", c->dir, strerror(errno));
+}
+
+/* Start `cmd --metrics DIR/metrics.csv` in a new temporary directory. 0, or
+ * the exit status (after one line): 126 or 127 when it cannot be run. */
 static int spawn(child *c, char **cmd, int ncmd)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(c->dir, sizeof c->dir, "%s/memtop.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(c->dir)) return fail(EXIT_RUNTIME, "cannot create a directory in '%s': %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    c->made_dir = true;
     snprintf(c->metrics, sizeof c->metrics, "%s/metrics.csv", c->dir);
     snprintf(c->log, sizeof c->log, "%s/child.log", c->dir);
     char **argv = calloc((size_t)ncmd + 3, sizeof *argv);
@@ -321,16 +374,23 @@ static int spawn(child *c, char **cmd, int ncmd)
     argv[ncmd] = "--metrics";
     argv[ncmd + 1] = c->metrics;
     int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (logfd < 0) {
+    /* the child reports a failed exec through a pipe that the exec closes */
+    int ep[2] = {-1, -1};
+    if (logfd < 0 || pipe(ep) != 0 || fcntl(ep[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(ep[1], F_SETFD, FD_CLOEXEC) != 0) {
+        int e = errno;
         free(argv);
-        return fail(EXIT_RUNTIME, "cannot create '%s': %s", c->log, strerror(errno));
+        if (logfd >= 0) close(logfd);
+        if (ep[0] >= 0) close(ep[0]), close(ep[1]);
+        return fail(EXIT_RUNTIME, "cannot start '%s': %s", cmd[0], strerror(e));
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
         free(argv);
         close(logfd);
-        return fail(EXIT_RUNTIME, "cannot start '%s': %s", cmd[0], strerror(errno));
+        close(ep[0]), close(ep[1]);
+        return fail(EXIT_RUNTIME, "cannot start '%s': %s", cmd[0], strerror(e));
     }
     if (pid == 0) {
         setpgid(0, 0);
@@ -347,12 +407,27 @@ static int spawn(child *c, char **cmd, int ncmd)
         dup2(logfd, 1);
         dup2(logfd, 2);
         execvp(argv[0], argv);
-        dprintf(2, "memtop: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
+        int e = errno;
+        ssize_t w = write(ep[1], &e, sizeof e);
+        (void)w;
+        _exit(e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
     }
     setpgid(pid, pid);
     close(logfd);
+    close(ep[1]);
     free(argv);
+    int e = 0;
+    ssize_t got;
+    do got = read(ep[0], &e, sizeof e);
+    while (got < 0 && errno == EINTR);
+    close(ep[0]);
+    if (got == (ssize_t)sizeof e) { /* the exec failed: nothing ran */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+        int rc = fail(e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN, "cannot run '%s': %s", cmd[0],
+                      strerror(e));
+        remove_child_dir(c);
+        return rc;
+    }
     c->view.active = true;
     c->view.running = true;
     c->view.pid = pid;
@@ -363,7 +438,8 @@ static int spawn(child *c, char **cmd, int ncmd)
     return 0;
 }
 
-/* The last non-empty line of the child's log, printable characters only. */
+/* The last non-empty line of the child's log, as it is: whoever shows it
+ * cleans it (mtop_clean). */
 static void read_tail(child *c)
 {
     c->tail[0] = 0;
@@ -379,10 +455,9 @@ static void read_tail(child *c)
     buf[n] = 0;
     char *start = strrchr(buf, '\n');
     start = start ? start + 1 : buf;
-    size_t o = 0;
-    for (; *start && o + 1 < sizeof c->tail; start++)
-        c->tail[o++] = (*start >= 32 && *start < 127) ? *start : ' ';
-    c->tail[o] = 0;
+    size_t len = strnlen(start, sizeof c->tail - 1); /* a cut UTF-8 character is cleaned as bytes */
+    memcpy(c->tail, start, len);
+    c->tail[len] = 0;
 }
 
 /* Reap the child if it ended; true when its state changed. */
@@ -415,12 +490,38 @@ static void stop_child(child *c)
     reap(c, true);
 }
 
+/* The command's own failure as memtop's exit status: its status when it
+ * exited non-zero, 128 + N when signal N ended it; 0 when it succeeded,
+ * still runs, or memtop stopped it. */
 static int child_exit_code(const child *c)
 {
     if (!c->view.active || c->view.running || c->stopped_by_us) return 0;
     if (WIFEXITED(c->view.status)) return WEXITSTATUS(c->view.status);
     if (WIFSIGNALED(c->view.status)) return 128 + WTERMSIG(c->view.status);
     return EXIT_RUNTIME;
+}
+
+/* memtop's exit status once the command is done (the table in memtop(1)):
+ * memtop ended by a signal, then the command's failure (one line naming it
+ * and its log's last line), then memtop's own status. The command is
+ * stopped if it still runs and its directory removed, whatever happened. */
+static int finish_child(child *c, int rc)
+{
+    bool was_running = c->view.active && c->view.running;
+    stop_child(c);
+    int failed = child_exit_code(c);
+    char a[128], n[MTOP_CLEAN_LEN(64)];
+    if (c->view.active && was_running && rc < 128) /* quit while it ran */
+        fprintf(stderr, "memtop: stopped %s (pid %ld)\n", mtop_clean(c->view.cmd, n, sizeof n), (long)c->view.pid);
+    if (failed && rc < 128) {
+        if (c->tail[0])
+            fail(failed, "%s %s; its last line: %s", c->view.cmd, mtop_child_text(&c->view, a, sizeof a), c->tail);
+        else
+            fail(failed, "%s %s", c->view.cmd, mtop_child_text(&c->view, a, sizeof a));
+        rc = failed;
+    }
+    int removed = remove_child_dir(c);
+    return rc ? rc : removed;
 }
 
 /* ---------- --once ---------- */
@@ -447,22 +548,26 @@ static double budget_override(const options *o, int *rc)
     return g.mem_bytes;
 }
 
-/* Why the files cannot be shown (a one-line error, and its exit status), or 0. */
-static int once_unreadable(const mtop_runset *rs, int polled)
+/* Why the files cannot be shown (a one-line error, and its exit status), or 0.
+ * `quiet`: the status only (a failed command's own line says more). */
+static int once_unreadable(const mtop_runset *rs, int polled, bool quiet)
 {
-    if (polled < 0 && rs->error_slot < 0) return fail(EXIT_RUNTIME, "out of memory");
-    if (polled < 0) {
-        const mtop_follow *f = &rs->slot[rs->error_slot]->f;
-        return fail(EXIT_RUNTIME, "cannot read '%s': %s", f->path, strerror(f->err_no));
-    }
-    if (!rs->ranked && rs->slot[0]->f.state != MTOP_FOLLOW_OPEN)
-        return fail(EXIT_RUNTIME, "cannot read '%s': %s", rs->slot[0]->f.path, strerror(ENOENT));
-    if (rs->problem[0]) return fail(EXIT_USAGE, "%s", rs->problem);
-    int k = mtop_runset_missing(rs);
-    if (k >= 0)
-        return fail(EXIT_USAGE, "'%s' is missing: rank %d of %d", rs->slot[k]->f.path, rs->slot[k]->rank,
-                    rs->ranks > rs->n ? rs->ranks : rs->n);
-    return 0;
+    char why[4400];
+    int code = EXIT_RUNTIME;
+    if (polled < 0 && rs->error_slot < 0) snprintf(why, sizeof why, "out of memory");
+    else if (polled < 0)
+        snprintf(why, sizeof why, "cannot read '%s': %s", rs->slot[rs->error_slot]->f.path,
+                 strerror(rs->slot[rs->error_slot]->f.err_no));
+    else if (!rs->ranked && rs->slot[0]->f.state != MTOP_FOLLOW_OPEN)
+        snprintf(why, sizeof why, "cannot read '%s': %s", rs->slot[0]->f.path, strerror(ENOENT));
+    else if (rs->problem[0]) code = EXIT_USAGE, snprintf(why, sizeof why, "%s", rs->problem);
+    else if (mtop_runset_missing(rs) >= 0) {
+        int k = mtop_runset_missing(rs);
+        code = EXIT_USAGE;
+        snprintf(why, sizeof why, "'%s' is missing: rank %d of %d", rs->slot[k]->f.path, rs->slot[k]->rank,
+                 rs->ranks > rs->n ? rs->ranks : rs->n);
+    } else return 0;
+    return quiet ? code : fail(code, "%s", why);
 }
 
 static char *once_output(const options *o, const mtop_runset *rs)
@@ -478,6 +583,9 @@ static char *once_output(const options *o, const mtop_runset *rs)
                                                                                   : mtop_ranks_json(&t);
 }
 
+/* --once: one snapshot. With a command, after it ended: a command that
+ * failed gives memtop its status (finish_child), its metrics still printed
+ * when they can be read. */
 static int once_run(const options *o, char *const *files, int nfiles, child *c)
 {
     static mtop_runset rs;
@@ -490,19 +598,14 @@ static int once_run(const options *o, char *const *files, int nfiles, child *c)
     if (rc) return rc;
     if (mtop_runset_init(&rs, files, nfiles, o->history)) return fail(EXIT_RUNTIME, "out of memory");
     rs.read_limit = (size_t)-1;
-    rc = once_unreadable(&rs, mtop_runset_poll(&rs, now_s()));
+    bool command_failed = c && child_exit_code(c) != 0;
+    rc = once_unreadable(&rs, mtop_runset_poll(&rs, now_s()), command_failed);
     if (!rc) {
         mtop_runset_snapshots(&rs, &so, now_s(), true);
         rc = print_text(once_output(o, &rs));
     }
     mtop_runset_free(&rs);
-    if (rc) return rc;
-    if (c && c->view.active) {
-        char a[128];
-        fprintf(stderr, "memtop: %s %s; log %s\n", c->view.cmd, mtop_child_text(&c->view, a, sizeof a), c->log);
-        return child_exit_code(c);
-    }
-    return 0;
+    return command_failed ? 0 : rc;
 }
 
 /* ---------- the interactive loop ---------- */
@@ -514,7 +617,8 @@ typedef struct app {
     int layout_ranks;          /* the ranks the layout was computed for */
     int sel;
     bool dirty;
-    char message[160];
+    char message[160];         /* the answer to the last key, until the next */
+    char error[4400];          /* why the files cannot be read, until they can */
     /* run view */
     bool following;
     mtop_runset rs;            /* one file, or every rank's */
@@ -554,14 +658,20 @@ static unsigned long screen_key(const app *a)
     return k;
 }
 
-static void read_error_message(app *a)
+/* The read error of this poll, or none: an error goes as soon as the file
+ * reads again (a directory replaced by the file), not at the next key. */
+static void note_read_error(app *a, bool failed)
 {
-    if (a->rs.error_slot < 0) {
-        snprintf(a->message, sizeof a->message, "out of memory");
-        return;
+    char now[sizeof a->error] = "";
+    if (failed && a->rs.error_slot < 0) snprintf(now, sizeof now, "out of memory");
+    else if (failed) {
+        const mtop_follow *f = &a->rs.slot[a->rs.error_slot]->f;
+        snprintf(now, sizeof now, "cannot read '%s': %s", f->path, strerror(f->err_no));
     }
-    const mtop_follow *f = &a->rs.slot[a->rs.error_slot]->f;
-    snprintf(a->message, sizeof a->message, "cannot read '%s': %s", f->path, strerror(f->err_no));
+    if (strcmp(now, a->error) != 0) {
+        memcpy(a->error, now, sizeof now);
+        a->dirty = true;
+    }
 }
 
 static void collect(app *a, double t)
@@ -571,7 +681,7 @@ static void collect(app *a, double t)
         reap(a->c, false);
     }
     if (!a->following) return;
-    if (mtop_runset_poll(&a->rs, t) < 0) read_error_message(a);
+    note_read_error(a, mtop_runset_poll(&a->rs, t) < 0);
     mtop_runset_snapshots(&a->rs, &a->so, t, false);
     mtop_runset_table(&a->rs, a->rank_sel, &a->table);
     if (ranks_shown(a) != a->layout_ranks) relayout(a);
@@ -586,7 +696,7 @@ static void draw(app *a)
 {
     erase();
     mtop_draw_ctx ctx = {.sel = a->sel, .back = a->back, .child = a->c ? &a->c->view : NULL,
-                         .message = a->message, .interval_ms = a->o->interval_ms,
+                         .message = a->message, .error = a->error, .interval_ms = a->o->interval_ms,
                          .ranks = ranks_shown(a) ? &a->table : NULL};
     if (a->L.too_small) mtop_draw_too_small(LINES, COLS);
     else if (a->view == MTOP_VIEW_HELP) mtop_draw_help(&a->L, &ctx);
@@ -746,14 +856,13 @@ static int plan_main(options *o)
     return interactive(&a);
 }
 
-/* --once with -- COMMAND: the command runs to its end first; Ctrl-C stops it. */
+/* --once with -- COMMAND: the command runs to its end first; a signal to
+ * memtop (Ctrl-C, SIGTERM, SIGHUP) stops it: 128 + the signal. */
 static int wait_for_command(child *c)
 {
     while (c->view.running) {
         if (got_quit) {
             stop_child(c);
-            fprintf(stderr, "memtop: stopped %s (pid %ld); metrics and log kept in %s\n", c->view.cmd,
-                    (long)c->view.pid, c->dir);
             return 128 + got_quit;
         }
         if (!reap(c, false)) {
@@ -762,15 +871,6 @@ static int wait_for_command(child *c)
         }
     }
     return 0;
-}
-
-static void say_child_kept(child *c, bool was_running)
-{
-    if (!c->view.active) return;
-    char t[128];
-    if (was_running) fprintf(stderr, "memtop: stopped %s (pid %ld); ", c->view.cmd, (long)c->view.pid);
-    else fprintf(stderr, "memtop: %s %s; ", c->view.cmd, mtop_child_text(&c->view, t, sizeof t));
-    fprintf(stderr, "metrics and log kept in %s\n", c->dir);
 }
 
 static const mtop_follow *unreadable(const mtop_runset *rs)
@@ -790,19 +890,15 @@ static int run_main(options *o, child *c, double budget)
     a.so.stale_s = o->stale_s;
     a.so.headroom = o->headroom;
     a.so.budget_bytes = budget;
-    if (mtop_runset_init(&a.rs, o->files, o->nfiles, o->history)) {
-        stop_child(c);
-        return fail(EXIT_RUNTIME, "out of memory");
-    }
-    mtop_runset_poll(&a.rs, now_s()); /* files from two runs are refused before the screen starts */
+    if (mtop_runset_init(&a.rs, o->files, o->nfiles, o->history)) return fail(EXIT_RUNTIME, "out of memory");
+    mtop_runset_poll(&a.rs, now_s()); /* files from two runs, a bad header: refused before the screen starts */
     int rc = a.rs.problem[0] ? fail(EXIT_USAGE, "%s", a.rs.problem) : interactive(&a);
-    bool was_running = c->view.active && c->view.running;
-    stop_child(c);
-    say_child_kept(c, was_running);
     const mtop_follow *f = unreadable(&a.rs);
-    if (f && rc == 0) rc = fail(EXIT_RUNTIME, "cannot read '%s': %s", f->path, strerror(f->err_no));
+    /* a read error at the end, unless the command's failure explains it */
+    if (f && rc == 0 && !child_exit_code(c))
+        rc = fail(EXIT_RUNTIME, "cannot read '%s': %s", f->path, strerror(f->err_no));
     mtop_runset_free(&a.rs);
-    return rc ? rc : child_exit_code(c);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -819,15 +915,18 @@ int main(int argc, char **argv)
     static char *command_metrics[1];
     double budget = budget_override(&o, &rc); /* checked before anything starts */
     if (rc) return rc;
-    if (o.cmd) {
-        if ((rc = spawn(&c, o.cmd, o.ncmd))) return rc;
-        command_metrics[0] = c.metrics;
-        o.files = command_metrics;
-        o.nfiles = 1;
-    }
+    if (!o.cmd) return o.once ? once_run(&o, o.files, o.nfiles, NULL) : run_main(&o, &c, budget);
+    /* memtop -- COMMAND: every way out goes through finish_child, which stops
+     * the command and removes its directory */
+    if ((rc = spawn(&c, o.cmd, o.ncmd))) return rc;
+    command_metrics[0] = c.metrics;
+    o.files = command_metrics;
+    o.nfiles = 1;
     if (o.once) {
-        if (o.cmd && (rc = wait_for_command(&c))) return rc;
-        return once_run(&o, o.files, o.nfiles, o.cmd ? &c : NULL);
+        rc = wait_for_command(&c);
+        if (!rc) rc = once_run(&o, o.files, o.nfiles, &c);
+    } else {
+        rc = run_main(&o, &c, budget);
     }
-    return run_main(&o, &c, budget);
+    return finish_child(&c, rc);
 }

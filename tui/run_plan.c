@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An integer key of the header; `need`: its absence is an error. */
-static int header_int(const mtop_meta *meta, const char *key, bool need, int64_t *out, char *err)
+/* An integer key of the header, a whole number up to `max` read without
+ * overflow or truncation; `need`: its absence is an error. */
+static int header_int(const mtop_meta *meta, const char *key, bool need, int64_t max, int64_t *out, char *err)
 {
     const char *v = mtop_meta_setting(meta, key);
     if (!v) {
@@ -17,22 +18,26 @@ static int header_int(const mtop_meta *meta, const char *key, bool need, int64_t
                            "for it", key);
         return need ? -1 : 0;
     }
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || x < 0) {
-        snprintf(err, MP_ERR_LEN, "the run's header has %s '%.40s', not a count", key, v);
+    if (!mtop_parse_count(v, 0, max, out)) {
+        char q[48];
+        snprintf(err, MP_ERR_LEN, "the run's header has %s '%s', not a count (0 to %lld)", key, mp_quote(v, q, sizeof q),
+                 (long long)max);
         return -1;
     }
-    *out = x;
     return 0;
 }
+/* a model's dimension or a setting's count: large enough for any real one, small enough that no product of
+ * two overflows the planner's int64 arithmetic */
+#define DIM_MAX ((int64_t)1 << 31)
 
 /* A setting named by its vocabulary value (precision=fp32); absent: unchanged. */
 #define HEADER_VALUE(key, parse, field)                                                          \
     do {                                                                                       \
         const char *v_ = mtop_meta_setting(meta, key);                                         \
         if (v_ && parse(v_, &(field))) {                                                       \
-            snprintf(err, MP_ERR_LEN, "the run's header has %s '%.40s', unknown to memplan", key, v_); \
+            char q_[48];                                                                       \
+            snprintf(err, MP_ERR_LEN, "the run's header has %s '%s', unknown to memplan", key,        \
+                     mp_quote(v_, q_, sizeof q_));                                                  \
             return -1;                                                                          \
         }                                                                                      \
     } while (0)
@@ -46,11 +51,14 @@ static int run_model(const mtop_meta *meta, mp_model *m, char *err)
     }
     memset(m, 0, sizeof *m);
     int64_t tied = !strcmp(family, "gpt2"), seq = 1024;
-    if (header_int(meta, "layers", true, &m->layers, err) || header_int(meta, "hidden", true, &m->hidden, err) ||
-        header_int(meta, "heads", true, &m->heads, err) || header_int(meta, "vocab", true, &m->vocab, err) ||
-        header_int(meta, "kv-heads", false, &m->kv_heads, err) || header_int(meta, "ffn", false, &m->ffn, err) ||
-        header_int(meta, "max-pos", false, &m->max_pos, err) || header_int(meta, "tied", false, &tied, err) ||
-        header_int(meta, "seq", false, &seq, err))
+    if (header_int(meta, "layers", true, DIM_MAX, &m->layers, err) ||
+        header_int(meta, "hidden", true, DIM_MAX, &m->hidden, err) ||
+        header_int(meta, "heads", true, DIM_MAX, &m->heads, err) ||
+        header_int(meta, "vocab", true, DIM_MAX, &m->vocab, err) ||
+        header_int(meta, "kv-heads", false, DIM_MAX, &m->kv_heads, err) ||
+        header_int(meta, "ffn", false, DIM_MAX, &m->ffn, err) ||
+        header_int(meta, "max-pos", false, DIM_MAX, &m->max_pos, err) ||
+        header_int(meta, "tied", false, 1, &tied, err) || header_int(meta, "seq", false, DIM_MAX, &seq, err))
         return -1;
     if (mp_memtrain_model(m, strcmp(family, "gpt2") ? "llama" : "gpt2", tied != 0, seq, err)) return -1;
     snprintf(m->source, sizeof m->source, "the run's metrics header");
@@ -63,10 +71,11 @@ int mtop_plan_of_run(const mtop_meta *meta, mp_model *m, mp_settings *s, char *e
     mp_settings_default(s, m);
     if (!(s->framework = mp_framework_find("memtrain", err))) return -1;
     int64_t batch = 1, accum = 1, seq = s->seq, rank = 0, chunk = s->ce_chunk, ranks = 1, zero = 0;
-    if (header_int(meta, "batch", false, &batch, err) || header_int(meta, "accum", false, &accum, err) ||
-        header_int(meta, "seq", false, &seq, err) || header_int(meta, "lora-rank", false, &rank, err) ||
-        header_int(meta, "ce-chunk", false, &chunk, err) || header_int(meta, "ranks", false, &ranks, err) ||
-        header_int(meta, "zero", false, &zero, err))
+    if (header_int(meta, "batch", false, DIM_MAX, &batch, err) || header_int(meta, "accum", false, DIM_MAX, &accum, err) ||
+        header_int(meta, "seq", false, DIM_MAX, &seq, err) || header_int(meta, "lora-rank", false, DIM_MAX, &rank, err) ||
+        header_int(meta, "ce-chunk", false, DIM_MAX, &chunk, err) ||
+        header_int(meta, "ranks", false, DIM_MAX, &ranks, err) ||
+        header_int(meta, "zero", false, 3, &zero, err)) /* checked before it becomes an int: never truncated */
         return -1;
     s->batch = batch, s->accum = accum, s->seq = seq, s->lora_rank = rank, s->ce_chunk = chunk;
     s->gpus = ranks, s->zero = (int)zero;
@@ -79,7 +88,9 @@ int mtop_plan_of_run(const mtop_meta *meta, mp_model *m, mp_settings *s, char *e
     HEADER_VALUE("loader", mp_loader_parse, s->loader);
     const char *targets = mtop_meta_setting(meta, "lora-targets");
     if (targets && mp_lora_targets_parse(targets, &s->lora_targets)) {
-        snprintf(err, MP_ERR_LEN, "the run's header has lora-targets '%.40s', unknown to memplan", targets);
+        char q[48];
+        snprintf(err, MP_ERR_LEN, "the run's header has lora-targets '%s', unknown to memplan",
+                 mp_quote(targets, q, sizeof q));
         return -1;
     }
     return mp_settings_check(m, s, err);

@@ -167,12 +167,20 @@ static bool slot_problem(mtop_runset *rs, int i, const mtop_rank_slot *ref)
     return rs->problem[0] != 0;
 }
 
+/* A header with a bad value (a count out of range, a setting twice) is
+ * refused whatever the run: its numbers cannot be trusted. Then, for a
+ * multi-rank run, the files must be one run's. */
 static void check_one_run(mtop_runset *rs)
 {
     rs->problem[0] = 0;
     const mtop_rank_slot *ref = NULL;
     for (int i = 0; i < rs->n; i++) {
-        if (!mtop_meta_known(&rs->slot[i]->f.parser.meta)) continue;
+        const mtop_follow *f = &rs->slot[i]->f;
+        if (f->parser.meta.bad[0]) {
+            snprintf(rs->problem, sizeof rs->problem, "'%s': %s", f->path, f->parser.meta.bad);
+            return;
+        }
+        if (!rs->ranked || !mtop_meta_known(&f->parser.meta)) continue;
         if (slot_problem(rs, i, ref)) return;
         if (!ref) ref = rs->slot[i];
     }
@@ -204,7 +212,7 @@ int mtop_runset_poll(mtop_runset *rs, double now)
         if (rc) return -1;
     }
     if (rs->listed) name_listed_ranks(rs);
-    if (rs->ranked) check_one_run(rs);
+    check_one_run(rs);
     return rs->error_slot >= 0 ? -1 : rows;
 }
 

@@ -11,7 +11,9 @@
  * file not there yet is waited for (its slot is in state WAITING).
  * Several names: those files, the ranks of one run. Either way, files from
  * another run (another model, ranks= or zero=, or a rank= that is not the
- * slot's) are named in `problem`.
+ * slot's) are named in `problem`, and so is a file whose header has a bad
+ * value (a count out of range, a setting given twice: metrics.h), one file
+ * or many.
  *
  *     mtop_runset rs;
  *     mtop_runset_init(&rs, paths, npaths, 4096);
@@ -49,7 +51,7 @@ typedef struct mtop_runset {
     size_t read_limit;       /* bytes read per poll and file (0: the follower's default) */
     mtop_rank_slot *slot[MTOP_MAX_RANKS];
     int error_slot;          /* the slot that could not be read by the last poll, -1 */
-    char problem[512];       /* a file from another run, "" if none */
+    char problem[512];       /* a file from another run or with a bad header, "" if none */
 } mtop_runset;
 
 /* 0, or -1 when out of memory. The files need not exist yet. */
