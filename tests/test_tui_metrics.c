@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -440,6 +441,150 @@ static void test_snapshot(void)
     mtop_history_free(&h);
 }
 
+/* Issue 36: every count read back is range-checked, never truncated; a bad
+ * one is a bad line naming the value, and a header's is kept in meta.bad. */
+static void test_counts(void)
+{
+    mtop_parser p;
+    mtop_row r;
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: zero=1 rank=1 ranks=4294967298", &r) == MTOP_LINE_BAD && p.bad == 1 &&
+              strstr(p.reason, "ranks=4294967298: not a number of ranks") && p.meta.ranks == -1 &&
+              !strcmp(p.meta.bad, p.reason),
+          "ranks=4294967298 (2^32 + 2): refused and named, never 2 (%s)", p.reason);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: rank=4294967297 ranks=2", &r) == MTOP_LINE_BAD && strstr(p.reason, "rank=4294967297") &&
+              p.meta.rank == -1,
+          "rank=4294967297: refused, never 1 (%s)", p.reason);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: rank=2 ranks=2", &r) == MTOP_LINE_BAD && strstr(p.reason, "rank=2: not below ranks=2"),
+          "rank=2 of ranks=2: refused (%s)", p.reason);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: zero=4294967298", &r) == MTOP_LINE_BAD && strstr(p.reason, "zero=4294967298"),
+          "zero=4294967298: refused (%s)", p.reason);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: ranks=-1", &r) == MTOP_LINE_BAD && parse(&p, "# settings: ranks=0x2", &r) == MTOP_LINE_BAD &&
+              parse(&p, "# settings: ranks=2 ranks=3", &r) == MTOP_LINE_BAD && strstr(p.reason, "the same setting twice"),
+          "a negative, hexadecimal or repeated ranks= is refused (%s)", p.reason);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# settings: rank=00000000000000000000000000000000000000000000000000000000000000000000001 ranks=2", &r) ==
+                  MTOP_LINE_COMMENT && p.meta.rank == 1,
+          "leading zeros are still the number, however many");
+    /* a settings line longer than the old 511 bytes, and values longer than 63: kept whole */
+    char line[2048], val[200];
+    memset(val, 'v', 199), val[199] = 0;
+    snprintf(line, sizeof line, "# settings: note=%s pad=%s pad2=%s rank=1 ranks=3", val, val, val);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, line, &r) == MTOP_LINE_COMMENT && p.meta.ranks == 3 && p.meta.rank == 1 &&
+              strlen(mtop_meta_setting(&p.meta, "note")) == 199,
+          "a 700-byte settings line: every setting kept, none cut");
+    char many[4000] = "# settings:";
+    for (int i = 0; i < 129; i++) snprintf(many + strlen(many), sizeof many - strlen(many), " k%d=1", i);
+    mtop_parser_init(&p);
+    CHECK(parse(&p, many, &r) == MTOP_LINE_BAD && strstr(p.reason, "more than 128"), "129 settings: refused (%s)", p.reason);
+
+    mtop_parser_init(&p);
+    CHECK(parse(&p, "# steps: 18446744073709551617", &r) == MTOP_LINE_BAD && !p.meta.has_steps &&
+              strstr(p.reason, "steps '18446744073709551617'"),
+          "steps beyond 2^64: refused and named (%s)", p.reason);
+    CHECK(parse(&p, "# steps: 9007199254740993", &r) == MTOP_LINE_BAD, "steps 2^53 + 1 (not exact in a double): refused");
+    CHECK(parse(&p, "# steps: 9007199254740992", &r) == MTOP_LINE_COMMENT && p.meta.steps == 9007199254740992LL,
+          "steps 2^53: read exactly");
+    CHECK(parse(&p, "# steps: 1e3", &r) == MTOP_LINE_BAD && parse(&p, "# budget_bytes: -5", &r) == MTOP_LINE_BAD &&
+              parse(&p, "# budget_bytes: 2.5", &r) == MTOP_LINE_BAD && strstr(p.reason, "budget_bytes '2.5'"),
+          "steps 1e3, budget_bytes -5 and 2.5: refused (%s)", p.reason);
+    CHECK(parse(&p, "# memtrain metrics v99999999999", &r) == MTOP_LINE_BAD && strstr(p.reason, "99999999999"),
+          "a format version beyond an int: refused, named (%s)", p.reason);
+    CHECK(!strcmp(p.meta.bad, "steps '18446744073709551617': not a number of steps (a whole number, 0 to 9007199254740992)"),
+          "meta.bad keeps the header's first bad value (%s)", p.meta.bad);
+
+    /* rows: steps and byte columns are whole numbers up to 2^53 */
+    mtop_parser_init(&p);
+    parse(&p, "step,cur_total,time_s", &r);
+    CHECK(parse(&p, "1,9007199254740992,0.5", &r) == MTOP_LINE_ROW && r.v[MTOP_CUR(MTOP_TOTAL)] == 9007199254740992.0,
+          "a byte count of 2^53: read exactly");
+    CHECK(parse(&p, "2,9007199254740993,0.5", &r) == MTOP_LINE_BAD &&
+              strstr(p.reason, "cur_total '9007199254740993': not a byte count"),
+          "a byte count past 2^53: skipped, named (%s)", p.reason);
+    CHECK(parse(&p, "3,1.5,0.5", &r) == MTOP_LINE_BAD && strstr(p.reason, "cur_total '1.5'"),
+          "a byte count of 1.5: skipped (%s)", p.reason);
+    CHECK(parse(&p, "18446744073709551617,5,0.5", &r) == MTOP_LINE_BAD && strstr(p.reason, "step '18446744073709551617'"),
+          "a step beyond 2^64: skipped, named (%s)", p.reason);
+    CHECK(parse(&p, "4,5,1e999", &r) == MTOP_LINE_BAD && strstr(p.reason, "time_s '1e999': not a number"),
+          "a time that overflows a double: skipped (%s)", p.reason);
+    CHECK(parse(&p, "5,1\033[2J,0.5", &r) == MTOP_LINE_BAD && strstr(p.reason, "'1\\x1b[2J'") && !strchr(p.reason, '\033'),
+          "a bad value's reason quotes it escaped: one plain line (%s)", p.reason);
+    CHECK(p.meta.bad[0] == 0, "a bad row is not a bad header");
+}
+
+/* Rewrite the file in place (same inode, same size): `from` becomes `to` at its n-th occurrence. */
+static void rewrite_in_place(const char *path, const char *from, const char *to, int nth)
+{
+    static char text[1 << 16];
+    FILE *f = fopen(path, "r+");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    char *at = text;
+    for (int i = 0; at && i <= nth; i++) at = strstr(i ? at + 1 : at, from);
+    if (at) memcpy(at, to, strlen(to));
+    rewind(f);
+    fwrite(text, 1, n, f);
+    fclose(f);
+}
+
+/* Issue 36: a rewrite that changes anything but the last 64 bytes, at the same size. */
+static void test_rewrite(void)
+{
+    const char *p = path_of("same.csv");
+    mtop_follow f;
+    mtop_history h;
+    mtop_history_init(&h, 64);
+    start_file(p, 5);
+    mtop_follow_init(&f, p);
+    CHECK(mtop_follow_poll(&f, &h, 1) == 5 && f.resets == 0, "5 rows");
+    CHECK(mtop_follow_poll(&f, &h, 2) == 0 && mtop_follow_poll(&f, &h, 3) == 0 && f.resets == 0,
+          "polled again, nothing changed: no reset");
+    struct stat before;
+    stat(p, &before);
+    rewrite_in_place(p, "model: gpt2", "model: gpt3", 0);
+    struct stat after;
+    stat(p, &after);
+    CHECK(after.st_size == before.st_size && after.st_ino == before.st_ino, "rewritten in place at the same size");
+    CHECK(mtop_follow_poll(&f, &h, 4) == 5 && f.resets == 1 && !strcmp(f.reset_why, "rewritten") &&
+              !strcmp(f.parser.meta.model, "gpt3"),
+          "only the header changed: reread, the new model (%s, %ld resets)", f.parser.meta.model, f.resets);
+    /* a row in the middle changed, and the modification time set back to what it was */
+    stat(p, &before);
+    rewrite_in_place(p, ",1000,", ",2000,", 2);
+    struct timespec times[2] = {before.st_atim, before.st_mtim};
+    utimensat(AT_FDCWD, p, times, 0);
+    stat(p, &after);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec &&
+              after.st_size == before.st_size,
+          "row 3 rewritten, size and mtime as before");
+    CHECK(mtop_follow_poll(&f, &h, 5) == 5 && f.resets == 2 && mtop_history_at(&h, 2)->v[MTOP_TOKENS_PER_S] == 2000,
+          "caught all the same (the change time moved): row 3 reread (%ld resets)", f.resets);
+    /* rewritten right after a poll, within the filesystem's timestamp tick */
+    rewrite_in_place(p, ",2000,", ",3000,", 0);
+    CHECK(mtop_follow_poll(&f, &h, 6) == 5 && f.resets == 3 && mtop_history_at(&h, 2)->v[MTOP_TOKENS_PER_S] == 3000,
+          "rewritten at once after a poll: caught (%ld resets)", f.resets);
+    /* appending is not rewriting */
+    append_rows(p, 6, 7);
+    CHECK(mtop_follow_poll(&f, &h, 7) == 2 && f.resets == 3 && h.pushed == 7, "2 rows appended: read, no reset");
+    mtop_follow_free(&f);
+
+    /* a directory where the file was: an error until the file is back, then read */
+    const char *d = path_of("sometimes_a_dir.csv");
+    mkdir(d, 0700);
+    mtop_follow_init(&f, d);
+    CHECK(mtop_follow_poll(&f, &h, 8) == -1 && f.state == MTOP_FOLLOW_ERROR, "a directory: an error");
+    rmdir(d);
+    start_file(d, 2);
+    CHECK(mtop_follow_poll(&f, &h, 9) == 2 && f.state == MTOP_FOLLOW_OPEN, "the file in its place: read, no error");
+    mtop_follow_free(&f);
+    mtop_history_free(&h);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -453,6 +598,8 @@ int main(void)
     test_history();
     test_follow();
     test_snapshot();
+    test_counts();
+    test_rewrite();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

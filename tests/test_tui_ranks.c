@@ -267,6 +267,64 @@ static void test_output(void)
     mtop_runset_free(&rs);
 }
 
+/* Issue 36: a header count out of range is refused by name, never truncated
+ * into another rank or run size (4294967298 = 2^32 + 2 would be 2 as an int). */
+static void write_settings(const char *name, const char *settings)
+{
+    FILE *f = fopen(path_of(name), "w");
+    if (!f) {
+        perror(name);
+        exit(2);
+    }
+    fprintf(f, "# memtrain metrics v1\n# model: gpt2\n# settings: %s\n# steps: 3\n"
+               "step,time_s,loss,cur_total,peak_total,pred_total\n1,0.1,5.5,1000,1200,1100\n",
+            settings);
+    fclose(f);
+}
+
+static void test_bad_counts(void)
+{
+    clear_dir();
+    write_settings("big.rank0.csv", "zero=1 rank=0 ranks=4294967298");
+    write_settings("big.rank1.csv", "zero=1 rank=1 ranks=4294967298");
+    write_settings("big.rank2.csv", "zero=1 rank=2 ranks=4294967298");
+    start("big.csv");
+    CHECK(rs.ranks != 2 && strstr(rs.problem, "big.rank0.csv': ranks=4294967298: not a number of ranks"),
+          "ranks=4294967298: the file named with the value, not a run of 2 (%s)", rs.problem);
+    mtop_runset_free(&rs);
+
+    write_settings("one.csv", "batch=2 zero=4294967296");
+    start("one.csv");
+    CHECK(!rs.ranked && strstr(rs.problem, "one.csv': zero=4294967296: not a ZeRO stage"),
+          "one file with zero=4294967296 (0 as an int): refused too (%s)", rs.problem);
+    mtop_runset_free(&rs);
+
+    write_settings("r.rank0.csv", "zero=1 rank=0 ranks=2");
+    write_settings("r.rank1.csv", "zero=1 rank=4294967297 ranks=2");
+    start("r.csv");
+    CHECK(strstr(rs.problem, "r.rank1.csv': rank=4294967297: not a rank"), "rank=4294967297 (1 as an int): named (%s)",
+          rs.problem);
+    mtop_runset_free(&rs);
+
+    write_settings("s.rank0.csv", "zero=1 rank=0 ranks=2");
+    write_settings("s.rank1.csv", "zero=1 rank=2 ranks=2");
+    start("s.csv");
+    CHECK(strstr(rs.problem, "s.rank1.csv': rank=2: not below ranks=2"), "rank=2 of 2 ranks: named (%s)", rs.problem);
+    mtop_runset_free(&rs);
+
+    /* a bad count that turns up later is named as soon as it is read */
+    write_settings("late.csv", "batch=2");
+    start("late.csv");
+    CHECK(!rs.problem[0], "a good header: no problem");
+    FILE *f = fopen(path_of("late.csv"), "a");
+    fputs("# steps: 99999999999999999999\n", f);
+    fclose(f);
+    mtop_runset_poll(&rs, 2.0);
+    CHECK(strstr(rs.problem, "late.csv': steps '99999999999999999999'"), "a bad steps line appended: named (%s)",
+          rs.problem);
+    mtop_runset_free(&rs);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -282,6 +340,7 @@ int main(void)
     test_waiting();
     test_other_runs();
     test_output();
+    test_bad_counts();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -59,5 +59,27 @@ int main(void)
     feed(&p, bad);
     CHECK(mtop_plan_of_run(&p.meta, &m, &s, err) == -1 && strstr(err, "precision 'fp8'"),
           "an unknown value is named, quoted (%s)", err);
+
+    /* issue 36: counts are read without truncation: zero=4294967298 is not stage 2 */
+    static const char *const wide[] = {
+        "# memtrain metrics v1",
+        "# settings: family=gpt2 layers=2 hidden=64 heads=4 vocab=256 zero=4294967298 ranks=2", NULL};
+    mtop_parser_init(&p);
+    feed(&p, wide);
+    CHECK(mtop_plan_of_run(&p.meta, &m, &s, err) == -1 && strstr(err, "zero '4294967298', not a count (0 to 3)"),
+          "zero=4294967298 refused, named (%s)", err);
+    static const char *const huge[] = {
+        "# memtrain metrics v1",
+        "# settings: family=gpt2 layers=99999999999999999999 hidden=64 heads=4 vocab=256", NULL};
+    mtop_parser_init(&p);
+    feed(&p, huge);
+    CHECK(mtop_plan_of_run(&p.meta, &m, &s, err) == -1 && strstr(err, "layers '99999999999999999999', not a count"),
+          "layers beyond int64: refused, not clamped (%s)", err);
+    static const char *const esc[] = {
+        "# memtrain metrics v1", "# settings: family=gpt2 layers=2 hidden=64 heads=4 vocab=256 precision=\033[2J", NULL};
+    mtop_parser_init(&p);
+    feed(&p, esc);
+    CHECK(mtop_plan_of_run(&p.meta, &m, &s, err) == -1 && strstr(err, "precision '\\x1b[2J'") && !strchr(err, '\033'),
+          "an unknown value with an escape sequence: quoted escaped (%s)", err);
     return check_summary();
 }

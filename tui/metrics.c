@@ -118,7 +118,10 @@ bool mtop_parse_count(const char *s, int64_t lo, int64_t hi, int64_t *out)
 static void name_bad(mtop_parser *p, const char *what, const char *value, const char *rule, bool header)
 {
     char q[48];
-    snprintf(p->reason, sizeof p->reason, "%s '%s': %s", what, mp_quote(value, q, sizeof q), rule);
+    size_t n = strlen(what);
+    /* a setting reads as written (ranks=4294967298), any other value quoted */
+    snprintf(p->reason, sizeof p->reason, n && what[n - 1] == '=' ? "%s%s: %s" : "%s '%s': %s", what,
+             mp_quote(value, q, sizeof q), rule);
     if (header && !p->meta.bad[0]) copy(p->meta.bad, sizeof p->meta.bad, p->reason);
 }
 
@@ -259,14 +262,13 @@ static bool looks_like_header(char **fields, int n)
     return step;
 }
 
-static bool whole_count(double d) { return isfinite(d) && d >= 0 && d == floor(d) && d <= MTOP_MAX_COUNT; }
-
-/* Why `d` cannot be a value of field f, or NULL. */
+/* Why `d` cannot be a value of field f, or NULL; for the counts (step and
+ * bytes, read by mtop_parse_count) the rule they break. */
 static const char *value_rule(int f, double d)
 {
     if (f == MTOP_LOSS) return NULL; /* a diverged run may log nan or inf */
-    if (f == MTOP_STEP) return whole_count(d) ? NULL : "not a step number " MAX_COUNT_RULE;
-    if (mtop_field_is_bytes(f)) return whole_count(d) ? NULL : "not a byte count " MAX_COUNT_RULE;
+    if (f == MTOP_STEP) return "not a step number " MAX_COUNT_RULE;
+    if (mtop_field_is_bytes(f)) return "not a byte count " MAX_COUNT_RULE;
     if (!isfinite(d)) return "not a finite number";
     if ((f == MTOP_TOKENS_PER_S || f == MTOP_TIME_S) && d < 0) return "negative";
     return NULL;
@@ -320,7 +322,14 @@ mtop_line_kind mtop_parse_line(mtop_parser *p, const char *line, size_t len, mto
         char *s = trim(fields[c]);
         if (!*s) continue; /* empty: N/A */
         double d;
-        const char *rule = parse_double(s, &d) ? value_rule(f, d) : "not a number";
+        const char *rule;
+        if (f == MTOP_STEP || mtop_field_is_bytes(f)) { /* counts: digits, read exactly (no 2^53 + 1 rounded) */
+            int64_t x = 0;
+            rule = mtop_parse_count(s, 0, (int64_t)MTOP_MAX_COUNT, &x) ? NULL : value_rule(f, -1);
+            d = (double)x;
+        } else {
+            rule = parse_double(s, &d) ? value_rule(f, d) : "not a number";
+        }
         if (rule) {
             name_bad(p, mp_metric_name(f), s, rule, false);
             p->bad++;
