@@ -83,7 +83,10 @@ char *mtop_snapshot_text(const mtop_snapshot *s)
     if (!f) return NULL;
     fprintf(f, "memtop %s: %s\n", text_or_na(s->file, 0), s->state);
     header_lines(f, s);
-    fprintf(f, "rows %ld  skipped %ld  resets %ld\n\n", s->rows, s->skipped, s->resets);
+    /* as the status line: the last skipped line's reason names its value */
+    fprintf(f, "rows %ld  skipped %ld", s->rows, s->skipped);
+    if (s->skipped) fprintf(f, " (%s)", text_or_na(s->skip_reason, 0));
+    fprintf(f, "  resets %ld\n\n", s->resets);
     fprintf(f, "%-13s", "component");
     value_titles(f);
     fputc('\n', f);
