@@ -507,12 +507,16 @@ static int child_exit_code(const child *c)
  * stopped if it still runs and its directory removed, whatever happened. */
 static int finish_child(child *c, int rc)
 {
-    bool was_running = c->view.active && c->view.running;
     stop_child(c);
     int failed = child_exit_code(c);
     char a[128], n[MTOP_CLEAN_LEN(64)];
-    if (c->view.active && was_running && rc < 128) /* quit while it ran */
-        fprintf(stderr, "memtop: stopped %s (pid %ld)\n", mtop_clean(c->view.cmd, n, sizeof n), (long)c->view.pid);
+    /* quit or ended by a signal while it ran: one line says so */
+    const char *why = rc >= 128 ? strsignal(rc - 128) : "";
+    if (c->stopped_by_us)
+        fprintf(stderr, "memtop: %s%sstopped %s (pid %ld)\n", why, *why ? "; " : "", mtop_clean(c->view.cmd, n, sizeof n),
+                (long)c->view.pid);
+    else if (*why)
+        fprintf(stderr, "memtop: %s\n", why);
     if (failed && rc < 128) {
         if (c->tail[0])
             fail(failed, "%s %s; its last line: %s", c->view.cmd, mtop_child_text(&c->view, a, sizeof a), c->tail);
@@ -828,8 +832,8 @@ static int interactive(app *a)
     }
     restore_terminal();
     delscreen(scr);
-    if (got_quit && got_quit != SIGINT) { /* terminated or hung up: say so, exit 128 + signal */
-        fprintf(stderr, "memtop: %s\n", strsignal(got_quit));
+    if (got_quit && got_quit != SIGINT) { /* terminated or hung up: say so (finish_child, with a command), exit 128 + signal */
+        if (!a->c) fprintf(stderr, "memtop: %s\n", strsignal(got_quit));
         return 128 + got_quit;
     }
     return 0;
