@@ -120,7 +120,9 @@ static int num_cell(const csv_table *t, char **row, const char *col, double lo, 
 {
     const char *v = field(t, row, col);
     char *end = (char *)v;
-    double d = v[0] ? strtod(v, &end) : 0;
+    /* a plain decimal: not strtod's hexadecimal, inf or nan */
+    bool decimal = strspn(v, "0123456789.eE+- ") == strlen(v) && !strpbrk(v, "xX");
+    double d = v[0] && decimal ? strtod(v, &end) : 0;
     while (isspace((unsigned char)*end)) end++;
     if ((v[0] && (end == v || *end)) || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
         char q[48];
