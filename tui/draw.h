@@ -2,7 +2,8 @@
  * draw.h — paint the views onto stdscr from data already collected: a
  * snapshot and a history (run view), a what-if state, the key table. Drawing
  * never reads files, never waits, never allocates; every string is clipped
- * to its window from layout.h.
+ * to its window from layout.h and cleaned first (mtop_clean, format.h): text
+ * from a file or a command reaches ncurses without a control byte.
  *
  * Colours are named by meaning (one table, below); without colour (--no-color,
  * NO_COLOR, or a terminal without colours) the same screen is drawn with
@@ -42,7 +43,7 @@ typedef struct mtop_child_view {
     int status;             /* wait status once it has ended */
     const char *cmd;        /* argv[0] */
     const char *log;        /* its stdout/stderr */
-    const char *log_tail;   /* the log's last line, "" if none */
+    const char *log_tail;   /* the log's last line as written, "" if none (drawn cleaned, as every string) */
 } mtop_child_view;
 
 typedef struct mtop_draw_ctx {
