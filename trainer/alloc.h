@@ -48,7 +48,7 @@ enum {
 };
 
 #define MT_ALIGN 64
-#define MT_ERR_LEN 256
+#define MT_ERR_LEN 512 /* room for a message naming two paths */
 
 typedef struct mt_mem_stats {
     size_t cur[MT_NTAGS];     /* bytes live now, per tag */

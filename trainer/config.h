@@ -28,6 +28,8 @@ typedef enum { MT_GPT2, MT_LLAMA, MT_NFAMILY } mt_family;
  * memtrain implements the values whose row says so (mp_value.memtrain). */
 
 #define MT_PATH_LEN 512
+/* The most optimizer steps a run takes (--steps) and a checkpoint may be at. */
+#define MT_MAX_STEPS 100000000
 
 typedef struct mt_config {
     /* model */

@@ -80,7 +80,7 @@ static const mp_opt own_keys[] = {
     {"momentum", MP_OPT_FLOAT, K(c.opt.momentum), .lo = 0, .hi = 1},
     {"seed", MP_OPT_INT, K(c.seed), .lo = 0, .hi = 2147483647},
     {"loss-scale", MP_OPT_FLOAT, K(c.loss_scale), .lo = 1, .hi = 1e30},
-    {"steps", MP_OPT_INT, K(steps), .lo = 0, .hi = 100000000},
+    {"steps", MP_OPT_INT, K(steps), .lo = 0, .hi = MT_MAX_STEPS},
     {"ranks", MP_OPT_INT, K(ranks), .lo = 1, .hi = 1 << 20,
      .help = "the data-parallel rank count the plan's global batch is for; launching another is refused"},
     {"attn-tile", MP_OPT_INT, K(c.attn_tile), .lo = 1, .hi = 4096},
@@ -156,6 +156,30 @@ static char *trim(char *s)
     return s;
 }
 
+/* The value after a line's '=': a '#' after a blank starts a comment (a '#' inside a
+ * word, as in a path 'run#3.txt', is the value's); a value in double quotes is what
+ * stands between them, '#' and blanks included, with at most a comment after it.
+ * NULL with *why when the quotes do not close or text follows them. */
+static char *value_of(char *v, const char **why)
+{
+    while (*v == ' ' || *v == '\t') v++;
+    if (*v == '"') {
+        char *close = strchr(v + 1, '"');
+        if (!close) return *why = "a quoted value lacks its closing '\"'", NULL;
+        *close = 0;
+        char *rest = close + 1;
+        while (*rest == ' ' || *rest == '\t' || *rest == '\r') rest++;
+        if (*rest && *rest != '#') return *why = "text after a quoted value (a comment needs a blank and '#')", NULL;
+        return v + 1;
+    }
+    for (char *p = v; *p; p++)
+        if (*p == '#' && (p == v || p[-1] == ' ' || p[-1] == '\t')) {
+            *p = 0;
+            break;
+        }
+    return trim(v);
+}
+
 /* The longest line, its newline apart. */
 #define LINE_MAX_LEN 1022
 
@@ -177,21 +201,24 @@ int mt_config_parse(const char *text, size_t len, const char *name, mt_run_keys 
         memcpy(line, text + at, n);
         line[n] = 0;
         at += n + (nl != NULL);
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
         char *s = trim(line);
-        if (!*s) continue;
+        if (!*s || *s == '#') continue;
         char *eq = strchr(s, '=');
+        char quoted[600], where[600];
         if (!eq) {
-            char quoted[600];
             snprintf(err, MT_KEYS_ERR_LEN, "config '%.400s' line %d: expected 'key = value', got '%s'", name, lineno,
                      mp_quote(s, quoted, sizeof quoted));
             return -1;
         }
         *eq = 0;
-        char where[600];
         snprintf(where, sizeof where, "config '%.400s' line %d", name, lineno);
-        if (mt_config_key(k, trim(s), trim(eq + 1), where, err)) return -1;
+        const char *why = NULL;
+        char *v = value_of(eq + 1, &why);
+        if (!v) {
+            snprintf(err, MT_KEYS_ERR_LEN, "%s: %s", where, why);
+            return -1;
+        }
+        if (mt_config_key(k, trim(s), v, where, err)) return -1;
     }
     return 0;
 }

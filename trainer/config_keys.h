@@ -30,8 +30,9 @@ typedef struct mt_run_keys {
 const mp_opt *mt_config_keys(void);
 /* Apply one key = value. `where` names a config file's line, or is NULL for --key. */
 int mt_config_key(mt_run_keys *k, const char *key, const char *value, const char *where, char *err);
-/* A config file's text (`len` bytes, `name` for errors): '#' starts a comment,
- * blank lines are skipped, every other line is 'key = value'. */
+/* A config file's text (`len` bytes, `name` for errors): blank lines and lines whose
+ * first non-blank is '#' are skipped, every other line is 'key = value'; in a value a
+ * '#' after a blank starts a comment, and "..." quotes a value ('#' and blanks kept). */
 int mt_config_parse(const char *text, size_t len, const char *name, mt_run_keys *k, char *err);
 /* The file at `path`, read whole, then parsed as above. */
 int mt_config_read(const char *path, mt_run_keys *k, char *err);

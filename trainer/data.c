@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -183,6 +184,40 @@ static int stream_seq(mt_data *d, uint16_t *dst)
     return 0;
 }
 
+int mt_data_check(const char *path, mp_loader kind, size_t B, size_t T, int ranks, char *err, size_t len)
+{
+    size_t have = MT_CORPUS_BYTES;
+    if (path && path[0]) {
+        struct stat sb;
+        if (stat(path, &sb)) {
+            snprintf(err, len, "cannot read data file '%.300s': %s", path, strerror(errno));
+            return -1;
+        }
+        /* a pipe or a device would be read without end, a directory not at all */
+        if (!S_ISREG(sb.st_mode)) {
+            snprintf(err, len, "data file '%.300s' is not a regular file", path);
+            return -1;
+        }
+        if (sb.st_size == 0) {
+            snprintf(err, len, "data file '%.300s' is empty", path);
+            return -1;
+        }
+        have = (size_t)sb.st_size;
+    }
+    const char *src = path && path[0] ? path : "(the built-in corpus)";
+    /* memory: one global batch and its last target; stream: one sequence of T + 1 */
+    double need = kind == MP_LOAD_MEMORY ? (double)(ranks > 0 ? ranks : 1) * (double)B * (double)T + 1 : (double)T + 1;
+    if ((double)have < need) {
+        snprintf(err, len, "data file '%.300s' has %zu tokens, fewer than %s (%.0f)", src, have,
+                 kind == MP_LOAD_MEMORY ? (ranks > 1 ? "one global batch (ranks x batch x seq + 1)"
+                                                     : "one batch (batch x seq + 1)")
+                                        : "one sequence (seq + 1)",
+                 need);
+        return -1;
+    }
+    return 0;
+}
+
 int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size_t T,
                  size_t shuffle_buffer, uint64_t seed)
 {
@@ -346,20 +381,47 @@ void mt_data_state_save(const mt_data *d, uint8_t *buf)
         memcpy(buf + sizeof h, d->shuf, d->S * (d->T + 1) * sizeof(uint16_t));
 }
 
-int mt_data_state_load(mt_data *d, const uint8_t *buf)
+/* Every 64-bit word is a valid generator state (a Weyl sequence), so the RNG needs no check. */
+int mt_data_state_check(const mt_data *d, const uint8_t *buf)
 {
     uint64_t h[4];
     memcpy(h, buf, sizeof h);
-    if (h[0] != (uint64_t)d->kind || h[3] != d->S)
-        return mt_error("data: checkpoint was written with another loader configuration");
+    if (h[0] != (uint64_t)d->kind || h[3] != (uint64_t)d->S)
+        return mt_error("data: the checkpoint was written with another loader configuration (loader %llu, "
+                        "shuffle buffer %llu)", (unsigned long long)h[0], (unsigned long long)h[3]);
+    /* memory: the next window starts before the end (at the end it wraps to 0);
+     * stream: the next chunk starts within the source */
+    if (d->kind == MP_LOAD_MEMORY ? h[1] >= d->ntok : h[1] > d->src_bytes)
+        return mt_error("data: the checkpoint's data position %llu is beyond this data's %zu tokens",
+                        (unsigned long long)h[1], d->kind == MP_LOAD_MEMORY ? d->ntok : d->src_bytes);
+    if (d->kind == MP_LOAD_STREAM) {
+        const uint8_t *p = buf + sizeof h;
+        for (size_t i = 0; i < d->S * (d->T + 1); i++) {
+            uint16_t tok;
+            memcpy(&tok, p + i * sizeof tok, sizeof tok);
+            /* a token indexes the embeddings: only the tokenizer's may come back */
+            if (tok >= MT_TOKENS)
+                return mt_error("data: the checkpoint's shuffle buffer holds token %u (at %zu), beyond the "
+                                "byte tokenizer's %d", (unsigned)tok, i, MT_TOKENS);
+        }
+    }
+    return 0;
+}
+
+int mt_data_state_load(mt_data *d, const uint8_t *buf)
+{
+    if (mt_data_state_check(d, buf) != 0)
+        return -1;
+    uint64_t h[4];
+    memcpy(h, buf, sizeof h);
     d->rng.s = h[2];
     if (d->kind == MP_LOAD_MEMORY) {
-        d->pos = (size_t)h[1] < d->ntok ? (size_t)h[1] : 0;
+        d->pos = (size_t)h[1];
         return 0;
     }
     memcpy(d->shuf, buf + sizeof h, d->S * (d->T + 1) * sizeof(uint16_t));
-    /* the next chunk read starts at the saved offset */
-    d->chunk_start = (size_t)h[1] % (d->src_bytes ? d->src_bytes : 1);
+    /* the next chunk read starts at the saved offset (the end of the source: its start) */
+    d->chunk_start = (size_t)h[1] < d->src_bytes ? (size_t)h[1] : 0;
     d->chunk_len = d->chunk_pos = 0;
     return 0;
 }

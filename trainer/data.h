@@ -39,6 +39,15 @@ void mt_corpus_generate(char *buf, size_t len);
 
 typedef struct mt_data mt_data;
 
+/* Tokens the byte tokenizer produces are below this (a model's vocab is at least it). */
+#define MT_TOKENS 256
+
+/* Whether the source can feed this run, before anything is allocated: a regular file
+ * (path NULL or "": the built-in corpus) with at least one batch of `ranks` x B rows of
+ * T + 1 tokens (memory) or one sequence of T + 1 (stream). 0, or -1 with one line in
+ * err (len bytes) naming the file and the count. */
+int mt_data_check(const char *path, mp_loader kind, size_t B, size_t T, int ranks, char *err, size_t len);
+
 /* path NULL or "": the built-in corpus. Returns 0, or -1 with mt_last_error(). */
 int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size_t T,
                  size_t shuffle_buffer, uint64_t seed);
@@ -53,9 +62,12 @@ void mt_data_close(mt_data *d);
 /* Bytes of the source (file or corpus). */
 size_t mt_data_source_bytes(const mt_data *d);
 
-/* Loader position, shuffle buffer and RNG, for checkpoints. */
+/* Loader position, shuffle buffer and RNG, for checkpoints. The check range-checks a
+ * state read back (the loader, the position within this source, the tokens) and
+ * returns 0, or -1 with mt_last_error(); load checks, then applies, a state. */
 size_t mt_data_state_size(const mt_data *d);
 void mt_data_state_save(const mt_data *d, uint8_t *buf);
+int mt_data_state_check(const mt_data *d, const uint8_t *buf);
 int mt_data_state_load(mt_data *d, const uint8_t *buf);
 
 #endif

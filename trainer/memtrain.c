@@ -6,9 +6,10 @@
  *   memplan estimate --model ... --emit memtrain -o plan.cfg
  *   memtrain --config plan.cfg --steps 50 --report r.json --metrics run.csv
  *
- * Exit status: 0 done; 2 bad input (nothing written); 3 the memory limit was
- * hit (refused before the start, or stopped after the step that crossed it);
- * 1 a runtime failure.
+ * Exit status (memtrain(1), EXIT STATUS): 0 done; 1 a runtime failure; 2 bad
+ * input (nothing written); 3 the memory limit was hit (refused before the start,
+ * or stopped after the step that crossed it); 4 the run diverged (a loss that was
+ * not finite).
  */
 #include "checkpoint.h"
 #include "config_keys.h"
@@ -32,8 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 #define EXIT_MEMLIMIT 3
+#define EXIT_DIVERGED 4
 
 /* True while the progress bar's line is open on the terminal: an error then starts a
  * line of its own. */
@@ -56,10 +59,20 @@ __attribute__((format(printf, 2, 3))) static int run_error(int code, const char 
 }
 #define usage_error(...) run_error(EXIT_USAGE, __VA_ARGS__)
 
+/* An error only this rank meets (its own file): said by this rank, whichever it is. */
+__attribute__((format(printf, 2, 3))) static int rank_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mp_verror("memtrain", NULL, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 /* ---------- options: the run's own, then every config key ---------- */
 
 typedef struct run_opts {
-    const char *config, *report, *metrics, *save_dir, *resume_dir;
+    const char *config, *report, *metrics, *save_dir, *resume_dir, *resume_changed;
     int64_t save_every;
     double mem_limit;
     bool quiet;
@@ -74,6 +87,8 @@ static const mp_opt run_rows[] = {
     {"save-every", MP_OPT_INT, R(save_every), .lo = 1, .hi = 100000000, .arg = "N",
      .help = "a checkpoint every N steps (default: at the end only)"},
     {"resume", MP_OPT_STRING, R(resume_dir), .arg = "DIR", .help = "continue from DIR's checkpoint, bit-identically"},
+    {"resume-changed", MP_OPT_STRING, R(resume_changed), .arg = "SETTING[,SETTING]",
+     .help = "with --resume: the settings this run changes on purpose (lr, seed, data, ...); any other change is refused"},
     {"mem-limit", MP_OPT_SIZE, R(mem_limit), .arg = "SIZE",
      .help = "refuse plans predicted above SIZE; stop if measured crosses it"},
     {"quiet", MP_OPT_FLAG, R(quiet), .help = "no progress bar or table"},
@@ -101,7 +116,8 @@ static int read_config(const char *path, mt_run_keys *k)
 static void usage(FILE *f)
 {
     fputs("usage: memtrain [--config FILE] [--steps N] [--report FILE.json] [--metrics FILE.csv]\n"
-          "                [--save DIR --save-every N] [--resume DIR] [--mem-limit SIZE] [--quiet]\n"
+          "                [--save DIR --save-every N] [--resume DIR [--resume-changed SETTING,...]]\n"
+          "                [--mem-limit SIZE] [--quiet]\n"
           "                [--KEY VALUE ...]\n"
           "Trains a decoder-only transformer on the CPU (OpenBLAS) and reports the memory each\n"
           "component allocated next to memplan's prediction (--framework memtrain).\n\n",
@@ -111,7 +127,7 @@ static void usage(FILE *f)
     fputs("config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n", f);
     const mp_opt *keys = mt_config_keys();
     for (int i = 0; keys[i].name; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", keys[i].name);
-    fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit\n", f);
+    fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit, 4 the run diverged\n", f);
 }
 
 /* ---------- the planner's prediction for this config ---------- */
@@ -164,10 +180,29 @@ static void csv_put(FILE *f, const char *v, bool first)
     csv_fwrite(f, v, strlen(v));
 }
 
-static FILE *metrics_open(const char *path, const mt_config *c, long steps, double limit, const char *model)
+/* The metrics file, appended to as the run goes (so not through the atomic writer):
+ * never through a link planted at its path (O_NOFOLLOW), not left to a child
+ * (O_CLOEXEC), and a FIFO without a reader refused rather than waited on
+ * (O_NONBLOCK, cleared once open). NULL with errno (ELOOP: a symbolic link). */
+static FILE *metrics_create(const char *path)
 {
-    FILE *f = fopen(path, "a");
-    if (!f) return NULL;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) return NULL;
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+/* Whether the rows so far reached the file (a full disk shows at the flush). */
+static bool metrics_ok(FILE *f) { return fflush(f) == 0 && !ferror(f); }
+
+static void metrics_header(FILE *f, const mt_config *c, long steps, double limit, const char *model)
+{
     fprintf(f, "# memtrain metrics v1\n# model: %s\n", model);
     fprintf(f, "# settings: family=%s precision=%s optimizer=%s checkpointing=%s attention=%s batch=%d "
                "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s",
@@ -185,8 +220,6 @@ static FILE *metrics_open(const char *path, const mt_config *c, long steps, doub
     fprintf(f, "# steps: %ld\n# budget_bytes: %.0f\n# device: cpu\n", steps, limit);
     for (int i = 0; i < MP_NMETRIC; i++) csv_put(f, mp_metric_name(i), i == 0);
     fputc('\n', f);
-    fflush(f);
-    return f;
 }
 
 static void metrics_row(FILE *f, long step, double t, double loss, double tps, double lr,
@@ -198,7 +231,10 @@ static void metrics_row(FILE *f, long step, double t, double loss, double tps, d
     measured_components(st, pk, true);
     snprintf(v, sizeof v, "%ld", step), csv_put(f, v, true);
     snprintf(v, sizeof v, "%.3f", t), csv_put(f, v, false);
-    snprintf(v, sizeof v, "%.6f", loss), csv_put(f, v, false);
+    /* a diverged step logs "nan" or "inf" (memtop reads both), never "-nan" */
+    if (isfinite(loss)) snprintf(v, sizeof v, "%.6f", loss);
+    else snprintf(v, sizeof v, "%s", isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf");
+    csv_put(f, v, false);
     snprintf(v, sizeof v, "%.1f", tps), csv_put(f, v, false);
     snprintf(v, sizeof v, "%g", lr), csv_put(f, v, false);
     /* totals leave out the data loader (host memory on a GPU), so they are the
@@ -211,7 +247,6 @@ static void metrics_row(FILE *f, long step, double t, double loss, double tps, d
     snprintf(v, sizeof v, "%.0f", pred->total_bytes), csv_put(f, v, false);
     snprintf(v, sizeof v, "%zu", mt_rss_bytes()), csv_put(f, v, false);
     fputc('\n', f);
-    fflush(f);
 }
 
 /* ---------- the run ---------- */
@@ -300,6 +335,7 @@ typedef struct rank_stats {
 /* The run's outcome, the same on every rank (the losses are of the global batch). */
 typedef struct run_result {
     long steps, first_step, done;
+    long nonfinite, first_nonfinite; /* steps whose loss was not finite, and the first of them */
     double tokens_per_s, last_loss;
     double allreduce_wait_s;  /* this rank's, summed over the run's steps */
     json_t *losses;
@@ -355,6 +391,7 @@ static json_t *report_json(const rank_stats *rs, const mp_estimate *pred, const 
     json_object_set_new(r, "steps", json_integer(res->steps));
     json_object_set_new(r, "first_step", json_integer(res->first_step));
     json_object_set_new(r, "losses", json_deep_copy(res->losses));
+    json_object_set_new(r, "diverged", json_boolean(res->nonfinite > 0));
     json_object_set_new(r, "exit_status", json_integer(res->rc));
     return r;
 }
@@ -389,7 +426,7 @@ static int write_report(const char *path, const rank_stats *all, int ranks, cons
 /* Train until --steps (or a stop every rank agrees on); the steps' losses and
  * speed in res, the exit status in res->rc. */
 static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_estimate *pred, FILE *mf,
-                       run_result *res)
+                       const char *metrics_path, run_result *res)
 {
     const mt_config *c = mt_trainer_config(t);
     char err[MT_ERR_LEN], a[32], b[32];
@@ -397,6 +434,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     bar_open = tty;
     double t0 = now_s(), tokens = 0;
     res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0, res->allreduce_wait_s = 0;
+    res->nonfinite = 0, res->first_nonfinite = 0;
     while (mt_trainer_steps(t) < steps && !any_rank(stop_requested, c->ranks)) {
         mt_step_result r;
         if (mt_trainer_step(t, &r, err)) {
@@ -407,19 +445,29 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
         tokens += (double)r.tokens;
         res->allreduce_wait_s += r.allreduce_wait_s;
         res->last_loss = r.loss;
-        json_array_append_new(res->losses, json_real(r.loss));
+        /* JSON has no NaN: a step whose loss is not finite is a null, never left out */
+        json_array_append_new(res->losses, isfinite(r.loss) ? json_real(r.loss) : json_null());
+        if (!isfinite(r.loss) && res->nonfinite++ == 0) res->first_nonfinite = r.step;
         double el = now_s() - t0;
         mt_mem_stats st;
         mt_trainer_mem(t, &st);
-        if (mf) metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
+        if (mf) {
+            metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
+            if (!metrics_ok(mf)) {
+                res->rc = run_error(EXIT_RUNTIME, "cannot write metrics '%s': %s", metrics_path, strerror(errno));
+                break;
+            }
+        }
         if (tty) progress(r.step, steps, r.loss, tokens / el, el);
         if (o->save_dir && o->save_every && r.step % o->save_every == 0 && mt_checkpoint_save(t, o->save_dir, err)) {
             res->rc = run_error(1, "%s", err);
             break;
         }
-        if (any_rank(o->mem_limit > 0 && (double)st.total_peak > o->mem_limit, c->ranks)) {
-            res->rc = run_error(EXIT_MEMLIMIT, "measured memory %s crossed --mem-limit %s at step %ld: stopping",
-                                mp_fmt_gib((double)st.total_peak, a, sizeof a),
+        /* the prediction's side: device memory, the data loader's host buffers apart */
+        if (any_rank(o->mem_limit > 0 && device_peak_of(&st) > o->mem_limit, c->ranks)) {
+            res->rc = run_error(EXIT_MEMLIMIT, "measured memory %s (without the data loader, as predicted) crossed "
+                                "--mem-limit %s at step %ld: stopping",
+                                mp_fmt_gib(device_peak_of(&st), a, sizeof a),
                                 mp_fmt_gib(o->mem_limit, b, sizeof b), r.step);
             break;
         }
@@ -430,6 +478,10 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     double elapsed = now_s() - t0;
     if (!res->rc && o->save_dir && mt_checkpoint_save(t, o->save_dir, err))
         res->rc = run_error(1, "%s", err);
+    /* a diverged run is written out as any finished one, and says so in its status */
+    if (!res->rc && res->nonfinite)
+        res->rc = run_error(EXIT_DIVERGED, "the run diverged: the loss was not finite at %ld of %ld steps, the first "
+                            "at step %ld", res->nonfinite, res->done, res->first_nonfinite);
     res->steps = mt_trainer_steps(t);
     res->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
 }
@@ -451,6 +503,9 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
     if (rank == 0 && !o->quiet) {
         printf("memtrain: %ld steps (%ld this run), %.0f tokens/s, final loss %.4f\n", res->steps, res->done,
                res->tokens_per_s, res->last_loss);
+        if (res->nonfinite)
+            printf("  the run diverged: %ld of %ld losses were not finite, the first at step %ld\n", res->nonfinite,
+                   res->done, res->first_nonfinite);
         if (ranks > 1) printf("  %d ranks, ZeRO-%d, global batch %d x %d x %d\n", ranks, c->zero, ranks, c->batch, c->accum);
         for (int k = 0; k < ranks; k++) {
             if (ranks > 1) printf("\n  rank %d", k);
@@ -493,8 +548,16 @@ static int run(int argc, char **argv, int rank, int ranks)
     if (keys.tied >= 0 && keys.tied != family_tied)
         return usage_error("tied = %d does not match memtrain's %s family (%s head)", keys.tied, mt_family_name(c.family),
                            family_tied ? "tied" : "untied");
+    /* the byte tokenizer's tokens index the embeddings */
+    if (c.vocab < MT_TOKENS)
+        return usage_error("vocab = %d: memtrain's byte tokenizer needs at least %d", c.vocab, MT_TOKENS);
+    char derr[MT_ERR_LEN];
+    if (mt_data_check(c.data_path, c.loader, (size_t)c.batch, (size_t)c.seq, ranks, derr, sizeof derr))
+        return usage_error("%s", derr);
     if (c.data_path[0] && access(c.data_path, R_OK))
         return usage_error("cannot read data file '%s': %s", c.data_path, strerror(errno));
+    if (o.resume_changed && !o.resume_dir) return usage_error("--resume-changed '%s' needs --resume", o.resume_changed);
+    if (o.resume_changed && mt_checkpoint_changes_check(o.resume_changed, err)) return usage_error("%s", err);
     if (o.resume_dir && access(o.resume_dir, R_OK))
         return usage_error("cannot open --resume '%s': %s", o.resume_dir, strerror(errno));
 
@@ -512,23 +575,42 @@ static int run(int argc, char **argv, int rank, int ranks)
     mt_trainer *t;
     if (mt_trainer_create(&c, &t, err))
         return run_error(1, "%s", err);
-    if (o.resume_dir && mt_checkpoint_load(t, o.resume_dir, err)) {
+    if (o.resume_dir && mt_checkpoint_load(t, o.resume_dir, o.resume_changed, err)) {
         mt_trainer_free(t);
         return run_error(EXIT_USAGE, "%s", err);
+    }
+    /* --steps counts the steps already taken: a checkpoint past it leaves nothing to run */
+    if (mt_trainer_steps(t) > keys.steps) {
+        mt_trainer_free(t);
+        return usage_error("checkpoint '%s' is at step %ld, past --steps %lld (which counts the steps already taken)",
+                           o.resume_dir, mt_trainer_steps(t), (long long)keys.steps);
     }
     FILE *mf = NULL;
     char metrics_path[1024];
     if (o.metrics) rank_path(o.metrics, rank, ranks, metrics_path, sizeof metrics_path);
-    if (o.metrics && !(mf = metrics_open(metrics_path, &c, keys.steps, o.mem_limit, model_name))) {
-        int e = errno;
+    int merr = o.metrics && !(mf = metrics_create(metrics_path)) ? errno : 0;
+    /* this rank's own path: it says why, and every rank stops alike */
+    if (merr == ELOOP) rank_error(EXIT_USAGE, "refusing to write metrics '%s': it is a symbolic link", metrics_path);
+    else if (merr) rank_error(EXIT_USAGE, "cannot open metrics '%s': %s", metrics_path, strerror(merr));
+    if (any_rank(merr != 0, ranks)) {
+        if (mf) fclose(mf);
         mt_trainer_free(t);
-        return run_error(EXIT_USAGE, "cannot open metrics '%s': %s", metrics_path, strerror(e));
+        return EXIT_USAGE;
+    }
+    if (mf) {
+        metrics_header(mf, &c, keys.steps, o.mem_limit, model_name);
+        if (!metrics_ok(mf)) {
+            int e = errno;
+            fclose(mf);
+            mt_trainer_free(t);
+            return run_error(EXIT_RUNTIME, "cannot write metrics '%s': %s", metrics_path, strerror(e));
+        }
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
     run_result res = {.losses = json_array()};
-    train_loop(t, &o, keys.steps, &pred, mf, &res);
+    train_loop(t, &o, keys.steps, &pred, mf, metrics_path, &res);
     int rc = conclude(t, &o, &pred, &res, baseline_rss);
     json_decref(res.losses);
     if (mf) fclose(mf);

@@ -152,6 +152,10 @@ float mt_model_lora_grad_get(const mt_model *m, size_t i);
 size_t mt_model_state_size(const mt_model *m);
 void mt_model_state_save(const mt_model *m, uint8_t *buf);
 void mt_model_state_load(mt_model *m, const uint8_t *buf);
+/* A state read back, range-checked before it is loaded: the NF4 stores' codes and
+ * scales (any parameter value is a float the step can take, so those are kept as
+ * they are). 0, or -1 with mt_last_error(). */
+int mt_model_state_check(const mt_model *m, const uint8_t *buf);
 
 /* Parameter counts: total (incl. quantised), trainable. */
 size_t mt_model_nparams(const mt_model *m);

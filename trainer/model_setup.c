@@ -8,6 +8,7 @@
 #include "model_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -489,4 +490,25 @@ void mt_model_state_load(mt_model *m, const uint8_t *buf)
         mt_nf4_state_load(&m->nf4[l], buf);
         buf += mt_nf4_state_size(&m->nf4[l]);
     }
+}
+
+int mt_model_state_check(const mt_model *m, const uint8_t *buf)
+{
+    /* the NF4 stores come last, after the same sections mt_model_state_size counts */
+    size_t P = psz(m), at = m->pn * P + m->nlora * P;
+    if (m->master)
+        at += m->nbase * sizeof(float);
+    if (m->mshard)
+        at += m->pn * sizeof(float);
+    if (m->lmaster)
+        at += m->nlora * sizeof(float);
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++) {
+        if (mt_nf4_state_check(&m->nf4[l], buf + at) != 0) {
+            char why[MT_ERR_LEN];
+            snprintf(why, sizeof why, "%s", mt_last_error());
+            return mt_error("layer %zu: %s", l, why);
+        }
+        at += mt_nf4_state_size(&m->nf4[l]);
+    }
+    return 0;
 }

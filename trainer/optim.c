@@ -373,6 +373,38 @@ void mt_optim_state_save(const mt_optim *o, uint8_t *buf)
     }
 }
 
+/* n block scales (absmax) at p: finite and not negative. */
+static int check_amax(const uint8_t *p, size_t n, const char *which)
+{
+    for (size_t j = 0; j < n; j++) {
+        float v;
+        memcpy(&v, p + j * sizeof v, sizeof v);
+        if (!isfinite(v) || v < 0.0f)
+            return mt_error("8-bit %s block scale %zu is %g: not a finite absmax", which, j, (double)v);
+    }
+    return 0;
+}
+
+int mt_optim_state_check(const mt_optim *o, const uint8_t *buf, long steps)
+{
+    int64_t t;
+    memcpy(&t, buf, sizeof t);
+    if (t != steps)
+        return mt_error("optimizer step count %lld, but the run made %ld updates", (long long)t, steps);
+    if (o->kind != MP_ADAMW_8BIT)
+        return 0;
+    const uint8_t *m8 = buf + sizeof t, *amax = m8 + 2 * o->n;
+    /* the signed map has 255 codes (0..254): 255 would index past its magnitudes */
+    for (size_t i = 0; i < o->n; i++)
+        if (m8[i] > 2 * (SMAG - 1))
+            return mt_error("8-bit first-moment code %u at %zu is not a code (0 to %d)", (unsigned)m8[i], i,
+                            2 * (SMAG - 1));
+    if (check_amax(amax, o->nblocks, "first-moment") ||
+        check_amax(amax + o->nblocks * sizeof(float), o->nblocks, "second-moment"))
+        return -1;
+    return 0;
+}
+
 void mt_optim_state_load(mt_optim *o, const uint8_t *buf)
 {
     int64_t t;

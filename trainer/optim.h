@@ -73,5 +73,10 @@ uint8_t mt_q8_unsigned_code(float x); /* x in [0, 1] */
 size_t mt_optim_state_size(const mt_optim *o);
 void mt_optim_state_save(const mt_optim *o, uint8_t *buf);
 void mt_optim_state_load(mt_optim *o, const uint8_t *buf);
+/* A state read back, range-checked before it is loaded: the step count is `steps`
+ * (the updates the run made), 8-bit codes are codes of the maps (the signed map's
+ * 255 is none), block scales finite and not negative. fp32 moments are kept as
+ * they are (a float the step can take). 0, or -1 with mt_last_error(). */
+int mt_optim_state_check(const mt_optim *o, const uint8_t *buf, long steps);
 
 #endif

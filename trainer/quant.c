@@ -4,6 +4,7 @@
 #include "quant.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -226,4 +227,35 @@ void mt_nf4_state_load(mt_nf4 *q, const uint8_t *buf)
     } else {
         memcpy(q->absmax, buf, q->nblocks * sizeof(float));
     }
+}
+
+/* One stored fp32 block constant: finite and not negative (an absmax). */
+static int check_scale(const uint8_t *p, size_t j, const char *what, bool numbered)
+{
+    float v;
+    memcpy(&v, p + j * sizeof v, sizeof v);
+    if (!isfinite(v) || v < 0.0f) {
+        char at[32] = "";
+        if (numbered) snprintf(at, sizeof at, " %zu", j);
+        return mt_error("NF4 %s%s is %g: not a finite absmax", what, at, (double)v);
+    }
+    return 0;
+}
+
+int mt_nf4_state_check(const mt_nf4 *q, const uint8_t *buf)
+{
+    buf += (q->n + 1) / 2;
+    if (!q->dq) {
+        for (size_t j = 0; j < q->nblocks; j++)
+            if (check_scale(buf, j, "block absmax", true)) return -1;
+        return 0;
+    }
+    for (size_t j = 0; j < q->nblocks; j++)
+        if ((int8_t)buf[j] == -128)
+            return mt_error("NF4 double-quantised absmax %zu has code -128 (codes are -127 to 127)", j);
+    buf += q->nblocks;
+    size_t ng = ngroups(q->nblocks);
+    for (size_t g = 0; g <= ng; g++)
+        if (check_scale(buf, g, g < ng ? "group scale" : "absmax mean", g < ng)) return -1;
+    return 0;
 }

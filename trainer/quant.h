@@ -63,5 +63,9 @@ float mt_nf4_block_absmax(const mt_nf4 *q, size_t j);
 size_t mt_nf4_state_size(const mt_nf4 *q);
 void mt_nf4_state_save(const mt_nf4 *q, uint8_t *buf);
 void mt_nf4_state_load(mt_nf4 *q, const uint8_t *buf);
+/* A stored state read back, range-checked: every block constant finite and not
+ * negative (dq: the group scales and the mean; the int8 codes within [-127, 127], as
+ * quantisation writes them). 0, or -1 with mt_last_error(). Every 4-bit code is a level. */
+int mt_nf4_state_check(const mt_nf4 *q, const uint8_t *buf);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include "train.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -384,38 +385,74 @@ int mt_trainer_state_save(const mt_trainer *t, void *buf, size_t len, char *err)
     return 0;
 }
 
-int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
+/* The state's header words and the start of its three sections, checked against this
+ * trainer: every count and code range-checked, nothing of t changed. */
+static int state_check(const mt_trainer *t, const void *buf, size_t len, uint64_t h[8], const uint8_t *sec[3],
+                       char *err)
 {
     const uint8_t *p = buf;
-    uint64_t h[8];
-    if (len < sizeof h) {
-        return say(err, "state: truncated");
-    }
-    memcpy(h, p, sizeof h);
-    if (h[0] != STATE_MAGIC) {
+    if (len < 8 * sizeof(uint64_t))
+        return say(err, "state: truncated (%zu bytes)", len);
+    memcpy(h, p, 8 * sizeof(uint64_t));
+    if (h[0] != STATE_MAGIC)
         return say(err, "state: not a memtrain state");
-    }
-    if (h[1] != fingerprint(&t->cfg) || h[2] != mt_trainer_state_size(t) || len < h[2]) {
+    if (h[1] != fingerprint(&t->cfg) || h[2] != mt_trainer_state_size(t) || len != h[2])
         return say(err, "state: written by a different configuration");
-    }
-    p += sizeof h;
-    uint64_t sizes[3];
-    size_t want[3] = {mt_model_state_size(t->model), mt_optim_state_size(&t->opt),
-                      mt_data_state_size(t->data)};
-    const uint8_t *q = p;
+    /* counts are int64 on disk: a negative one reads as a huge one here */
+    if (h[3] > MT_MAX_STEPS)
+        return say(err, "state: step %lld is out of range (0 to %d)", (long long)h[3], MT_MAX_STEPS);
+    float scale;
+    uint32_t scale_bits = (uint32_t)h[5];
+    memcpy(&scale, &scale_bits, 4);
+    const mt_scaler *sc = &t->scaler;
+    /* the scaler halves down to 1 and doubles from the loss-scale; off, it stays at 1 */
+    if (h[5] >> 32 || (sc->enabled ? !isfinite(scale) || scale < 1.0f : scale != 1.0f))
+        return say(err, "state: loss scale %g is out of range (%s)", (double)scale,
+                    sc->enabled ? "a finite value of at least 1" : "1 without loss scaling");
+    if (h[6] >= (uint64_t)(sc->enabled ? sc->window : 1))
+        return say(err, "state: %lld good steps since the last overflow is out of range (0 to %d)", (long long)h[6],
+                   sc->enabled ? sc->window - 1 : 0);
+    if (h[7] > h[3])
+        return say(err, "state: %lld skipped steps of %llu is out of range", (long long)h[7],
+                   (unsigned long long)h[3]);
+    size_t want[3] = {mt_model_state_size(t->model), mt_optim_state_size(&t->opt), mt_data_state_size(t->data)};
+    const uint8_t *q = p + 8 * sizeof(uint64_t);
     for (int i = 0; i < 3; i++) {
-        memcpy(&sizes[i], q, 8);
-        if (sizes[i] != want[i]) {
-            return say(err, "state: section %d has %llu bytes, expected %zu", i,
-                       (unsigned long long)sizes[i], want[i]);
-        }
-        q += 8 + sizes[i];
+        uint64_t n;
+        memcpy(&n, q, 8);
+        if (n != want[i])
+            return say(err, "state: section %d has %llu bytes, expected %zu", i, (unsigned long long)n, want[i]);
+        sec[i] = q + 8;
+        q += 8 + n;
     }
-    /* data first: it is the only part that can refuse */
-    if (mt_data_state_load(t->data, p + 8 + sizes[0] + 8 + sizes[1] + 8) != 0)
+    /* the optimizer updated once for every step but the skipped ones */
+    if (mt_model_state_check(t->model, sec[0]) || mt_optim_state_check(&t->opt, sec[1], (long)(h[3] - h[7])) ||
+        mt_data_state_check(t->data, sec[2]))
         return fail(err, "state");
-    mt_model_state_load(t->model, p + 8);
-    mt_optim_state_load(&t->opt, p + 8 + sizes[0] + 8);
+    return 0;
+}
+
+int mt_trainer_state_check(const mt_trainer *t, const void *buf, size_t len, long *step, char *err)
+{
+    uint64_t h[8];
+    const uint8_t *sec[3];
+    if (state_check(t, buf, len, h, sec, err))
+        return -1;
+    if (step)
+        *step = (long)h[3];
+    return 0;
+}
+
+int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err)
+{
+    uint64_t h[8];
+    const uint8_t *sec[3];
+    if (state_check(t, buf, len, h, sec, err))
+        return -1;
+    if (mt_data_state_load(t->data, sec[2]) != 0) /* checked above: cannot refuse */
+        return fail(err, "state");
+    mt_model_state_load(t->model, sec[0]);
+    mt_optim_state_load(&t->opt, sec[1]);
     t->step = (long)h[3];
     t->rng.s = h[4];
     uint32_t scale_bits = (uint32_t)h[5];

@@ -64,6 +64,11 @@ void mt_trainer_mem(const mt_trainer *t, mt_mem_stats *s);
  * Loading needs a trainer created from the same configuration. */
 size_t mt_trainer_state_size(const mt_trainer *t);
 int mt_trainer_state_save(const mt_trainer *t, void *buf, size_t len, char *err);
+/* A state read back is range-checked whole (steps, the loss scaler, the optimizer's
+ * step count and 8-bit codes and scales, NF4 scales, the data position and tokens)
+ * before anything is loaded: refused, the trainer is as it was. The check alone
+ * gives the state's step. */
+int mt_trainer_state_check(const mt_trainer *t, const void *buf, size_t len, long *step, char *err);
 int mt_trainer_state_load(mt_trainer *t, const void *buf, size_t len, char *err);
 
 #endif
