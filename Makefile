@@ -194,7 +194,8 @@ FUZZ_NAMES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_BINS  := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_LIB   := $(FUZZ)/libfuzzed.a
 FUZZ_LIB_SRC := $(LIB_SRC) tui/metrics.c tui/history.c trainer/config.c trainer/config_keys.c \
-                tui/runset.c tui/follow.c tui/ranks.c tui/snapshot.c tui/snapshot_text.c tui/rank_snapshot.c tui/format.c
+                tui/runset.c tui/follow.c tui/ranks.c tui/snapshot.c tui/snapshot_text.c tui/rank_snapshot.c tui/format.c \
+                $(filter-out planner/cmd/memplan.c,$(CMD_SRC))
 # Does clang link a libFuzzer program here?
 FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
              $(FUZZ_CC) -fsanitize=fuzzer -x c - -o $(FUZZ)/probe >/dev/null 2>&1

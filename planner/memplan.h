@@ -209,6 +209,10 @@ typedef struct mp_framework {
 const char *mp_profiles_dir(void);
 /* Load the profiles now (every lookup does it on first use); 0, or -1 with err. */
 int mp_profiles_load(char *err);
+/* Forget the loaded profiles and the folder found (the next lookup loads them
+ * again, from $MEMPLAN_PROFILES as it is then): tests and fuzzing. Pointers
+ * from mp_*_at and mp_framework_find are invalid after it. */
+void mp_profiles_unload(void);
 int mp_model_lookup(const char *name, mp_model *m, char *err);
 int mp_gpu_lookup(const char *name_or_size, mp_gpu *g, char *err);
 int mp_framework_lookup(const char *name, mp_framework *f, char *err);

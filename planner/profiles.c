@@ -377,6 +377,17 @@ static int ensure_loaded(char *err)
 
 int mp_profiles_load(char *err) { return ensure_loaded(err); }
 
+void mp_profiles_unload(void)
+{
+    for (int i = 0; model_aliases && i < nmodels; i++) free(model_aliases[i]);
+    for (int i = 0; gpu_aliases && i < ngpus; i++) free(gpu_aliases[i]);
+    free(model_aliases), free(gpu_aliases), free(models), free(gpus), free(frameworks);
+    model_aliases = gpu_aliases = NULL, models = NULL, gpus = NULL, frameworks = NULL;
+    nmodels = ngpus = nframeworks = 0;
+    loaded = 0;
+    profiles_dir[0] = 0;
+}
+
 const mp_model *mp_model_at(int i)
 {
     char err[MP_ERR_LEN];
