@@ -237,7 +237,9 @@ static int read_source(cli *c)
         snprintf(c->model_how, sizeof c->model_how, "profile '%s'", m->name);
     } else if (src->hf_config) {
         if (mp_model_from_hf_config(src->hf_config, m, err)) return cli_error("%s", err);
-        snprintf(c->model_how, sizeof c->model_how, "Hugging Face config '%.150s'", src->hf_config);
+        char shown[160]; /* a path as typed, shown as one line */
+        snprintf(c->model_how, sizeof c->model_how, "Hugging Face config '%s'",
+                 mp_quote(src->hf_config, shown, sizeof shown));
     } else if (src->params > 0) {
         if (dims) return cli_error("--params infers the shape: give it without --layers/--hidden/--heads/--vocab");
         if (mp_model_from_params(src->params, m, err)) return cli_error("%s", err);
