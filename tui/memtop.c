@@ -922,7 +922,10 @@ int main(int argc, char **argv)
     if (!o.cmd) return o.once ? once_run(&o, o.files, o.nfiles, NULL) : run_main(&o, &c, budget);
     /* memtop -- COMMAND: every way out goes through finish_child, which stops
      * the command and removes its directory */
-    if ((rc = spawn(&c, o.cmd, o.ncmd))) return rc;
+    if ((rc = spawn(&c, o.cmd, o.ncmd))) {
+        remove_child_dir(&c); /* made before what failed, if it was */
+        return rc;
+    }
     command_metrics[0] = c.metrics;
     o.files = command_metrics;
     o.nfiles = 1;

@@ -121,6 +121,13 @@ expect 0 "0: -- COMMAND that wrote its metrics and exited 0" -- "$memtop" --once
 has out '"step": 3'
 empty err
 no_tmpdir "0: -- COMMAND"
+# what a command leaves in its directory goes with it; a link is removed, never followed
+echo keep >"$tmp/outside"
+expect 0 "0: -- COMMAND that leaves a tree and links out of its directory" -- "$memtop" --once -- sh -c \
+    'cp "$0" "$3"; d=${3%/*}; mkdir -p "$d/a/b/c"; echo x >"$d/a/b/c/f"; ln -s "$1" "$d/link"; ln -s "${1%/*}" "$d/a/up"' \
+    "$tmp/ok.csv" "$tmp/outside"
+no_tmpdir "a tree and links"
+if [ "$(cat "$tmp/outside" 2>/dev/null)" = keep ] && [ -f "$tmp/ok.csv" ]; then ok "the files the links named are untouched"; else bad "a link was followed: $(ls "$tmp")"; fi
 expect 1 "1: a file that cannot be read" -- "$memtop" --once "$tmp/none.csv"
 one_line
 expect 1 "1: -- COMMAND exited 0 but wrote no metrics" -- "$memtop" --once -- true
