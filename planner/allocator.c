@@ -47,20 +47,31 @@
 typedef struct block {
     double ptr, size;
     int prev, next;     /* neighbours in the segment, -1 at its ends */
+    int hpos;           /* cached: its place in its size class's heap; -1 otherwise */
     int pool;           /* 0 small, 1 large */
     int stream;
     bool allocated, mapped, live;
 } block;
 
-/* a cached block as the best-fit search reads it: its size and address inline */
-typedef struct cached {
-    double size, ptr;
+/* The cached blocks of a pool in PyTorch's order (BlockComparatorSize: size,
+ * then address), kept as a size-class index: the distinct sizes sorted, each
+ * with a min-heap of its blocks by address. Best fit is a binary search over
+ * the few sizes and the heap's top; a block goes in or out in O(log n), where
+ * one sorted array of every block paid a memmove per insert. */
+typedef struct hent {
+    double ptr;
     int id;
-} cached;
+} hent;
+
+typedef struct sclass {
+    double size;
+    hent *h;            /* min-heap by ptr; never empty while listed */
+    int n, cap;
+} sclass;
 
 typedef struct pool {
-    cached *free;       /* cached blocks, sorted by (size, ptr) */
-    int nfree, cap;
+    sclass *cls;        /* by size, ascending */
+    int ncls, capcls;
     int tail;           /* expandable: the segment's unmapped end, -1 before the first request */
 } pool;
 
@@ -71,6 +82,8 @@ struct alloc_sim {
     int *spare;         /* ids of deleted blocks, reused */
     int nspare, capspare;
     pool pools[ALLOC_STREAMS][2]; /* per stream: small, large */
+    sclass *idle;       /* emptied classes' heap buffers, reused */
+    int nidle, capidle;
     double next_ptr;
     alloc_stats st;
 };
@@ -94,8 +107,8 @@ static int new_block(alloc_sim *a, double ptr, double size, int pool_id, int str
         if (!grow((void **)&a->b, &a->capb, a->nb + 1, sizeof(block))) return -1;
         id = a->nb++;
     }
-    a->b[id] = (block){.ptr = ptr, .size = size, .prev = -1, .next = -1, .pool = pool_id, .stream = stream,
-                       .mapped = true, .live = true};
+    a->b[id] = (block){.ptr = ptr, .size = size, .prev = -1, .next = -1, .hpos = -1, .pool = pool_id,
+                       .stream = stream, .mapped = true, .live = true};
     return id;
 }
 
@@ -105,46 +118,98 @@ static void delete_block(alloc_sim *a, int id)
     if (grow((void **)&a->spare, &a->capspare, a->nspare + 1, sizeof(int))) a->spare[a->nspare++] = id;
 }
 
-/* the first position not before (size, ptr) (lower_bound) */
-static int lower_bound(const pool *p, double size, double ptr)
+/* the first class of at least `size` (lower_bound) */
+static int class_at(const pool *p, double size)
 {
-    int lo = 0, hi = p->nfree;
+    int lo = 0, hi = p->ncls;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        const cached *c = &p->free[mid];
-        if (c->size < size || (c->size == size && c->ptr < ptr)) lo = mid + 1;
+        if (p->cls[mid].size < size) lo = mid + 1;
         else hi = mid;
     }
     return lo;
+}
+
+static void heap_set(alloc_sim *a, sclass *c, int i, hent e)
+{
+    c->h[i] = e;
+    a->b[e.id].hpos = i;
+}
+
+static void sift_up(alloc_sim *a, sclass *c, int i)
+{
+    hent e = c->h[i];
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        if (c->h[up].ptr <= e.ptr) break;
+        heap_set(a, c, i, c->h[up]);
+        i = up;
+    }
+    heap_set(a, c, i, e);
+}
+
+static void sift_down(alloc_sim *a, sclass *c, int i)
+{
+    hent e = c->h[i];
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= c->n) break;
+        if (k + 1 < c->n && c->h[k + 1].ptr < c->h[k].ptr) k++;
+        if (e.ptr <= c->h[k].ptr) break;
+        heap_set(a, c, i, c->h[k]);
+        i = k;
+    }
+    heap_set(a, c, i, e);
 }
 
 static bool cache_insert(alloc_sim *a, int id)
 {
     const block *k = &a->b[id];
     pool *p = &a->pools[k->stream][k->pool];
-    if (!grow((void **)&p->free, &p->cap, p->nfree + 1, sizeof(cached))) return false;
-    int at = lower_bound(p, k->size, k->ptr);
-    memmove(p->free + at + 1, p->free + at, (size_t)(p->nfree - at) * sizeof(cached));
-    p->free[at] = (cached){k->size, k->ptr, id};
-    p->nfree++;
+    int ci = class_at(p, k->size);
+    if (ci == p->ncls || p->cls[ci].size != k->size) { /* a size not cached yet: a class of its own */
+        if (!grow((void **)&p->cls, &p->capcls, p->ncls + 1, sizeof(sclass))) return false;
+        memmove(p->cls + ci + 1, p->cls + ci, (size_t)(p->ncls - ci) * sizeof(sclass));
+        p->cls[ci] = a->nidle > 0 ? a->idle[--a->nidle] : (sclass){0};
+        p->cls[ci].size = k->size;
+        p->cls[ci].n = 0;
+        p->ncls++;
+    }
+    sclass *c = &p->cls[ci];
+    if (!grow((void **)&c->h, &c->cap, c->n + 1, sizeof(hent))) {
+        if (c->n == 0) { /* leave no empty class behind */
+            free(c->h);
+            memmove(p->cls + ci, p->cls + ci + 1, (size_t)(p->ncls - ci - 1) * sizeof(sclass));
+            p->ncls--;
+        }
+        return false;
+    }
+    c->h[c->n++] = (hent){k->ptr, id};
+    sift_up(a, c, c->n - 1);
     return true;
 }
 
+/* Takes block id out of the cache; a no-op when it is not cached. */
 static void cache_remove(alloc_sim *a, int id)
 {
-    const block *k = &a->b[id];
+    block *k = &a->b[id];
+    if (k->hpos < 0) return;
     pool *p = &a->pools[k->stream][k->pool];
-    int at = lower_bound(p, k->size, k->ptr);
-    if (at < p->nfree && p->free[at].id == id) {
-        memmove(p->free + at, p->free + at + 1, (size_t)(p->nfree - at - 1) * sizeof(cached));
-        p->nfree--;
+    int ci = class_at(p, k->size);
+    sclass *c = &p->cls[ci];
+    int i = k->hpos;
+    k->hpos = -1;
+    if (--c->n == 0) { /* the class goes; its buffer waits for the next one */
+        if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = *c;
+        else free(c->h);
+        memmove(p->cls + ci, p->cls + ci + 1, (size_t)(p->ncls - ci - 1) * sizeof(sclass));
+        p->ncls--;
+        return;
     }
-}
-
-/* The first cached block at least `size` large (free[] is sorted by size). */
-static int first_fit_index(const pool *p, double size)
-{
-    return lower_bound(p, size, -1);
+    if (i == c->n) return; /* it was the last entry */
+    heap_set(a, c, i, c->h[c->n]); /* the last entry fills the hole, then moves up or down */
+    if (i > 0 && c->h[i].ptr < c->h[(i - 1) / 2].ptr) sift_up(a, c, i);
+    else sift_down(a, c, i);
 }
 
 static double expandable_size(const alloc_sim *a, int id)
@@ -153,15 +218,41 @@ static double expandable_size(const alloc_sim *a, int id)
     return k->size + (k->next >= 0 && !a->b[k->next].mapped ? a->b[k->next].size : 0);
 }
 
+/* The next cached block after id (in class ci) in (size, address) order, -1 at
+ * the end; *cj its class. A scan of the class: only the expandable walk asks. */
+static int successor(const alloc_sim *a, const pool *p, int ci, int id, int *cj)
+{
+    const sclass *c = &p->cls[ci];
+    double at = a->b[id].ptr;
+    int best = -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->h[i].ptr > at && (best < 0 || c->h[i].ptr < c->h[best].ptr)) best = i;
+    if (best >= 0) {
+        *cj = ci;
+        return c->h[best].id;
+    }
+    if (ci + 1 >= p->ncls) return -1;
+    *cj = ci + 1;
+    return p->cls[ci + 1].h[0].id;
+}
+
 static int get_free_block(alloc_sim *a, pool *p, double size)
 {
-    int i = first_fit_index(p, size);
-    if (i >= p->nfree) return -1;
-    if (a->expandable) /* walk on while the next candidate could grow less */
-        while (i + 1 < p->nfree && expandable_size(a, p->free[i + 1].id) < expandable_size(a, p->free[i].id)) i++;
-    int id = p->free[i].id;
-    memmove(p->free + i, p->free + i + 1, (size_t)(p->nfree - i - 1) * sizeof(cached));
-    p->nfree--;
+    int ci = class_at(p, size);
+    if (ci >= p->ncls) return -1;
+    int id = p->cls[ci].h[0].id;
+    /* expandable: walk on while the next candidate could grow less. A block
+     * can grow only past its own size (unmapped space after it), and every
+     * later candidate is at least as large, so the walk moves only from one
+     * that can grow. */
+    while (a->expandable) {
+        double here = expandable_size(a, id);
+        if (here == a->b[id].size) break;
+        int cj, next = successor(a, p, ci, id, &cj);
+        if (next < 0 || !(expandable_size(a, next) < here)) break;
+        id = next, ci = cj;
+    }
+    cache_remove(a, id);
     return id;
 }
 
@@ -319,7 +410,14 @@ void alloc_sim_delete(alloc_sim *a)
     if (!a) return;
     free(a->b);
     free(a->spare);
-    for (int k = 0; k < ALLOC_STREAMS; k++) free(a->pools[k][0].free), free(a->pools[k][1].free);
+    for (int k = 0; k < ALLOC_STREAMS; k++)
+        for (int q = 0; q < 2; q++) {
+            pool *p = &a->pools[k][q];
+            for (int c = 0; c < p->ncls; c++) free(p->cls[c].h);
+            free(p->cls);
+        }
+    for (int c = 0; c < a->nidle; c++) free(a->idle[c].h);
+    free(a->idle);
     free(a);
 }
 

@@ -37,6 +37,7 @@ typedef struct est_ctx {
     mp_estimate *e;
     bool explain;
     bool replay;                   /* replay the step through the caching allocator (est_peak) */
+    char replay_err[MP_ERR_LEN];   /* the replay refused: too much work for one estimate */
     bool lora, amp, half;          /* adapters on a frozen base; autocast; 16-bit storage */
     double P, B, T, L;             /* parameters, micro-batch, sequence, layers */
     double tp, pp, dp;             /* tensor, pipeline and data parallel degrees */
@@ -829,7 +830,7 @@ static bool zero3_replayed(const est_ctx *c)
 
 /* What the caching allocator holds beyond the tensors: the step replayed
  * through its rules (reserve.c); -1 when the replay could not run. */
-static double allocator_overhead(const est_ctx *c)
+static double allocator_overhead(est_ctx *c)
 {
     const mp_settings *s = c->s;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
@@ -860,7 +861,7 @@ static double allocator_overhead(const est_ctx *c)
     if (per_tensor_step(s)) in.temp_elt = c->largest_held > 0 ? c->opt_temp / c->largest_held : 0;
     else in.temps = c->opt_temp;
     if (s->optimizer_in_backward && c->largest_held > 0) in.grad_elt = c->grads / c->largest_held;
-    return replay_overhead(&in, s->expandable_segments);
+    return replay_overhead(&in, s->expandable_segments, c->replay_err);
 }
 
 /* NCCL's buffers, allocated by NCCL itself, outside PyTorch's allocator:
@@ -968,6 +969,7 @@ static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     est_ctx c;
     est_setup(&c, m, s, e, explain);
     c.replay = replay;
+    c.replay_err[0] = 0;
     c.gpu = gpu;
     est_weights(&c);
     est_gradients(&c);
@@ -976,6 +978,10 @@ static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     est_dequant(&c);
     est_timeline(&c);
     est_peak(&c);
+    if (c.replay_err[0]) {
+        snprintf(err, MP_ERR_LEN, "%s", c.replay_err);
+        return -1;
+    }
     host_model(m, s, e, c.opt_host + c.weights_host + c.act_host, explain);
     /* the paper's figure is for the report (explain), not for the search's many estimates */
     if (explain) e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);

@@ -34,25 +34,35 @@
 #include "allocator.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ptensor {
-    double numel;
-    int layer;     /* -1: embeddings, final norm, head */
+    double numel;  /* its elements on this GPU */
     double w;      /* bytes per element as stored */
     bool trained;
-    int grad;      /* its gradient's handle, -1 when none is allocated */
 } ptensor;
 
 enum { STREAM_COMPUTE = 0, STREAM_UNSHARD = 1, STREAM_POST_BACKWARD = 2 };
 
+/* The parameter tensors in load order: the globals before the layers (the
+ * embedding), each layer's, the globals after (final norm, head, the head's
+ * adapters). Every layer lists the same tensors, so one layer's list (lt) is
+ * kept, not one entry per layer x linear x expert: tensor i of the order is
+ * pre[i], then lt[j] of layer l at npre + l * nlt + j, then post[]. */
 typedef struct replay {
     const replay_in *in;
     alloc_sim *a;
-    ptensor *t;
-    int nt, cap;
+    ptensor pre[1], post[4], *lt;
+    int npre, npost, nlt;
+    long nt;                   /* npre + layers * nlt + npost */
     int layers;                /* replayed: the whole ones of in->layers */
-    int *first;                /* layer l: tensors first[l]..first[l + 1] - 1; the rest are the globals */
+    int *grad;                 /* per tensor: its gradient's handle, -1 when none; NULL when none is kept */
+    int *tmp;                  /* the optimizer's temporaries, one per trained tensor (foreach) */
+    int *fwd;                  /* the forward's kept blocks, layer after layer: fwd_at[l]..fwd_at[l + 1] - 1 */
+    long *fwd_at, nfwd, capfwd;
     int *held;                 /* per layer, then the head: the last step's held 4-bit inputs */
     int *gathered;             /* FSDP, per layer: the gathered unit's block, -1 when resharded */
     int *unit_grad;            /* FSDP, per layer, then the root: the gradient it keeps */
@@ -85,24 +95,24 @@ static void give(replay *r, int *h)
     *h = -1;
 }
 
-static void add(replay *r, double numel, int layer, double w, bool trained)
+static const ptensor *tensor(const replay *r, long i)
 {
-    if (numel <= 0) return;
-    if (r->nt == r->cap) {
-        int n = r->cap ? 2 * r->cap : 256;
-        ptensor *t = realloc(r->t, (size_t)n * sizeof *t);
-        if (!t) {
-            r->failed = true;
-            return;
-        }
-        r->t = t, r->cap = n;
-    }
-    r->t[r->nt++] = (ptensor){.numel = numel / r->in->numel_div, .layer = layer, .w = w, .trained = trained,
-                              .grad = -1};
+    if (i < r->npre) return &r->pre[i];
+    i -= r->npre;
+    long layered = (long)r->layers * r->nlt;
+    return i < layered ? &r->lt[i % r->nlt] : &r->post[i - layered];
 }
 
-/* The model's parameter tensors in load order, LoRA's beside the linears they adapt. */
-static void list_parameters(replay *r)
+static void add(replay *r, ptensor *to, int *n, double numel, double w, bool trained)
+{
+    if (numel <= 0) return;
+    to[(*n)++] = (ptensor){.numel = numel / r->in->numel_div, .w = w, .trained = trained};
+}
+
+/* The model's parameter tensors in load order, LoRA's beside the linears they
+ * adapt: the globals into pre and post, one layer's into lt. With lt NULL,
+ * one layer's are only counted (returned), without a pass per expert. */
+static double list_parameters(replay *r, ptensor *lt)
 {
     const replay_in *in = r->in;
     const mp_model *m = in->m;
@@ -112,29 +122,48 @@ static void list_parameters(replay *r)
     mp_linear lin[16];
     int n = mp_model_linears(m, lin, 16);
     if (n > 16) n = 16;
-    add(r, V * C, -1, in->w_rest, !lora);
-    for (int l = 0; l < r->layers; l++) {
-        r->first[l] = r->nt;
-        for (int i = 0; i < n; i++) {
-            const bool adapted = lora && (lin[i].target & s->lora_targets);
-            for (int64_t k = 0; k < lin[i].count; k++) {
-                add(r, (double)lin[i].in * (double)lin[i].out, l, in->w_lin, !lora);
-                if (adapted) {
-                    add(r, rank * (double)lin[i].in, l, in->w_adapter, true);
-                    add(r, (double)lin[i].out * rank, l, in->w_adapter, true);
-                }
-            }
+    r->npre = r->npost = r->nlt = 0;
+    double counted = 0;
+    add(r, r->pre, &r->npre, V * C, in->w_rest, !lora);
+    for (int i = 0; i < n; i++) {
+        const bool adapted = lora && (lin[i].target & s->lora_targets);
+        ptensor one[3];
+        int k1 = 0;
+        add(r, one, &k1, (double)lin[i].in * (double)lin[i].out, in->w_lin, !lora);
+        if (adapted) {
+            add(r, one, &k1, rank * (double)lin[i].in, in->w_adapter, true);
+            add(r, one, &k1, (double)lin[i].out * rank, in->w_adapter, true);
         }
-        add(r, C, l, in->w_rest, !lora);
-        add(r, C, l, in->w_rest, !lora);
+        if (!lt) counted += (double)k1 * (double)(lin[i].count > 0 ? lin[i].count : 0);
+        else
+            for (int64_t k = 0; k < lin[i].count; k++)
+                for (int j = 0; j < k1; j++) lt[r->nlt++] = one[j];
     }
-    r->first[r->layers] = r->nt;
-    add(r, C, -1, in->w_rest, !lora);
-    if (!m->tied) add(r, V * C, -1, in->w_rest, !lora);
+    ptensor norms[2];
+    int k2 = 0;
+    add(r, norms, &k2, C, in->w_rest, !lora);
+    add(r, norms, &k2, C, in->w_rest, !lora);
+    if (!lt) counted += k2;
+    else
+        for (int j = 0; j < k2; j++) lt[r->nlt++] = norms[j];
+    add(r, r->post, &r->npost, C, in->w_rest, !lora);
+    if (!m->tied) add(r, r->post, &r->npost, V * C, in->w_rest, !lora);
     if (lora && (s->lora_targets & MP_LORA_HEAD)) {
-        add(r, rank * C, -1, in->w_adapter, true);
-        add(r, V * rank, -1, in->w_adapter, true);
+        add(r, r->post, &r->npost, rank * C, in->w_adapter, true);
+        add(r, r->post, &r->npost, V * rank, in->w_adapter, true);
     }
+    return lt ? r->nlt : counted;
+}
+
+#define PER_LAYER 256
+
+/* The tensors a list hands out (take_list below), at most PER_LAYER. */
+static double listed(const act_tensors *list)
+{
+    double n = 0;
+    for (int i = 0; i < list->n; i++)
+        if (list->t[i].count > 0) n += ceil(list->t[i].count);
+    return fmin(n, PER_LAYER);
 }
 
 static void take_list(replay *r, const act_tensors *list, int *h, int *nh, int max)
@@ -149,23 +178,43 @@ static void give_all(replay *r, int *h, int *nh)
     *nh = 0;
 }
 
-#define PER_LAYER 256
+/* The forward's kept blocks go on r->fwd behind the current layer's start. */
+static void keep_fwd(replay *r, int h)
+{
+    if (r->nfwd == r->capfwd) {
+        long n = r->capfwd ? 2 * r->capfwd : 1024;
+        int *f = realloc(r->fwd, (size_t)n * sizeof *f);
+        if (!f) {
+            r->failed = true;
+            return;
+        }
+        r->fwd = f, r->capfwd = n;
+    }
+    r->fwd[r->nfwd++] = h;
+}
+
+static void keep_list(replay *r, const act_tensors *list, long start)
+{
+    for (int i = 0; i < list->n; i++)
+        for (double k = 0; k < list->t[i].count && r->nfwd - start < PER_LAYER && !r->failed; k++)
+            keep_fwd(r, take(r, list->t[i].bytes));
+}
 
 /* Tensors from..to-1 get their gradients; the optimizer in the backward steps
  * each and frees it there (it runs without accumulation: settings.c). */
-static void gradients(replay *r, int from, int to)
+static void gradients(replay *r, long from, long to)
 {
     const replay_in *in = r->in;
-    for (int i = from; i < to; i++) {
-        ptensor *p = &r->t[i];
-        if (!p->trained || p->grad >= 0) continue;
+    for (long i = from; i < to; i++) {
+        const ptensor *p = tensor(r, i);
+        if (!p->trained || (r->grad && r->grad[i] >= 0)) continue;
         if (in->s->optimizer_in_backward) {
-            p->grad = take(r, p->numel * in->grad_elt);
+            int grad = take(r, p->numel * in->grad_elt);
             int tmp = take(r, p->numel * in->temp_elt);
             give(r, &tmp);
-            give(r, &p->grad);
-        } else if (in->grads > 0) {
-            p->grad = take(r, in->grads * p->numel / r->trained_numel);
+            give(r, &grad);
+        } else if (in->grads > 0 && r->grad) {
+            r->grad[i] = take(r, in->grads * p->numel / r->trained_numel);
         }
     }
 }
@@ -208,11 +257,12 @@ static void layer_gradients(replay *r, int layer)
                            layer >= 0 ? r->in->unit_grad : r->in->root_grad);
         return;
     }
+    const long first = r->npre + (long)(layer >= 0 ? layer : r->layers) * r->nlt;
     if (layer >= 0) {
-        gradients(r, r->first[layer], r->first[layer + 1]);
+        gradients(r, first, first + r->nlt);
     } else {
-        gradients(r, 0, r->first[0]);
-        gradients(r, r->first[r->layers], r->nt);
+        gradients(r, 0, r->npre);
+        gradients(r, first, r->nt);
     }
 }
 
@@ -220,30 +270,27 @@ static void optimizer_step(replay *r, bool first)
 {
     const replay_in *in = r->in;
     if (first && in->states > 0 && in->nstates > 0) /* allocated at the first step, kept for good */
-        for (int i = 0; i < r->nt; i++)
-            if (r->t[i].trained)
-                for (int k = 0; k < in->nstates; k++)
-                    take(r, in->states * r->t[i].numel / r->trained_numel / in->nstates);
-    if (!in->s->optimizer_in_backward && (in->temps > 0 || in->temp_elt > 0)) {
-        int *tmp = calloc((size_t)r->nt + 1, sizeof(int));
-        if (!tmp) {
-            r->failed = true;
-            return;
+        for (long i = 0; i < r->nt; i++) {
+            const ptensor *p = tensor(r, i);
+            if (p->trained)
+                for (int k = 0; k < in->nstates; k++) take(r, in->states * p->numel / r->trained_numel / in->nstates);
         }
-        int nt = 0;
-        for (int i = 0; i < r->nt; i++) {
-            if (!r->t[i].trained) continue;
-            if (in->temps > 0) tmp[nt++] = take(r, in->temps * r->t[i].numel / r->trained_numel);
+    if (!in->s->optimizer_in_backward && (in->temps > 0 || in->temp_elt > 0)) {
+        long nt = 0;
+        for (long i = 0; i < r->nt; i++) {
+            const ptensor *p = tensor(r, i);
+            if (!p->trained) continue;
+            if (in->temps > 0) r->tmp[nt++] = take(r, in->temps * p->numel / r->trained_numel);
             else { /* a for-loop step: one tensor's at a time */
-                int one = take(r, r->t[i].numel * in->temp_elt);
+                int one = take(r, p->numel * in->temp_elt);
                 give(r, &one);
             }
         }
-        give_all(r, tmp, &nt);
-        free(tmp);
+        for (long i = 0; i < nt; i++) give(r, &r->tmp[i]);
     }
     if (in->s->accum <= 1) { /* zero_grad(set_to_none=True) */
-        for (int i = 0; i < r->nt; i++) give(r, &r->t[i].grad);
+        if (r->grad)
+            for (long i = 0; i < r->nt; i++) give(r, &r->grad[i]);
         if (in->zero3)
             for (int l = 0; l <= r->layers; l++) give(r, &r->unit_grad[l]);
     }
@@ -297,22 +344,17 @@ static void one_step(replay *r, bool first, int *kept_logits)
     const act_breakdown *ab = in->ab;
     const int L = r->layers;
     const int ckpt = in->s->checkpointing;
-    int (*fwd)[PER_LAYER] = calloc((size_t)(L > 0 ? L : 1), sizeof *fwd);
-    int *nfwd = calloc((size_t)(L > 0 ? L : 1), sizeof(int));
-    if (!fwd || !nfwd) {
-        free(fwd), free(nfwd);
-        r->failed = true;
-        return;
-    }
+    r->nfwd = 0;
     if (in->zero3) r->root_gathered = take_on(r, in->gather_root, STREAM_UNSHARD);
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && !r->failed; l++) {
+        r->fwd_at[l] = r->nfwd;
         /* the CPU runs ahead of the GPU: the next all-gather is issued while
          * the last unit's block still waits on its compute, two in flight */
         unshard(r, l);
         reshard(r, l - 1);
         int dq = take(r, in->dequant);
         give(r, &dq);
-        if (in->layer_lump > 0) fwd[l][nfwd[l]++] = take(r, in->layer_lump);
+        if (in->layer_lump > 0) keep_fwd(r, take(r, in->layer_lump));
         else if (ckpt == MP_CKPT_FULL) {
             /* the checkpointed layer runs without keeping anything, but its
              * tensors are made and freed all the same; its output, the next
@@ -320,14 +362,16 @@ static void one_step(replay *r, bool first, int *kept_logits)
             int tmp[PER_LAYER], ntmp = 0;
             take_list(r, &ab->saved, tmp, &ntmp, PER_LAYER);
             take_list(r, &ab->core, tmp, &ntmp, PER_LAYER);
-            fwd[l][nfwd[l]++] = take(r, ab->layer_input);
+            keep_fwd(r, take(r, ab->layer_input));
             give_all(r, tmp, &ntmp);
         }
         else {
-            take_list(r, &ab->saved, fwd[l], &nfwd[l], PER_LAYER);
-            if (ckpt == MP_CKPT_NONE) take_list(r, &ab->core, fwd[l], &nfwd[l], PER_LAYER);
+            keep_list(r, &ab->saved, r->fwd_at[l]);
+            if (ckpt == MP_CKPT_NONE) keep_list(r, &ab->core, r->fwd_at[l]);
         }
     }
+    if (r->failed) return;
+    r->fwd_at[L] = r->nfwd;
     reshard(r, L - 1);
     int norm = take(r, in->final_norm);
     for (int l = 0; l <= L; l++) give(r, &r->held[l]); /* the last step's graph goes with its logits */
@@ -360,57 +404,101 @@ static void one_step(replay *r, bool first, int *kept_logits)
         layer_gradients(r, l);
         give_all(r, bwd, &nbwd);
         give_all(r, again, &nagain);
-        give_all(r, fwd[l], &nfwd[l]);
+        for (long i = r->fwd_at[l]; i < r->fwd_at[l + 1]; i++) give(r, &r->fwd[i]);
         reshard(r, l);
         r->held[l] = take(r, in->held_layer); /* its 4-bit nodes' inputs stay with the graph */
     }
     r->held[L] = take(r, in->held_head);
     give(r, &norm);
     give(r, &r->root_gathered); /* the root resharded in the backward's final callback */
-    free(fwd), free(nfwd);
     optimizer_step(r, first);
 }
 
-double replay_overhead(const replay_in *in, bool expandable)
+/* The work of a replay, in allocator calls (requests and frees, the small ones
+ * it leaves out included): every parameter tensor is loaded, gets a gradient,
+ * optimizer state and temporaries in each of two steps; every layer lists its
+ * saved, recomputed and backward tensors twice a step. */
+static double replay_work(const replay *r, double nlt)
 {
-    replay r = {.in = in, .a = alloc_sim_new(expandable), .layers = (int)floor(in->layers)};
-    r.first = calloc((size_t)r.layers + 2, sizeof(int));
-    r.held = malloc(((size_t)r.layers + 1) * sizeof(int));
-    r.gathered = malloc(((size_t)r.layers + 1) * sizeof(int));
-    r.unit_grad = malloc(((size_t)r.layers + 1) * sizeof(int));
-    r.root_gathered = -1;
-    if (!r.a || !r.first || !r.held || !r.gathered || !r.unit_grad) {
-        alloc_sim_delete(r.a);
-        free(r.first), free(r.held), free(r.gathered), free(r.unit_grad);
+    const replay_in *in = r->in;
+    const act_breakdown *ab = in->ab;
+    const double tensors = r->npre + r->npost + (double)r->layers * nlt;
+    const double layer_step = 16 + 4 * (listed(&ab->saved) + listed(&ab->core)) + 2 * listed(&ab->backward);
+    return tensors * (12 + fmax(in->nstates, 0)) + (double)r->layers * 2 * layer_step;
+}
+
+static void replay_free(replay *r)
+{
+    alloc_sim_delete(r->a);
+    free(r->lt), free(r->grad), free(r->tmp), free(r->fwd), free(r->fwd_at);
+    free(r->held), free(r->gathered), free(r->unit_grad);
+}
+
+static double replay_run(replay *r, bool expandable, double nlt)
+{
+    const replay_in *in = r->in;
+    const long L = r->layers;
+    r->a = alloc_sim_new(expandable);
+    r->lt = malloc(((size_t)nlt + 1) * sizeof *r->lt);
+    r->fwd_at = malloc(((size_t)L + 2) * sizeof *r->fwd_at);
+    r->held = malloc(((size_t)L + 1) * sizeof(int));
+    r->gathered = malloc(((size_t)L + 1) * sizeof(int));
+    r->unit_grad = malloc(((size_t)L + 1) * sizeof(int));
+    r->root_gathered = -1;
+    if (!r->a || !r->lt || !r->fwd_at || !r->held || !r->gathered || !r->unit_grad) return -1;
+    for (long l = 0; l <= L; l++) r->held[l] = r->gathered[l] = r->unit_grad[l] = -1;
+    list_parameters(r, r->lt);
+    r->nt = r->npre + L * r->nlt + r->npost;
+    /* gradients kept to the optimizer's step: one handle per tensor */
+    if (!in->zero3 && !in->s->optimizer_in_backward && in->grads > 0) {
+        r->grad = malloc((size_t)r->nt * sizeof(int));
+        if (!r->grad) return -1;
+        for (long i = 0; i < r->nt; i++) r->grad[i] = -1;
+    }
+    if (!in->s->optimizer_in_backward && in->temps > 0 && !(r->tmp = malloc((size_t)r->nt * sizeof(int))))
         return -1;
-    }
-    for (int l = 0; l <= r.layers; l++) r.held[l] = r.gathered[l] = r.unit_grad[l] = -1;
-    list_parameters(&r);
     /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
-    double stored = 0, reps = r.layers > 0 ? in->layers / r.layers : 1;
-    for (int i = 0; i < r.nt; i++) {
-        double k = r.t[i].layer >= 0 ? reps : 1;
-        stored += k * r.t[i].numel * r.t[i].w;
-        if (r.t[i].trained) r.trained_numel += k * r.t[i].numel;
+    double stored = 0, reps = r->layers > 0 ? in->layers / r->layers : 1;
+    for (long i = 0; i < r->nt; i++) {
+        const ptensor *p = tensor(r, i);
+        double k = i >= r->npre && i < r->npre + L * r->nlt ? reps : 1;
+        stored += k * p->numel * p->w;
+        if (p->trained) r->trained_numel += k * p->numel;
     }
-    if (r.trained_numel <= 0) r.trained_numel = 1;
-    for (int i = 0; i < r.nt; i++) { /* loaded, alive all run */
+    if (r->trained_numel <= 0) r->trained_numel = 1;
+    for (long i = 0; i < r->nt; i++) { /* loaded, alive all run */
         /* bitsandbytes quantises a weight where it lands: the 16-bit copy goes to
          * the GPU, the packed weight is made beside it, the copy is freed
          * (Params4bit._quantize: w = self.data.contiguous().to(device);
          * quantize_4bit(w); self.data = w_4bit) */
-        bool staged = in->staged_16bit && r.t[i].layer >= 0 && !r.t[i].trained && r.t[i].w == in->w_lin;
-        int copy = staged ? take(&r, 2 * r.t[i].numel) : -1;
-        take(&r, stored > 0 ? in->weights * r.t[i].numel * r.t[i].w / stored : 0);
-        give(&r, &copy);
+        const ptensor *p = tensor(r, i);
+        bool layered = i >= r->npre && i < r->npre + L * r->nlt;
+        bool staged = in->staged_16bit && layered && !p->trained && p->w == in->w_lin;
+        int copy = staged ? take(r, 2 * p->numel) : -1;
+        take(r, stored > 0 ? in->weights * p->numel * p->w / stored : 0);
+        give(r, &copy);
     }
-    take(&r, in->persistent); /* alive all run: never freed */
+    take(r, in->persistent); /* alive all run: never freed */
     int kept_logits = -1;
-    for (int step = 0; step < 2 && !r.failed; step++) one_step(&r, step == 0, &kept_logits);
-    alloc_stats st = alloc_sim_stats(r.a);
-    bool failed = r.failed || st.failed;
-    free(r.t);
-    free(r.first), free(r.held), free(r.gathered), free(r.unit_grad);
-    alloc_sim_delete(r.a);
-    return failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
+    for (int step = 0; step < 2 && !r->failed; step++) one_step(r, step == 0, &kept_logits);
+    alloc_stats st = alloc_sim_stats(r->a);
+    return r->failed || st.failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
+}
+
+double replay_overhead(const replay_in *in, bool expandable, char *err)
+{
+    if (err) err[0] = 0;
+    replay r = {.in = in, .layers = (int)floor(in->layers), .root_gathered = -1};
+    const double nlt = list_parameters(&r, NULL); /* counted first: the work decides whether it runs */
+    const double work = replay_work(&r, nlt);
+    if (work > REPLAY_MAX_WORK) {
+        if (err)
+            snprintf(err, MP_ERR_LEN, "the caching allocator's replay of %d layers x %.0f parameter tensors would "
+                     "take %.3g allocator calls, more than the %.0e it runs in about a second",
+                     r.layers, nlt, work, REPLAY_MAX_WORK);
+        return -1;
+    }
+    double got = replay_run(&r, expandable, nlt);
+    replay_free(&r);
+    return got;
 }

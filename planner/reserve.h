@@ -41,7 +41,11 @@ typedef struct replay_in {
 
 /* Replays the load, two steps and their optimizer steps through allocator.c:
  * what the allocator reserves beyond what it allocates at their high-water
- * marks; -1 when out of host memory. */
-double replay_overhead(const replay_in *in, bool expandable);
+ * marks; -1 when out of host memory, or, with err (MP_ERR_LEN) set, when the
+ * replay would take more than REPLAY_MAX_WORK allocator calls. */
+double replay_overhead(const replay_in *in, bool expandable, char *err);
+
+/* Allocator calls (requests and frees) a replay may take: about a second. */
+#define REPLAY_MAX_WORK 2e7
 
 #endif
