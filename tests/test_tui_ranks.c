@@ -76,7 +76,9 @@ static void test_names(void)
     CHECK(mtop_rank_of_path("run.rank10", base, sizeof base) == 10 && !strcmp(base, "run"), "run.rank10: rank 10 of run");
     CHECK(mtop_rank_of_path("a.tar.rank0.gz", base, sizeof base) == 0 && !strcmp(base, "a.tar.gz"), "a.tar.rank0.gz: a.tar.gz");
     const char *not_ranks[] = {"run.csv", "run.rankx.csv", "run.rank.csv", "run.rank01.csv", "run.rank1.tar.gz",
-                               "run.rank1.", ".rank1.csv", "ranks.rank/run.csv"};
+                               "run.rank1.", ".rank1.csv", "ranks.rank/run.csv",
+                               /* memtrain names rank 10 of d/run..run d/run..rank10.run (found by fuzz_runset) */
+                               "d/run..run.rank10", "a.b.rank2"};
     int wrong = 0;
     for (size_t i = 0; i < sizeof not_ranks / sizeof *not_ranks; i++)
         if (mtop_rank_of_path(not_ranks[i], base, sizeof base) >= 0) wrong++;

@@ -37,6 +37,11 @@ int mtop_rank_of_path(const char *path, char *base, size_t len)
         /* what follows is the extension (no further dot) or nothing */
         if (*end && (*end != '.' || strchr(end + 1, '.') || !end[1])) continue;
         snprintf(base, len, "%.*s%s", (int)(p - path), path, end);
+        /* only a name memtrain would give this base's rank k: run..x.rank1 is
+         * not rank 1 of run..x (that is run..rank1.x); nor is a base cut short */
+        char again[4200];
+        mtop_rank_path(base, k, again, sizeof again);
+        if (strcmp(again, path) != 0) continue;
         return k;
     }
     return -1;
