@@ -193,7 +193,7 @@ FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextr
 FUZZ_NAMES := $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_BINS  := $(patsubst %,$(FUZZ)/bin/fuzz_%,$(FUZZ_NAMES))
 FUZZ_LIB   := $(FUZZ)/libfuzzed.a
-FUZZ_LIB_SRC := $(LIB_SRC) tui/metrics.c tui/history.c trainer/config.c trainer/config_keys.c \
+FUZZ_LIB_SRC := $(LIB_SRC) tui/metrics.c tui/history.c $(TRAIN_SRC) \
                 tui/runset.c tui/follow.c tui/ranks.c tui/snapshot.c tui/snapshot_text.c tui/rank_snapshot.c tui/format.c \
                 $(filter-out planner/cmd/memplan.c,$(CMD_SRC))
 # Does clang link a libFuzzer program here?

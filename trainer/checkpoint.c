@@ -274,8 +274,11 @@ static int compare_settings(const mt_config *c, const char *rec, size_t len, con
     }
     if (!first) return 0;
     size_t i = (size_t)(first - settings);
-    snprintf(err, MT_ERR_LEN, "checkpoint '%.150s' was written for a different configuration: %s = '%.*s' there, "
-             "'%.120s' in this run (%s%s%s)", name, first->key, (int)(flen[i] < 120 ? flen[i] : 120), found[i],
+    char theirs[124], shown[160];
+    /* the record's bytes, as one line whatever they hold */
+    snprintf(theirs, sizeof theirs, "%.*s", (int)(flen[i] < 120 ? flen[i] : 120), found[i]);
+    snprintf(err, MT_ERR_LEN, "checkpoint '%.150s' was written for a different configuration: %s = '%s' there, "
+             "'%.120s' in this run (%s%s%s)", name, first->key, mp_quote(theirs, shown, sizeof shown),
              first_mine, first->shapes ? "it shapes the saved state" : "--resume-changed ",
              first->shapes ? "" : first->key, first->shapes ? "" : " if that is intended");
     if (others[0]) {
@@ -555,7 +558,9 @@ int mt_manifest_parse(const char *text, size_t len, const char *name, mt_manifes
     memset(m, 0, sizeof *m);
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return REFUSE("checkpoint manifest '%.200s' cannot be read: %.100s", name, je.text);
+    char why[120];
+    /* jansson's message quotes the text near the error, which may hold any byte */
+    if (!o) return REFUSE("checkpoint manifest '%.200s' cannot be read: %s", name, mp_quote(je.text, why, sizeof why));
     int rc = -1;
     json_int_t v, step, ranks, zero;
     const char *format = json_string_value(json_object_get(o, "format"));
