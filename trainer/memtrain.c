@@ -520,6 +520,26 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
     return rc;
 }
 
+/* An output's folder exists (a report's, a metrics file's, or --save's own parent): a
+ * run is not spent to fail at its end. 0, or the usage error's status. */
+static int output_dir_ok(const char *what, const char *path, bool is_dir)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    struct stat st;
+    if (is_dir && !stat(dir, &st) && !S_ISDIR(st.st_mode))
+        return usage_error("%s '%s' is not a directory", what, path);
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') dir[--n] = 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    slash[slash == dir] = 0;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+        return usage_error("%s '%s': its folder '%s' %s", what, path, dir,
+                           access(dir, F_OK) ? "does not exist" : "is not a directory");
+    return 0;
+}
+
 /* The run on this rank; the exit status. */
 static int run(int argc, char **argv, int rank, int ranks)
 {
@@ -556,6 +576,10 @@ static int run(int argc, char **argv, int rank, int ranks)
         return usage_error("%s", derr);
     if (c.data_path[0] && access(c.data_path, R_OK))
         return usage_error("cannot read data file '%s': %s", c.data_path, strerror(errno));
+    if ((o.report && output_dir_ok("--report", o.report, false)) ||
+        (o.metrics && output_dir_ok("--metrics", o.metrics, false)) ||
+        (o.save_dir && output_dir_ok("--save", o.save_dir, true)))
+        return EXIT_USAGE;
     if (o.resume_changed && !o.resume_dir) return usage_error("--resume-changed '%s' needs --resume", o.resume_changed);
     if (o.resume_changed && mt_checkpoint_changes_check(o.resume_changed, err)) return usage_error("%s", err);
     if (o.resume_dir && access(o.resume_dir, R_OK))

@@ -337,6 +337,11 @@ refused 2 "exit 2: a vocabulary below the tokenizer's" "vocab = 100: memtrain's 
     "$mt" --config "$s" --steps 1 --quiet --vocab 100 $(outs)
 refused 2 "exit 2: a corpus shorter than one batch" "(the built-in corpus)' has 327680 tokens" -- \
     "$mt" --config "$s" --steps 1 --quiet --batch 30000 --seq 16 $(outs)
+refused 2 "exit 2: a report in a folder that does not exist (not found out after the run)" \
+    "--report '$w/none/r.json': its folder '$w/none' does not exist" -- \
+    "$mt" --config "$s" --steps 1 --quiet --report "$w/none/r.json"
+refused 2 "exit 2: --save on a file" "--save '$w/empty.txt' is not a directory" -- \
+    "$mt" --config "$s" --steps 1 --quiet --save "$w/empty.txt" $(outs)
 refused 3 "exit 3: a plan predicted above --mem-limit" "above --mem-limit" -- \
     "$mt" --config "$s" --steps 1 --quiet --mem-limit 1KiB $(outs)
 expect 1 "exit 1: metrics to a full device" -- "$mt" --config "$s" --steps 1 --quiet --metrics /dev/full
