@@ -18,6 +18,13 @@ for i in 1 2 3 4 5; do
     s=$(date +%s%N); "$build/bin/memplan" table --models "$models" --gpus "$gpus" >/dev/null; e=$(date +%s%N)
     echo $(( (e - s) / 1000 ))
 done | sort -n | sed -n 3p | awk '{printf "bench: table_20x20_ms %.1f ms\n", $1 / 1000}'
+# memplan table: every model profile on every GPU profile, median of 3 runs.
+models=$("$build/bin/memplan" list models | paste -sd, -)
+gpus=$("$build/bin/memplan" list gpus | paste -sd, -)
+for i in 1 2 3; do
+    s=$(date +%s%N); "$build/bin/memplan" table --models "$models" --gpus "$gpus" >/dev/null; e=$(date +%s%N)
+    echo $(( (e - s) / 1000 ))
+done | sort -n | sed -n 2p | awk '{printf "bench: table_all_models_x_gpus_ms %.1f ms\n", $1 / 1000}'
 bench/side_by_side.sh "$build"
 bench/data_parallel.sh "$build"
 exit 0

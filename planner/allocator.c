@@ -65,13 +65,16 @@ typedef struct hent {
 
 typedef struct sclass {
     double size;
-    hent *h;            /* min-heap by ptr; never empty while listed */
+    hent *h;            /* min-heap by ptr */
     int n, cap;
 } sclass;
 
+/* A class emptied stays listed, as the same sizes come back step after step;
+ * they are swept out when they outnumber the others. */
 typedef struct pool {
     sclass *cls;        /* by size, ascending */
     int ncls, capcls;
+    int nempty;
     int tail;           /* expandable: the segment's unmapped end, -1 before the first request */
 } pool;
 
@@ -118,16 +121,19 @@ static void delete_block(alloc_sim *a, int id)
     if (grow((void **)&a->spare, &a->capspare, a->nspare + 1, sizeof(int))) a->spare[a->nspare++] = id;
 }
 
-/* the first class of at least `size` (lower_bound) */
+/* the first class of at least `size` (lower_bound); without branches on the
+ * comparisons, which a search over a handful of sizes mispredicts */
 static int class_at(const pool *p, double size)
 {
-    int lo = 0, hi = p->ncls;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (p->cls[mid].size < size) lo = mid + 1;
-        else hi = mid;
+    const sclass *base = p->cls;
+    int n = p->ncls;
+    if (n == 0) return 0;
+    while (n > 1) {
+        int half = n / 2;
+        base = base[half - 1].size < size ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (int)(base - p->cls) + (base->size < size);
 }
 
 static void heap_set(alloc_sim *a, sclass *c, int i, hent e)
@@ -174,42 +180,59 @@ static bool cache_insert(alloc_sim *a, int id)
         p->cls[ci].size = k->size;
         p->cls[ci].n = 0;
         p->ncls++;
+        p->nempty++;
     }
     sclass *c = &p->cls[ci];
-    if (!grow((void **)&c->h, &c->cap, c->n + 1, sizeof(hent))) {
-        if (c->n == 0) { /* leave no empty class behind */
-            free(c->h);
-            memmove(p->cls + ci, p->cls + ci + 1, (size_t)(p->ncls - ci - 1) * sizeof(sclass));
-            p->ncls--;
-        }
-        return false;
-    }
+    if (!grow((void **)&c->h, &c->cap, c->n + 1, sizeof(hent))) return false;
+    if (c->n == 0) p->nempty--;
     c->h[c->n++] = (hent){k->ptr, id};
     sift_up(a, c, c->n - 1);
     return true;
 }
 
-/* Takes block id out of the cache; a no-op when it is not cached. */
-static void cache_remove(alloc_sim *a, int id)
+/* Empty classes out; their buffers wait for new ones. */
+static void sweep(alloc_sim *a, pool *p)
+{
+    int kept = 0;
+    for (int c = 0; c < p->ncls; c++) {
+        if (p->cls[c].n > 0) p->cls[kept++] = p->cls[c];
+        else if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = p->cls[c];
+        else free(p->cls[c].h);
+    }
+    p->ncls = kept;
+    p->nempty = 0;
+}
+
+/* The first class from ci on that holds a block. */
+static int nonempty_from(const pool *p, int ci)
+{
+    while (ci < p->ncls && p->cls[ci].n == 0) ci++;
+    return ci;
+}
+
+/* Takes block id, of class ci of its pool, out of the cache. */
+static void cache_remove_at(alloc_sim *a, int id, int ci)
 {
     block *k = &a->b[id];
-    if (k->hpos < 0) return;
     pool *p = &a->pools[k->stream][k->pool];
-    int ci = class_at(p, k->size);
     sclass *c = &p->cls[ci];
     int i = k->hpos;
     k->hpos = -1;
-    if (--c->n == 0) { /* the class goes; its buffer waits for the next one */
-        if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = *c;
-        else free(c->h);
-        memmove(p->cls + ci, p->cls + ci + 1, (size_t)(p->ncls - ci - 1) * sizeof(sclass));
-        p->ncls--;
+    if (--c->n == 0) {
+        if (++p->nempty > 8 && 2 * p->nempty > p->ncls) sweep(a, p);
         return;
     }
     if (i == c->n) return; /* it was the last entry */
     heap_set(a, c, i, c->h[c->n]); /* the last entry fills the hole, then moves up or down */
     if (i > 0 && c->h[i].ptr < c->h[(i - 1) / 2].ptr) sift_up(a, c, i);
     else sift_down(a, c, i);
+}
+
+/* Takes block id out of the cache; a no-op when it is not cached. */
+static void cache_remove(alloc_sim *a, int id)
+{
+    const block *k = &a->b[id];
+    if (k->hpos >= 0) cache_remove_at(a, id, class_at(&a->pools[k->stream][k->pool], k->size));
 }
 
 static double expandable_size(const alloc_sim *a, int id)
@@ -231,14 +254,14 @@ static int successor(const alloc_sim *a, const pool *p, int ci, int id, int *cj)
         *cj = ci;
         return c->h[best].id;
     }
-    if (ci + 1 >= p->ncls) return -1;
-    *cj = ci + 1;
-    return p->cls[ci + 1].h[0].id;
+    if ((ci = nonempty_from(p, ci + 1)) >= p->ncls) return -1;
+    *cj = ci;
+    return p->cls[ci].h[0].id;
 }
 
 static int get_free_block(alloc_sim *a, pool *p, double size)
 {
-    int ci = class_at(p, size);
+    int ci = nonempty_from(p, class_at(p, size));
     if (ci >= p->ncls) return -1;
     int id = p->cls[ci].h[0].id;
     /* expandable: walk on while the next candidate could grow less. A block
@@ -252,7 +275,7 @@ static int get_free_block(alloc_sim *a, pool *p, double size)
         if (next < 0 || !(expandable_size(a, next) < here)) break;
         id = next, ci = cj;
     }
-    cache_remove(a, id);
+    cache_remove_at(a, id, ci);
     return id;
 }
 
@@ -403,6 +426,29 @@ alloc_sim *alloc_sim_new(bool expandable)
     for (int k = 0; k < ALLOC_STREAMS; k++) a->pools[k][0].tail = a->pools[k][1].tail = -1;
     a->next_ptr = 1 << 20;
     return a;
+}
+
+void alloc_sim_reset(alloc_sim *a, bool expandable)
+{
+    for (int k = 0; k < ALLOC_STREAMS; k++)
+        for (int q = 0; q < 2; q++) {
+            pool *p = &a->pools[k][q];
+            for (int c = 0; c < p->ncls; c++) {
+                if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = p->cls[c];
+                else free(p->cls[c].h);
+            }
+            p->ncls = p->nempty = 0;
+            p->tail = -1;
+        }
+    a->expandable = expandable;
+    a->nb = a->nspare = 0;
+    a->next_ptr = 1 << 20;
+    a->st = (alloc_stats){0};
+}
+
+int alloc_sim_blocks(const alloc_sim *a)
+{
+    return a->capb;
 }
 
 void alloc_sim_delete(alloc_sim *a)

@@ -18,6 +18,10 @@ typedef struct alloc_sim alloc_sim;
  * pool that grows by mapping pages (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) */
 alloc_sim *alloc_sim_new(bool expandable);
 void alloc_sim_delete(alloc_sim *a);
+/* Empty again, as alloc_sim_new makes it, its arrays kept for the next replay. */
+void alloc_sim_reset(alloc_sim *a, bool expandable);
+/* The blocks its arrays have room for: what it keeps between replays. */
+int alloc_sim_blocks(const alloc_sim *a);
 
 /* A request of `bytes` on the default stream; returns its handle, or -1 when
  * out of host memory. */

@@ -52,9 +52,37 @@ enum { STREAM_COMPUTE = 0, STREAM_UNSHARD = 1, STREAM_POST_BACKWARD = 2 };
  * adapters). Every layer lists the same tensors, so one layer's list (lt) is
  * kept, not one entry per layer x linear x expert: tensor i of the order is
  * pre[i], then lt[j] of layer l at npre + l * nlt + j, then post[]. */
+/* A growing list of doubles: a memo's key, or a recorded trace. */
+typedef struct keybuf {
+    double *d;
+    size_t n, cap;
+    bool failed;
+} keybuf;
+
+static void put(keybuf *k, double v)
+{
+    if (k->n == k->cap) {
+        size_t n = k->cap ? 2 * k->cap : 256;
+        double *d = realloc(k->d, n * sizeof *d);
+        if (!d) {
+            k->failed = true;
+            return;
+        }
+        k->d = d, k->cap = n;
+    }
+    k->d[k->n++] = v;
+}
+
+/* A replay's requests and frees in order, as the allocator sees them (the
+ * figure is a function of it alone): d[0] the kind of segments, then a pair
+ * per call: (bytes, stream) for a request, (n, FREE) for the n-th request freed. */
+#define FREE -1.0
+
 typedef struct replay {
     const replay_in *in;
-    alloc_sim *a;
+    alloc_sim *a;              /* replayed as it goes; NULL: recorded into t */
+    keybuf *t;
+    long takes;
     ptensor pre[1], post[4], *lt;
     int npre, npost, nlt;
     long nt;                   /* npre + layers * nlt + npost */
@@ -76,9 +104,22 @@ typedef struct replay {
  * most go unused: the replay leaves them out, the large pool is what it measures. */
 #define SMALL_REQUEST 1048576.0
 
+static void record(replay *r, double op, double kind)
+{
+    put(r->t, op);
+    put(r->t, kind);
+    if (r->t->failed) r->failed = true;
+}
+
+/* Recorded, a request's handle is its number: every one succeeds until the
+ * trace is replayed, where a failure fails the whole replay all the same. */
 static int take_on(replay *r, double bytes, int stream)
 {
     if (bytes <= SMALL_REQUEST) return -1;
+    if (!r->a) {
+        record(r, bytes, stream);
+        return r->failed ? -1 : (int)r->takes++;
+    }
     int h = alloc_sim_malloc_on(r->a, bytes, stream);
     if (h < 0) r->failed = true;
     return h;
@@ -91,7 +132,10 @@ static int take(replay *r, double bytes)
 
 static void give(replay *r, int *h)
 {
-    if (*h >= 0) alloc_sim_free(r->a, *h);
+    if (*h >= 0) {
+        if (r->a) alloc_sim_free(r->a, *h);
+        else record(r, *h, FREE);
+    }
     *h = -1;
 }
 
@@ -415,48 +459,76 @@ static void one_step(replay *r, bool first, int *kept_logits)
 }
 
 /* The work of a replay, in allocator calls (requests and frees, the small ones
- * it leaves out included): every parameter tensor is loaded, gets a gradient,
- * optimizer state and temporaries in each of two steps; every layer lists its
- * saved, recomputed and backward tensors twice a step. */
+ * it leaves out included), at most: a parameter tensor is loaded (its 16-bit
+ * copy made and freed), gets its state, and in each of two steps a gradient
+ * (stepped in the backward: with a temporary) and the step's temporaries; a
+ * layer makes and frees its saved and recomputed tensors, its backward's, its
+ * gathers, gradients and held inputs, twice. */
 static double replay_work(const replay *r, double nlt)
 {
     const replay_in *in = r->in;
     const act_breakdown *ab = in->ab;
     const double tensors = r->npre + r->npost + (double)r->layers * nlt;
-    const double layer_step = 16 + 4 * (listed(&ab->saved) + listed(&ab->core)) + 2 * listed(&ab->backward);
-    return tensors * (12 + fmax(in->nstates, 0)) + (double)r->layers * 2 * layer_step;
+    const double layer_step = 20 + 4 * (listed(&ab->saved) + listed(&ab->core)) + 2 * listed(&ab->backward);
+    return 64 + tensors * (16 + fmax(in->nstates, 0)) + (double)r->layers * 2 * layer_step;
 }
 
 static void replay_free(replay *r)
 {
-    alloc_sim_delete(r->a);
     free(r->lt), free(r->grad), free(r->tmp), free(r->fwd), free(r->fwd_at);
     free(r->held), free(r->gathered), free(r->unit_grad);
 }
 
-static double replay_run(replay *r, bool expandable, double nlt)
+/* The allocator every replay runs on, emptied in between: its arrays are
+ * made once, not grown again from nothing for each of a search's replays. A
+ * large one is let go (its memory would stay with the process). */
+static alloc_sim *shared_sim(bool expandable)
+{
+    static alloc_sim *sim;
+    if (sim && alloc_sim_blocks(sim) > (1 << 16)) alloc_sim_delete(sim), sim = NULL;
+    if (!sim) sim = alloc_sim_new(expandable);
+    else alloc_sim_reset(sim, expandable);
+    return sim;
+}
+
+static double overhead(const alloc_sim *a, bool failed)
+{
+    alloc_stats st = alloc_sim_stats(a);
+    return failed || st.failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
+}
+
+/* The step's tensors, taken and given through take/give: to the allocator
+ * (r->a) or into the trace (r->t). */
+static void replay_steps(replay *r, double nlt)
 {
     const replay_in *in = r->in;
     const long L = r->layers;
-    r->a = alloc_sim_new(expandable);
     r->lt = malloc(((size_t)nlt + 1) * sizeof *r->lt);
     r->fwd_at = malloc(((size_t)L + 2) * sizeof *r->fwd_at);
     r->held = malloc(((size_t)L + 1) * sizeof(int));
     r->gathered = malloc(((size_t)L + 1) * sizeof(int));
     r->unit_grad = malloc(((size_t)L + 1) * sizeof(int));
     r->root_gathered = -1;
-    if (!r->a || !r->lt || !r->fwd_at || !r->held || !r->gathered || !r->unit_grad) return -1;
+    if (!r->lt || !r->fwd_at || !r->held || !r->gathered || !r->unit_grad) {
+        r->failed = true;
+        return;
+    }
     for (long l = 0; l <= L; l++) r->held[l] = r->gathered[l] = r->unit_grad[l] = -1;
     list_parameters(r, r->lt);
     r->nt = r->npre + L * r->nlt + r->npost;
     /* gradients kept to the optimizer's step: one handle per tensor */
     if (!in->zero3 && !in->s->optimizer_in_backward && in->grads > 0) {
         r->grad = malloc((size_t)r->nt * sizeof(int));
-        if (!r->grad) return -1;
+        if (!r->grad) {
+            r->failed = true;
+            return;
+        }
         for (long i = 0; i < r->nt; i++) r->grad[i] = -1;
     }
-    if (!in->s->optimizer_in_backward && in->temps > 0 && !(r->tmp = malloc((size_t)r->nt * sizeof(int))))
-        return -1;
+    if (!in->s->optimizer_in_backward && in->temps > 0 && !(r->tmp = malloc((size_t)r->nt * sizeof(int)))) {
+        r->failed = true;
+        return;
+    }
     /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
     double stored = 0, reps = r->layers > 0 ? in->layers / r->layers : 1;
     for (long i = 0; i < r->nt; i++) {
@@ -481,8 +553,142 @@ static double replay_run(replay *r, bool expandable, double nlt)
     take(r, in->persistent); /* alive all run: never freed */
     int kept_logits = -1;
     for (int step = 0; step < 2 && !r->failed; step++) one_step(r, step == 0, &kept_logits);
-    alloc_stats st = alloc_sim_stats(r->a);
-    return r->failed || st.failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
+}
+
+/* A recorded trace through the allocator. */
+static double run_trace(const keybuf *t, long takes)
+{
+    alloc_sim *a = shared_sim(t->d[0] != 0);
+    int *h = malloc(((size_t)takes + 1) * sizeof *h);
+    if (!a || !h) {
+        free(h);
+        return -1;
+    }
+    long k = 0;
+    for (size_t i = 1; i + 1 < t->n; i += 2) {
+        if (t->d[i + 1] == FREE) alloc_sim_free(a, h[(long)t->d[i]]);
+        else h[k++] = alloc_sim_malloc_on(a, t->d[i], (int)t->d[i + 1]);
+    }
+    free(h);
+    return overhead(a, false);
+}
+
+/* ---------- the replays already made ----------
+ * A search estimates the same step many times (the plans it verifies, the
+ * best one reported, a table's every GPU for one model), and the replay is a
+ * pure function of its trace, the trace a pure function of what reserve.c
+ * reads. Two tables: by those inputs (a key listing every one of them, as
+ * doubles), which skips recording the trace; and by the trace itself, which
+ * also catches inputs that differ only where the replay leaves them out (an
+ * optimizer's state of small tensors, say). A hit is a key equal bit for bit
+ * to one replayed before: its figure is the one the replay made. Each table
+ * is emptied when full, which bounds its memory; the planner runs
+ * single-threaded (as its profile cache does). */
+#define MEMO_SLOTS 2048 /* a power of two */
+#define MEMO_MAX 1024   /* entries before a table is emptied */
+
+typedef struct memo_entry {
+    uint64_t hash;
+    double *key;        /* NULL: empty */
+    size_t len;
+    double result;
+} memo_entry;
+
+typedef struct memo {
+    memo_entry slot[MEMO_SLOTS];
+    int used;
+    size_t bytes, max_bytes; /* the keys' */
+} memo;
+
+static memo by_input = {.max_bytes = 8u << 20}, by_trace = {.max_bytes = 32u << 20};
+
+/* Traces longer than this are replayed as they are made, not recorded. */
+#define TRACE_MAX_CALLS 1000000
+
+static void put_list(keybuf *k, const act_tensors *t)
+{
+    put(k, t->n);
+    for (int i = 0; i < t->n && i < ACT_MAX_KINDS; i++) put(k, t->t[i].count), put(k, t->t[i].bytes);
+}
+
+/* Everything replay_steps reads, directly or through list_parameters. */
+static void replay_key(keybuf *k, const replay_in *in, bool expandable)
+{
+    const mp_model *m = in->m;
+    const mp_settings *s = in->s;
+    const act_breakdown *ab = in->ab;
+    k->n = 0, k->failed = false;
+    put(k, expandable);
+    const double scalars[] = {
+        in->layers, in->numel_div, in->weights, in->w_lin, in->w_rest, in->w_adapter, in->grads, in->grad_elt,
+        in->states, in->nstates, in->temps, in->temp_elt, in->persistent, in->staged_16bit, in->layer_lump,
+        in->logits_fwd, in->logits_bwd, in->logits_kept, in->final_norm, in->dequant, in->loss_logits,
+        in->logit_elt, in->held_layer, in->held_head, in->zero3, in->deepspeed, in->gather, in->gather_root,
+        in->unit_grad, in->root_grad, in->grad_keep,
+        s->lora_rank, s->lora_targets, s->checkpointing, s->optimizer_in_backward, s->accum,
+        (double)m->hidden, (double)m->vocab, m->tied, ab->layer_input,
+    };
+    for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++) put(k, scalars[i]);
+    mp_linear lin[16];
+    int n = mp_model_linears(m, lin, 16);
+    if (n > 16) n = 16;
+    put(k, n);
+    for (int i = 0; i < n; i++)
+        put(k, (double)lin[i].in), put(k, (double)lin[i].out), put(k, (double)lin[i].count), put(k, lin[i].target);
+    put_list(k, &ab->saved);
+    put_list(k, &ab->core);
+    put_list(k, &ab->backward);
+}
+
+/* A hash of every stride-th double (a hit compares the whole key anyway): a
+ * trace's thousands of calls need not all be read twice. */
+static uint64_t key_hash(const keybuf *k, size_t stride)
+{
+    uint64_t h = 0x9e3779b97f4a7c15u ^ k->n;
+    for (size_t i = 0; i < k->n; i += stride) {
+        uint64_t v;
+        memcpy(&v, &k->d[i], sizeof v);
+        h = (h ^ v) * 0xff51afd7ed558ccdu;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* The slot holding the key, or the empty one where it would go. */
+static memo_entry *memo_slot(memo *t, const keybuf *k, uint64_t h)
+{
+    for (size_t i = h & (MEMO_SLOTS - 1);; i = (i + 1) & (MEMO_SLOTS - 1)) {
+        memo_entry *e = &t->slot[i];
+        if (!e->key) return e;
+        if (e->hash == h && e->len == k->n && !memcmp(e->key, k->d, k->n * sizeof *k->d)) return e;
+    }
+}
+
+static void memo_clear(memo *t)
+{
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        free(t->slot[i].key);
+        t->slot[i] = (memo_entry){0};
+    }
+    t->used = 0, t->bytes = 0;
+}
+
+void replay_cache_clear(void)
+{
+    memo_clear(&by_input);
+    memo_clear(&by_trace);
+}
+
+static void memo_put(memo *t, const keybuf *k, uint64_t h, double result)
+{
+    const size_t bytes = k->n * sizeof *k->d;
+    if (bytes > t->max_bytes / 4) return; /* one that would crowd the rest out */
+    if (t->used >= MEMO_MAX || t->bytes + bytes > t->max_bytes) memo_clear(t);
+    double *copy = malloc(bytes);
+    if (!copy) return; /* not kept: the next one replays again */
+    memcpy(copy, k->d, bytes);
+    *memo_slot(t, k, h) = (memo_entry){.hash = h, .key = copy, .len = k->n, .result = result};
+    t->used++, t->bytes += bytes;
 }
 
 double replay_overhead(const replay_in *in, bool expandable, char *err)
@@ -498,7 +704,32 @@ double replay_overhead(const replay_in *in, bool expandable, char *err)
                      r.layers, nlt, work, REPLAY_MAX_WORK);
         return -1;
     }
-    double got = replay_run(&r, expandable, nlt);
-    replay_free(&r);
+    static keybuf key, trace;
+    replay_key(&key, in, expandable);
+    const uint64_t hk = key_hash(&key, 1);
+    if (!key.failed) {
+        const memo_entry *e = memo_slot(&by_input, &key, hk);
+        if (e->key) return e->result;
+    }
+    double got;
+    if (work <= TRACE_MAX_CALLS) {
+        trace.n = 0, trace.failed = false;
+        put(&trace, expandable);
+        r.t = &trace;
+        replay_steps(&r, nlt);
+        replay_free(&r);
+        if (r.failed) return -1;
+        const uint64_t ht = key_hash(&trace, 7);
+        const memo_entry *e = memo_slot(&by_trace, &trace, ht);
+        if (e->key) got = e->result;
+        else if ((got = run_trace(&trace, r.takes)) >= 0) memo_put(&by_trace, &trace, ht, got);
+        if (trace.cap > (1u << 18)) free(trace.d), trace = (keybuf){0}; /* a large one let go */
+    } else {
+        r.a = shared_sim(expandable);
+        if (r.a) replay_steps(&r, nlt);
+        replay_free(&r);
+        got = r.a ? overhead(r.a, r.failed) : -1;
+    }
+    if (!key.failed && got >= 0) memo_put(&by_input, &key, hk, got); /* out of host memory may pass: not kept */
     return got;
 }

@@ -45,7 +45,10 @@ typedef struct replay_in {
  * replay would take more than REPLAY_MAX_WORK allocator calls. */
 double replay_overhead(const replay_in *in, bool expandable, char *err);
 
+/* Forgets the replays made: each replays anew (benchmarks of a first search). */
+void replay_cache_clear(void);
+
 /* Allocator calls (requests and frees) a replay may take: about a second. */
-#define REPLAY_MAX_WORK 2e7
+#define REPLAY_MAX_WORK 1e7
 
 #endif
