@@ -183,10 +183,14 @@ static void csv_put(FILE *f, const char *v, bool first)
 /* The metrics file, appended to as the run goes (so not through the atomic writer):
  * never through a link planted at its path (O_NOFOLLOW), not left to a child
  * (O_CLOEXEC), and a FIFO without a reader refused rather than waited on
- * (O_NONBLOCK, cleared once open). NULL with errno (ELOOP: a symbolic link). */
-static FILE *metrics_create(const char *path)
+ * (O_NONBLOCK, cleared once open). NULL with errno (ELOOP: a symbolic link); *created
+ * says whether this call made the file (removed again if another rank fails). */
+static FILE *metrics_create(const char *path, bool *created)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    const int how = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int fd = open(path, how);
+    *created = fd < 0 && errno == ENOENT;
+    if (*created) fd = open(path, how | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return NULL;
     int fl = fcntl(fd, F_GETFL);
     FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "a") : NULL;
@@ -612,12 +616,14 @@ static int run(int argc, char **argv, int rank, int ranks)
     FILE *mf = NULL;
     char metrics_path[1024];
     if (o.metrics) rank_path(o.metrics, rank, ranks, metrics_path, sizeof metrics_path);
-    int merr = o.metrics && !(mf = metrics_create(metrics_path)) ? errno : 0;
+    bool created = false;
+    int merr = o.metrics && !(mf = metrics_create(metrics_path, &created)) ? errno : 0;
     /* this rank's own path: it says why, and every rank stops alike */
     if (merr == ELOOP) rank_error(EXIT_USAGE, "refusing to write metrics '%s': it is a symbolic link", metrics_path);
     else if (merr) rank_error(EXIT_USAGE, "cannot open metrics '%s': %s", metrics_path, strerror(merr));
     if (any_rank(merr != 0, ranks)) {
         if (mf) fclose(mf);
+        if (mf && created) unlink(metrics_path); /* another rank's refusal: nothing written here either */
         mt_trainer_free(t);
         return EXIT_USAGE;
     }

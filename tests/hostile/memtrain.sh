@@ -265,8 +265,12 @@ EOP
     sed -i 's/"ranks": 2,/"ranks": 4294967298,/' "$w/man2/manifest.json"
     refused 2 "a manifest's ranks of 4294967298 (2 ranks: once read as 2)" "ranks 4294967298 is out of range" -- \
         $run -np 2 "$mt" --config "$s" --zero 1 --steps 6 --quiet --resume "$w/man2" $(outs)
+    ln -s "$tmp/nowhere" "$w/mm.rank1.csv"
+    refused 2 "rank 1's metrics file a planted link (rank 0's not left behind)" \
+        "refusing to write metrics '$w/mm.rank1.csv': it is a symbolic link" -- \
+        $run -np 2 "$mt" --config "$s" --steps 1 --quiet --metrics "$w/mm.csv"
     mpi=0
-    rm -rf "$w"/swap "$w"/man*
+    rm -rf "$w"/swap "$w"/man* "$w"/mm.rank1.csv
 else
     echo "skip the data-parallel cases: no mpirun, or memtrain built without MPI"
 fi
