@@ -636,6 +636,23 @@ static int agree(int mine, const mt_config *c, char *err)
     return -1;
 }
 
+/* Digits at *p (1 to `most` of them): past them, or NULL. */
+static const char *digits(const char *p, size_t most)
+{
+    size_t n = strspn(p, "0123456789");
+    return n >= 1 && n <= most ? p + n : NULL;
+}
+
+/* Whether a folder entry is named as a shard is (stepS.rankR-of-N.bin), read as text:
+ * no number in a name is converted, so none can overflow. */
+static bool shard_like(const char *name)
+{
+    const char *p = !strncmp(name, "step", 4) ? digits(name + 4, 19) : NULL;
+    p = p && !strncmp(p, ".rank", 5) ? digits(p + 5, 9) : NULL;
+    p = p && !strncmp(p, "-of-", 4) ? digits(p + 4, 9) : NULL;
+    return p && !strcmp(p, ".bin");
+}
+
 /* Shards of earlier checkpoints, once the new manifest names others. */
 static void remove_stale_shards(const char *dir, const mt_manifest *m)
 {
@@ -643,10 +660,10 @@ static void remove_stale_shards(const char *dir, const mt_manifest *m)
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        long step;
-        int r, n, used = 0;
-        if (sscanf(e->d_name, "step%ld.rank%d-of-%d.bin%n", &step, &r, &n, &used) != 3 || e->d_name[used]) continue;
-        if (step == m->step && n == m->ranks) continue;
+        if (!shard_like(e->d_name)) continue;
+        bool current = false;
+        for (int r = 0; r < m->ranks && !current; r++) current = !strcmp(e->d_name, m->file[r]);
+        if (current) continue;
         char path[1200];
         snprintf(path, sizeof path, "%.1000s/%.150s", dir, e->d_name);
         unlink(path);
