@@ -414,6 +414,70 @@ static int rank_candidates(mp_search_result *r, bool prefer_speed, char *err)
     return 0;
 }
 
+/* The ranking again after verify() changed some candidates: the order
+ * rank_candidates gives (glibc's qsort is a stable merge sort: equal plans
+ * keep their order), without comparing every plan again nor moving the
+ * plans themselves. ord[i] is the plan ranked i-th, grp[j] plan j's group.
+ * The plans whose keys did not change (moves[j] 0) keep their order; those
+ * that did (the changed ones, and the fitting plans of a group whose band
+ * moved) are sorted, ties by their place, and merged in, ties again by place. */
+typedef struct placed {
+    size_t at, plan; /* its place in the last ranking; its index in cands */
+} placed;
+
+static const mp_candidate *g_rank_base;
+
+static int cmp_placed(const void *pa, const void *pb)
+{
+    const placed *a = pa, *b = pb;
+    int c = cmp_cand(&g_rank_base[a->plan], &g_rank_base[b->plan]);
+    return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+static int rerank(mp_search_result *r, bool prefer_speed, size_t *ord, const int *grp, unsigned char *moves,
+                  char *err)
+{
+    const size_t n = r->n;
+    mp_candidate *c = r->cands;
+    g_prefer_speed = prefer_speed;
+    g_rank_base = c;
+    /* set_bands, with the groups known */
+    double best[NGROUPS] = {0};
+    bool moved_band[NGROUPS] = {false};
+    for (size_t j = 0; j < n; j++)
+        if (c[j].fits && c[j].tokens_per_s > best[grp[j]]) best[grp[j]] = c[j].tokens_per_s;
+    for (size_t j = 0; j < n; j++) {
+        if (c[j].band_best != best[grp[j]]) moved_band[grp[j]] = true;
+        c[j].band_best = best[grp[j]];
+    }
+    placed *mv = malloc((n + 1) * sizeof *mv);
+    size_t *out = malloc((n + 1) * sizeof *out);
+    if (!mv || !out) {
+        free(mv), free(out);
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = ord[i];
+        if (c[j].fits && moved_band[grp[j]]) moves[j] = 1;
+        if (moves[j]) mv[k++] = (placed){i, j};
+    }
+    qsort(mv, k, sizeof *mv, cmp_placed);
+    size_t u = 0, m = 0, w = 0;
+    for (;;) {
+        while (u < n && moves[ord[u]]) u++;
+        if (u >= n && m >= k) break;
+        placed pu = {u, u < n ? ord[u] : 0};
+        if (m >= k || (u < n && cmp_placed(&pu, &mv[m]) < 0)) out[w++] = ord[u++];
+        else out[w++] = mv[m++].plan;
+    }
+    memcpy(ord, out, n * sizeof *ord);
+    for (size_t i = 0; i < k; i++) moves[mv[i].plan] = 0;
+    free(mv), free(out);
+    return 0;
+}
+
 /* The screen's verdicts rest on lower bounds of reserved and device memory:
  * the plans that decide the ranking are estimated whole, with the step
  * replayed through the caching allocator: each group's fastest fitting plan
@@ -440,23 +504,59 @@ static bool verify(const search_run *run, mp_candidate *c)
 static int verify_top(const search_run *run, mp_search_result *r, char *err)
 {
     const bool speed = run->o->prefer_speed;
+    const size_t n = r->n;
+    mp_candidate *c = r->cands;
+    /* the ranking as an order of indices (the plans stay put until the end),
+     * each plan's group looked up once */
+    size_t *ord = malloc((n + 1) * sizeof *ord);
+    int *grp = malloc((n + 1) * sizeof *grp);
+    unsigned char *moves = calloc(n + 1, 1);
+    int rc = 0;
+    bool reranked = false;
+    if (!ord || !grp || !moves) {
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
+        rc = -1;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) ord[i] = i, grp[i] = mp_rank_group(&c[i], speed);
     for (;;) {
         bool dropped = false;
         size_t setter[NGROUPS];
-        for (int g = 0; g < NGROUPS; g++) setter[g] = r->n;
-        for (size_t i = 0; i < r->n; i++) {
-            const mp_candidate *k = &r->cands[i];
-            int g = mp_rank_group(k, speed);
-            if (k->fits && (setter[g] == r->n || k->tokens_per_s > r->cands[setter[g]].tokens_per_s)) setter[g] = i;
+        for (int g = 0; g < NGROUPS; g++) setter[g] = n;
+        for (size_t i = 0; i < n; i++) {
+            const mp_candidate *k = &c[ord[i]];
+            int g = grp[ord[i]];
+            if (k->fits && (setter[g] == n || k->tokens_per_s > c[ord[setter[g]]].tokens_per_s)) setter[g] = i;
         }
         for (int g = 0; g < NGROUPS && !dropped; g++)
-            if (setter[g] < r->n && !r->cands[setter[g]].verified) dropped = !verify(run, &r->cands[setter[g]]);
+            if (setter[g] < n && !c[ord[setter[g]]].verified) {
+                moves[ord[setter[g]]] = 1;
+                dropped = !verify(run, &c[ord[setter[g]]]);
+            }
         int stood = 0;
-        for (size_t i = 0; i < r->n && stood < VERIFIED_TOP && !dropped && r->cands[i].fits; i++, stood++)
-            if (!r->cands[i].verified) dropped = !verify(run, &r->cands[i]);
-        if (!dropped) return 0;
-        if (rank_candidates(r, speed, err)) return -1;
+        for (size_t i = 0; i < n && stood < VERIFIED_TOP && !dropped && c[ord[i]].fits; i++, stood++)
+            if (!c[ord[i]].verified) {
+                moves[ord[i]] = 1;
+                dropped = !verify(run, &c[ord[i]]);
+            }
+        if (!dropped) break;
+        if ((rc = rerank(r, speed, ord, grp, moves, err))) break;
+        reranked = true;
     }
+    if (reranked && !rc) { /* the plans laid out in their last ranking */
+        mp_candidate *sorted = malloc(n * sizeof *sorted + 1);
+        if (!sorted) {
+            snprintf(err, MP_ERR_LEN, "out of memory in the search");
+            rc = -1;
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++) sorted[i] = c[ord[i]];
+        free(r->cands);
+        r->cands = sorted, r->cap = n;
+    }
+done:
+    free(ord), free(grp), free(moves);
+    return rc;
 }
 
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
