@@ -15,6 +15,7 @@
  */
 #include "fuzz.h"
 #include "memplan.h"
+#include "emit/emit.h"
 #include "emit/quote.h"
 #include "utf8.h"
 
@@ -178,19 +179,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(plain.hf_id, sizeof plain.hf_id, "org/plain");
     mp_settings s;
     settings_of(data, &s, &m);
-    static const char *const kinds[] = {"memtrain", "hf", "deepspeed", "accelerate", "launch", "torchtune"};
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    mp_estimate e;
+    char eerr[MP_ERR_LEN];
+    if (mp_estimate_run(&m, &s, NULL, &e, eerr)) {
+        free(name);
+        return 0;
+    }
+    const mp_plan plan = {&m, &s, &e}, plain_plan = {&plain, &s, &e};
+    const mp_emit_target *t;
+    for (int k = 0; (t = mp_emit_target_at(k)); k++) {
+        const char *kind = mp_emit_target_name(t);
         char err[MP_ERR_LEN], perr[MP_ERR_LEN], *text = NULL, *want = NULL;
         fuzz_clear_err(err, sizeof err);
-        int rc = mp_emit(kinds[k], &m, &s, &text, err);
-        int prc = mp_emit(kinds[k], &plain, &s, &want, perr);
-        if (rc) fuzz_check_err(kinds[k], err, sizeof err);
+        int rc = mp_emit(t, &plan, &text, err);
+        int prc = mp_emit(t, &plain_plan, &want, perr);
+        if (rc) fuzz_check_err(kind, err, sizeof err);
         if (rc || prc) {
             free(text), free(want);
             continue;
         }
-        FUZZ_ASSERT(lines_of(text) == lines_of(want), "%s: a name changed the number of lines", kinds[k]);
-        if (!strcmp(kinds[k], "hf") && *name) { /* an empty id is "path/to/model", to fill in */
+        FUZZ_ASSERT(lines_of(text) == lines_of(want), "%s: a name changed the number of lines", kind);
+        if (!strcmp(kind, "hf") && *name) { /* an empty id is "path/to/model", to fill in */
             const char *at = strstr(text, "\nMODEL = ");
             FUZZ_ASSERT(at, "hf: no MODEL line");
             char *back = malloc(strlen(name) + 1);
@@ -199,7 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_ASSERT(!strcmp(back, name), "hf: MODEL reads back other bytes");
             free(back);
         }
-        if (!strcmp(kinds[k], "deepspeed")) {
+        if (!strcmp(kind, "deepspeed")) {
             json_t *a = json_loads(text, 0, NULL), *b = json_loads(want, 0, NULL);
             FUZZ_ASSERT(a && b, "deepspeed: the JSON does not parse");
             json_object_del(a, "_comment"), json_object_del(b, "_comment");

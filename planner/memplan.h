@@ -549,7 +549,10 @@ typedef struct mp_search_opts {
      * mp_optimizer; 0 tries them all. (memplan table searches the AdamW-class tier
      * first, which outranks the others whenever one of its plans fits.) */
     unsigned only_precisions, only_optimizers;
-    const char *emit;         /* only plans this --emit target can write (mp_emit_check); NULL: any */
+    /* Only plans this predicate accepts: 0, else -1 with why it does not (one line);
+     * NULL: any. `plan --emit X` passes X's mp_emit_check (emit.h: mp_emit_accept). */
+    int (*accept)(const void *ctx, const mp_model *m, const mp_settings *s, char *why);
+    const void *accept_ctx;
 } mp_search_opts;
 
 typedef struct mp_search_result {
@@ -559,7 +562,7 @@ typedef struct mp_search_result {
     size_t evaluated;         /* estimates computed (larger batches after a miss are pruned) */
     size_t fitting;
     size_t host_limited;      /* estimates that fit the GPU but not the host RAM */
-    size_t unwritable;        /* micro-batches of combinations opts.emit's target cannot write: skipped */
+    size_t unwritable;        /* micro-batches of combinations opts.accept refused: skipped */
 } mp_search_result;
 
 /* Evaluate every combination the pins allow; `base` holds the pinned values. */
@@ -589,16 +592,6 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 
 /* ---------- output ---------- */
 
-/* Write a runnable config: "memtrain", "hf", "deepspeed", "accelerate", "launch",
- * "torchtune". Fails (-1, err) where the target's engine cannot run the plan as estimated. */
-int mp_emit(const char *kind, const mp_model *m, const mp_settings *s, char **out, char *err);
-/* 0 when `kind` can write the plan, else -1 with the reason (what mp_emit would refuse). */
-int mp_emit_check(const char *kind, const mp_model *m, const mp_settings *s, char *err);
-/* Write the bundle of `kind` into the existing directory `dir`, each file
- * atomically, nothing when a text fails: for "hf" train.py, the engine's config
- * (ds_config.json or accelerate.yaml, or none), launch.sh (executable) and
- * README.txt; for "torchtune" torchtune.yaml, launch.sh and README.txt. */
-int mp_emit_bundle(const char *kind, const char *dir, const mp_model *m, const mp_settings *s, char *err);
 /* Write `data` to `path` atomically: a temporary file made beside it with O_EXCL
  * (a link planted there is never followed), fsync, rename over the path (a link
  * at the path itself is replaced, not followed). "-" is standard output; a

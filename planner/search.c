@@ -379,10 +379,10 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
         s->offload = (mp_offload)sp->zo[zi][1];
         run->r->considered += (size_t)sp->nb;
         if (skipped(s, run->gpu, run->o)) continue;
-        /* a plan the emitter cannot write is no answer to `plan --emit`; no target's
-         * check reads the micro-batch, so once for all of them */
+        /* a plan the caller cannot use (one `plan --emit`'s target cannot write) is
+         * no answer; no predicate reads the micro-batch, so once for all of them */
         char why[MP_ERR_LEN];
-        if (run->o->emit && mp_emit_check(run->o->emit, run->m, s, why)) {
+        if (run->o->accept && run->o->accept(run->o->accept_ctx, run->m, s, why)) {
             if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", why);
             run->r->unwritable += (size_t)sp->nb;
             continue;

@@ -735,6 +735,31 @@ for f in ('e', 's', 'l', 't'):
     assert not [h for h in head if h.startswith('lora_') or h in ('weights', 'total_bytes')], (f, head)
 "; then ok "CSV and JSON share the screen's names (allocated_bytes, optimizer_bytes, lora-rank)"; else bad "field names differ between CSV, JSON and the screen"; fi
 
+# --- every emitted file states the estimate the user was shown (issue 31: llama-3.2-1b on an
+# h100-80g was 42.84 GiB on the device in `estimate` and 42.59 GiB in train.py, which
+# estimated again without the GPU)
+drift_ok=true
+for t in "hf --precision amp-bf16" "launch --precision amp-bf16" "accelerate --gpus 2 --zero 3 --precision amp-bf16" \
+         "deepspeed --gpus 2 --zero 2 --framework deepspeed --precision mixed-bf16" \
+         "torchtune --precision pure-bf16 --attention flash --ce chunked"; do
+    set -- $t
+    target=$1; shift
+    args="estimate --model llama-3.2-1b --gpu h100-80g --batch 8 --seq 2048 $*"
+    [ "$target" = torchtune ] && args="$args --framework torchtune"
+    "$mp" $args --format json >"$tmp/drift.json" 2>/dev/null
+    "$mp" $args --emit "$target" >"$tmp/drift.txt" 2>/dev/null
+    if ! python3 - "$tmp/drift.json" "$tmp/drift.txt" "$target" <<'PY'
+import json, re, sys
+e = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+got = [float(x) for x in re.findall(r"([0-9.]+) GiB (?:allocated|reserved|on the device)", text)]
+want = {round(e[k] / 2**30, 2) for k in ("allocated_bytes", "reserved_bytes", "device_bytes")}
+assert got and set(got) <= want, (sys.argv[3], got, want)
+PY
+    then drift_ok=false; fi
+done
+if $drift_ok; then ok "every target's predicted peak is the estimate's (allocated, reserved, device)"; else bad "an emitted file states another estimate"; fi
+
 # ---------------------------------------------------------------------------
 
 echo "cli: $pass passed, $fail failed"

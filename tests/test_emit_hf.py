@@ -16,6 +16,7 @@ Usage: test_emit_hf.py BIN_DIR. Prints one line per failure and "emit-hf: N pass
 import ast
 import os
 import py_compile
+import subprocess
 import sys
 import tempfile
 
@@ -109,9 +110,12 @@ def check_plan(tag, family, repo, text, plan, vocab):
     if chunked:
         check(value(a["CE_CHUNK"]) == s["ce-chunk"], f"{tag}: CE_CHUNK = {s['ce-chunk']}")
     check("prepare_model_for_kbit_training" not in text, f"{tag}: no fp32 upcast the plan did not count")
-    amp_twin = s["lora-rank"] == 0 and s["precision"].startswith("mixed") and s["zero"] == 0 and s["offload"] == "none"
-    check(("# NOTE: the Trainer has no mixed" in text) == amp_twin,
-          f"{tag}: the amp-twin note iff full fine-tuning under {s['precision']} without DeepSpeed")
+    # the plan printed is the plan that runs: no full fine-tuning with fp32 masters outside DeepSpeed
+    # and FSDP (the Trainer would train the amp twin), and no second prediction
+    masters = s["lora-rank"] == 0 and s["precision"].startswith("mixed")
+    check(not masters or s["zero"] > 0 or s["offload"] != "none" or plan["settings"]["framework"] == "deepspeed",
+          f"{tag}: {s['precision']} full fine-tuning only under DeepSpeed or FSDP")
+    check(text.count("Predicted peak per GPU") == 1, f"{tag}: one prediction, the plan's")
     check_load(tag, family, c, s, vocab)
     guard = 'Version(package_version("bitsandbytes")) < Version("0.43.2")' in text
     check(guard == (s["quant"].startswith("nf4") and s["bitsandbytes"] is None),
@@ -201,6 +205,11 @@ def main():
                 continue
             check_plan(tag, fam, repo, open(path).read(), plan, vocab)
     check(emitted >= 40, f"the matrix emitted {emitted} scripts (want >= 40)")
+    # fp32 masters on one GPU: the Trainer alone would train another plan, so no script
+    r = subprocess.run([memplan, "estimate", "--model", "gpt2", "--precision", "mixed-bf16", "--emit", "hf"],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and r.stdout == "" and "runs in the Trainer only under DeepSpeed or FSDP" in r.stderr
+          and r.stderr.count("\n") == 1, "mixed-bf16 full fine-tuning on one process is refused, not rewritten")
     check(set(fams) <= set(vocab["modules"]), "every profiled family is in hf_modules.csv")
     print(f"emit-hf: {emitted} scripts; {TALLY.passed} passed, {TALLY.failed} failed")
     return 1 if TALLY.failed else 0

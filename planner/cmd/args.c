@@ -385,8 +385,9 @@ static int apply_stored_quant(cli *c)
 static int settle(cli *c)
 {
     char err[MP_ERR_LEN];
-    /* a torchtune config is estimated as torchtune runs it, unless another profile is named */
-    if (!c->framework && c->emit && !strcmp(c->emit, "torchtune")) c->framework = "torchtune";
+    if (c->emit && !(c->target = mp_emit_target_named(c->emit, err))) return cli_error("%s", err);
+    /* a config is estimated as its stack runs it, unless another profile is named */
+    if (!c->framework && c->target) c->framework = mp_emit_target_framework(c->target);
     if (c->framework && !(c->s.framework = mp_framework_find(c->framework, err))) return cli_error("%s", err);
     if (c->gpu_name) {
         if (mp_gpu_lookup(c->gpu_name, &c->gpu, err)) return cli_error("%s for --gpu", err);

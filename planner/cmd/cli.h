@@ -2,6 +2,7 @@
 #ifndef MEMPLAN_CLI_H
 #define MEMPLAN_CLI_H
 
+#include "emit/emit.h"
 #include "memplan.h"
 #include "options.h"
 
@@ -59,6 +60,7 @@ struct cli {
     bool explain, help;
     bool show_settings;        /* estimate and --solve: a line of every technique assumed */
     const char *emit, *out_path, *solve;
+    const mp_emit_target *target; /* --emit's row */
     int top;
     /* table, ladder, sweep, plot */
     const char *models;        /* --models LIST (table only) */

@@ -39,36 +39,28 @@ static int output_is_dir(const char *path)
 }
 
 /* Write the emitted config to -o FILE atomically, the bundle to -o DIR, or to stdout. */
-static int do_emit(cli *c, const mp_settings *s)
+static int do_emit(cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char err[MP_ERR_LEN], *text = NULL;
+    const mp_plan p = {&c->model, s, e};
     int dir = c->out_path ? output_is_dir(c->out_path) : 0;
     if (dir < 0) return EXIT_USAGE;
     if (dir) {
-        if (strcmp(c->emit, "hf") && strcmp(c->emit, "torchtune")) {
-            if (dir == 2) rmdir(c->out_path);
-            return cli_error("-o '%s' is a directory: a bundle is written by --emit hf or --emit torchtune, "
-                             "not --emit %s", c->out_path, c->emit);
-        }
-        if (!mp_emit_bundle(c->emit, c->out_path, &c->model, s, err)) return 0;
+        if (!mp_emit_bundle(c->target, c->out_path, &p, err)) return 0;
         if (dir == 2) rmdir(c->out_path); /* leave nothing behind */
         return cli_error("%s", err);
     }
-    if (mp_emit(c->emit, &c->model, s, &text, err)) return cli_error("%s", err);
-    int rc = 0;
-    if (c->out_path) {
-        unsigned mode = strcmp(c->emit, "launch") ? 0644 : 0755; /* launch.sh runs */
-        if (mp_write_file_atomic_mode(c->out_path, text, strlen(text), mode, err)) rc = cli_error("%s", err);
-    } else {
-        fputs(text, stdout);
-    }
+    if (c->out_path) return mp_emit_file(c->target, &p, c->out_path, err) ? cli_error("%s", err) : 0;
+    if (mp_emit(c->target, &p, &text, err)) return cli_error("%s", err);
+    fputs(text, stdout);
     free(text);
-    return rc;
+    return 0;
 }
 
 static int check_output_args(const cli *c)
 {
-    if (c->out_path && !c->emit) return cli_error("-o needs --emit (memtrain, hf, deepspeed, accelerate, launch or torchtune)");
+    char list[128];
+    if (c->out_path && !c->emit) return cli_error("-o needs --emit (%s)", mp_emit_target_list(list, sizeof list));
     return 0;
 }
 
@@ -85,7 +77,7 @@ int cmd_estimate(cli *c)
     /* the status is the verdict's, whether the config goes to stdout or to -o */
     int verdict = (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
     if (c->emit) {
-        int rc = do_emit(c, &c->s);
+        int rc = do_emit(c, &c->s, &e);
         if (rc) return rc;
         if (!c->out_path) return verdict;
     }
@@ -365,40 +357,28 @@ static void print_plan_text(const cli *c, const plan_result *p)
 static int plan_emit(cli *c, const plan_result *p)
 {
     if (!p->best) {
-        fprintf(stderr, "memplan: nothing fits in %s: no config written\n", c->gpu.name);
+        char name[96];
+        fprintf(stderr, "memplan: nothing fits in %s: no config written\n", mp_quote(c->gpu.name, name, sizeof name));
         return EXIT_NOFIT;
     }
-    int rc = do_emit(c, &p->best->s);
+    int rc = do_emit(c, &p->best->s, &p->e);
     return rc || !c->out_path ? rc : -1;
 }
 
 static int plan_report(cli *c, plan_result *p)
 {
     char err[MP_ERR_LEN];
+    /* the best plan's whole estimate, which the report and an emitted file both state */
+    if (p->best && mp_estimate_run(&c->model, &p->best->s, &c->gpu, &p->e, err)) return cli_error("%s", err);
     if (c->emit) {
         int rc = plan_emit(c, p);
         if (rc >= 0) return rc;
     }
-    if (p->best && mp_estimate_run(&c->model, &p->best->s, &c->gpu, &p->e, err)) return cli_error("%s", err);
     find_alternatives(c, p);
     if (c->format == FMT_JSON) print_plan_json(c, p);
     else if (c->format == FMT_CSV) print_plan_csv(c, p);
     else print_plan_text(c, p);
     return p->best ? 0 : EXIT_NOFIT;
-}
-
-/* --emit memtrain: search among the precisions and optimizers memtrain runs,
- * so that the plan chosen can be written (a pinned value is kept and refused
- * by the emitter if memtrain lacks it). */
-static void search_what_memtrain_runs(mp_search_opts *o)
-{
-    unsigned prec = 0, opt = 0;
-    for (int i = 0; i < MP_NPRECISION; i++)
-        if (mp_precision_value(i)->memtrain) prec |= 1u << i;
-    for (int i = 0; i < MP_NOPTIMIZER; i++)
-        if (mp_optimizer_value(i)->memtrain) opt |= 1u << i;
-    o->only_precisions = (o->only_precisions ? o->only_precisions : ~0u) & prec;
-    o->only_optimizers = (o->only_optimizers ? o->only_optimizers : ~0u) & opt;
 }
 
 int cmd_plan(cli *c)
@@ -409,8 +389,11 @@ int cmd_plan(cli *c)
     if (c->solve) return cmd_solve(c);
     plan_result p = {0};
     mp_search_opts opts = c->opts;
-    if (c->emit && !strcmp(c->emit, "memtrain")) search_what_memtrain_runs(&opts);
-    opts.emit = c->emit;
+    if (c->target) {
+        /* only plans the target writes: the plan printed is the plan that runs */
+        mp_emit_target_narrow(c->target, &opts);
+        opts.accept = mp_emit_accept, opts.accept_ctx = c->target;
+    }
     double t0 = now_ms();
     if (mp_search(&c->model, &c->s, &c->gpu, &opts, &p.r, err)) return cli_error("%s", err);
     p.ms = now_ms() - t0;

@@ -49,12 +49,14 @@ static void put_deepspeed(sbuf *b, const emit_engine *e)
     if (e->stage == 3) sbuf_put(b, "  zero3_init_flag: true\n");
 }
 
-void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_accelerate(sbuf *b, const mp_plan *p)
 {
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return; /* emit_check_engine ran first */
-    emit_summary_comment(b, m, s, &e);
+    if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
+    emit_summary_comment(b, p, &e);
     sbuf_put(b, "# use: accelerate launch --config_file accelerate.yaml train.py DATA\n");
     sbuf_put(b, "compute_environment: LOCAL_MACHINE\n");
     sbuf_put(b, "distributed_type: %s\n", distributed_type(e.kind));
@@ -66,3 +68,7 @@ void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "num_machines: 1\nnum_processes: %lld\nmachine_rank: 0\n", (long long)e.procs);
     sbuf_put(b, "use_cpu: false\ndebug: false\n");
 }
+
+const mp_emit_target emit_target_accelerate = {
+    .name = "accelerate", .file = {"accelerate.yaml", write_accelerate, 0644}, .check = emit_check_engine,
+};

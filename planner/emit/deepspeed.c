@@ -20,10 +20,10 @@ static bool deepspeed_native(const char *type)
 }
 
 /* DeepSpeed reads the top level with dict.get: the summary's key is ignored */
-static json_t *summary_json(const mp_model *m, const mp_settings *s, const emit_engine *e)
+static json_t *summary_json(const mp_plan *p, const emit_engine *e)
 {
     char lines[EMIT_NLINES][EMIT_LINE];
-    int n = emit_summary_lines(m, s, e, lines, EMIT_NLINES);
+    int n = emit_summary_lines(p, e, lines, EMIT_NLINES);
     json_t *a = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(a, json_string(lines[i]));
     json_array_append_new(a, json_string("batch sizes, accumulation, clipping and optimizer settings are auto: "
@@ -96,7 +96,7 @@ static void put_zero(json_t *cfg, const mp_settings *s, const emit_engine *e)
     json_object_set_new(cfg, "zero_optimization", z);
 }
 
-int check_deepspeed(const mp_model *m, const mp_settings *s, char *err)
+static int check_deepspeed(const mp_model *m, const mp_settings *s, char *err)
 {
     (void)m;
     emit_engine e;
@@ -107,13 +107,14 @@ int check_deepspeed(const mp_model *m, const mp_settings *s, char *err)
     return -1;
 }
 
-void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_deepspeed(sbuf *b, const mp_plan *p)
 {
+    const mp_settings *s = p->s;
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return; /* check_deepspeed ran first */
+    if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
     json_t *cfg = json_object();
-    json_object_set_new(cfg, "_comment", summary_json(m, s, &e));
+    json_object_set_new(cfg, "_comment", summary_json(p, &e));
     static const char *const from_trainer[] = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
                                                "train_batch_size", "gradient_clipping"};
     for (size_t i = 0; i < sizeof from_trainer / sizeof *from_trainer; i++)
@@ -131,3 +132,7 @@ void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s)
     sbuf_put(b, "%s\n", text);
     free(text);
 }
+
+const mp_emit_target emit_target_deepspeed = {
+    .name = "deepspeed", .file = {"ds_config.json", write_deepspeed, 0644}, .check = check_deepspeed,
+};

@@ -1,26 +1,44 @@
-/* emitters.h — the emit targets (one file each) and the text buffer they write into. */
+/* emitters.h — what a target is (a row of emit.c's table), and what the
+ * target files share: the text buffer and quoting writers, the engine a plan
+ * runs under, the plan summary. Adding a target is one file that defines its
+ * row (an emit_target) and one line in emit.c's table. */
 #ifndef MP_EMITTERS_H
 #define MP_EMITTERS_H
 
 #include <stddef.h>
 
+#include "emit/emit.h"
 #include "emit/quote.h"
 #include "emit/sbuf.h"
 #include "memplan.h"
 
-/* Each target writes one artifact for the model and settings. The plan's
- * settings reach a target's vocabulary through the settings rows
- * (mp_*_desc_of in memplan.h): no target restates a mapping. */
-void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_deepspeed(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_accelerate(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s);
-/* torchtune (torchtune.c): its recipe config, the `tune run` launcher, the plan as '# ' lines */
-void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s);
-void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s);
-int check_torchtune(const mp_model *m, const mp_settings *s, char *err);
+/* One file a target writes: its name in a bundle, its text, its mode. */
+typedef struct emit_file {
+    const char *name;
+    void (*write)(sbuf *, const mp_plan *);
+    unsigned mode;                /* 0644, or 0755 for a launcher */
+} emit_file;
+enum { EMIT_MAX_FILES = 6 };
+
+struct mp_emit_target {
+    const char *name;             /* --emit NAME */
+    emit_file file;               /* what -o FILE or standard output gets */
+    /* 0, or -1 with err when the target cannot run the plan as estimated; NULL: it runs any */
+    int (*check)(const mp_model *, const mp_settings *, char *err);
+    /* -o DIR/: the bundle's files but README.txt, into out; their count, or -1 with
+     * err. NULL: the target writes no bundle. */
+    int (*bundle)(const mp_plan *, emit_file out[EMIT_MAX_FILES], char *err);
+    void (*readme)(sbuf *, const mp_plan *); /* the bundle's README.txt */
+    const char *framework;        /* the profile the target's stack is estimated with; NULL: the default */
+    bool memtrain_values;         /* the search tries only the values memtrain implements */
+    bool steps_in_backward;       /* runs the optimizer step in the backward and offloads activations */
+};
+
+/* Every target, in --emit's order: NAME's row is emit_target_NAME, defined in its
+ * own file. A new target is a file and a name here. */
+#define EMIT_TARGETS(X) X(memtrain) X(hf) X(deepspeed) X(accelerate) X(launch) X(torchtune)
+#define EMIT_DECLARE(name) extern const mp_emit_target emit_target_##name;
+EMIT_TARGETS(EMIT_DECLARE)
 
 /* The engine that runs a plan (engine.c): the one place that decides it. */
 typedef enum { EMIT_SINGLE, EMIT_DDP, EMIT_DEEPSPEED, EMIT_FSDP } emit_engine_kind;
@@ -33,18 +51,14 @@ typedef struct emit_engine {
 int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
 /* A target's check: 0 when an engine runs the plan as estimated, else -1 with err. */
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
-int check_deepspeed(const mp_model *m, const mp_settings *s, char *err);
-/* 0, or -1 with err when memtrain cannot run the plan (nothing to compile, no CUDA allocator). */
-int check_memtrain(const mp_model *m, const mp_settings *s, char *err);
 const char *emit_engine_name(emit_engine_kind k);
-/* The ZeRO bucket DeepSpeed is given, in elements (deepspeed.c). */
+/* The ZeRO bucket DeepSpeed is given, in elements (engine.c). */
 long long emit_zero_bucket(const mp_settings *s);
 
 /* The plan summary (summary.c): up to `max` lines, each one line of plain text (mp_quote). */
 enum { EMIT_LINE = 320, EMIT_NLINES = 16 };
-int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
-                       char lines[][EMIT_LINE], int max);
+int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT_LINE], int max);
 /* The summary as '# ' comment lines (YAML, shell). */
-void emit_summary_comment(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e);
+void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e);
 
 #endif

@@ -45,26 +45,26 @@ static const char *hf_attention(const mp_settings *s, const hf_family *f)
     return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
 }
 
-/* The Trainer alone has no 16-bit weights with fp32 masters (DeepSpeed's bf16
- * has): full fine-tuning under a mixed precision runs as its amp twin here,
- * whose own estimate the script states beside the plan's. */
-static void hf_amp_note(sbuf *b, const mp_model *m, const mp_settings *s)
+/* The Trainer alone has no 16-bit weights with fp32 masters: DeepSpeed's bf16
+ * and fp16 modes keep them, and FSDP's mixed precision; one process or DDP
+ * would train the amp twin, another plan than the one estimated. */
+static int check_hf(const mp_model *m, const mp_settings *s, char *err)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    if (s->lora_rank || !pd->master_copy || s->zero > 0 || s->offload != MP_OFFLOAD_NONE) return;
-    mp_settings amp = *s;
-    amp.precision = pd->needs_bf16 ? MP_AMP_BF16 : MP_AMP_FP16;
-    mp_estimate e;
-    char err[MP_ERR_LEN];
-    if (mp_estimate_run(m, &amp, NULL, &e, err)) return;
-    sbuf_put(b, "# NOTE: the Trainer has no %s (16-bit weights, fp32 masters) without DeepSpeed: this script\n"
-                "# trains %s (fp32 weights under autocast), predicted %.2f GiB allocated, %.2f GiB on the device.\n",
-             mp_precision_name(s->precision), mp_precision_name(amp.precision), e.total_bytes / MP_GiB,
-             e.device_bytes / MP_GiB);
+    emit_engine e;
+    if (s->lora_rank || !pd->master_copy || emit_engine_of(s, &e, err) || e.kind == EMIT_DEEPSPEED ||
+        e.kind == EMIT_FSDP)
+        return 0;
+    snprintf(err, MP_ERR_LEN, "precision '%s' (16-bit weights, fp32 masters) runs in the Trainer only under "
+             "DeepSpeed or FSDP, and this plan runs as %s: use --precision %s, or --framework deepspeed",
+             pd->v.name, emit_engine_name(e.kind), pd->needs_bf16 ? "amp-bf16" : "amp-fp16");
+    return -1;
 }
 
-static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+static void hf_summary(sbuf *b, const mp_plan *pl, const hf_family *f)
 {
+    const mp_model *m = pl->m;
+    const mp_settings *s = pl->s;
     const hf_precision p = hf_precision_of(s);
     const char *attn = hf_attention(s, f);
     sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s (%s).\n", EMIT_TEXT(m->name),
@@ -93,12 +93,8 @@ static void hf_summary(sbuf *b, const mp_model *m, const mp_settings *s, const h
     sbuf_put(b, "#   ZeRO stage %d, offload %s, %lld GPU(s)\n", s->zero, mp_offload_name(s->offload), (long long)s->gpus);
     sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld\n", (long long)s->batch,
              (long long)s->accum, (long long)s->seq);
-    mp_estimate e;
-    char err[MP_ERR_LEN];
-    if (!mp_estimate_run(m, s, NULL, &e, err))
-        sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated, %.2f GiB on the device (nvidia-smi).\n",
-                 e.total_bytes / MP_GiB, e.device_bytes / MP_GiB);
-    hf_amp_note(b, m, s);
+    sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated, %.2f GiB on the device (nvidia-smi).\n",
+             pl->e->total_bytes / MP_GiB, pl->e->device_bytes / MP_GiB);
     if (s->attention == MP_ATTN_FLASH && f && !f->sdpa)
         sbuf_put(b, "# NOTE: the plan assumed tiled attention, but %s's modeling file declares no SDPA support:\n"
                     "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
@@ -266,10 +262,12 @@ static void hf_bitsandbytes_check(sbuf *b, const mp_model *m, const mp_settings 
              release, release, release);
 }
 
-void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_hf(sbuf *b, const mp_plan *p)
 {
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
     const hf_family *f = hf_family_of(m->family);
-    hf_summary(b, m, s, f);
+    hf_summary(b, p, f);
     sbuf_put(b, "import argparse\n");
     /* before torch: the allocator reads its settings once, when CUDA starts */
     if (s->expandable_segments)
@@ -289,3 +287,36 @@ void emit_hf(sbuf *b, const mp_model *m, const mp_settings *s)
     hf_data(b, m, s, f);
     hf_train(b, s);
 }
+
+/* The bundle: the script, its engine's config (DeepSpeed's or accelerate's, or
+ * none), the launcher. */
+static int bundle_hf(const mp_plan *p, emit_file out[EMIT_MAX_FILES], char *err)
+{
+    emit_engine e;
+    if (emit_engine_of(p->s, &e, err)) return -1;
+    const mp_emit_target *parts[] = {&emit_target_hf, e.kind == EMIT_DEEPSPEED ? &emit_target_deepspeed
+                                                      : e.kind == EMIT_FSDP    ? &emit_target_accelerate
+                                                                               : NULL,
+                                     &emit_target_launch};
+    int n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        if (!parts[i]) continue;
+        if (mp_emit_check(parts[i], p->m, p->s, err)) return -1;
+        out[n++] = parts[i]->file;
+    }
+    return n;
+}
+
+static void readme_hf(sbuf *b, const mp_plan *p)
+{
+    emit_engine e;
+    char err[MP_ERR_LEN];
+    if (emit_engine_of(p->s, &e, err)) return sbuf_fail(b, "%s", err);
+    sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
+    emit_summary_comment(b, p, &e);
+}
+
+const mp_emit_target emit_target_hf = {
+    .name = "hf", .file = {"train.py", write_hf, 0644}, .check = check_hf, .bundle = bundle_hf,
+    .readme = readme_hf,
+};

@@ -5,13 +5,14 @@
 
 #include <stdio.h>
 
-void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_launch(sbuf *b, const mp_plan *p)
 {
+    const mp_settings *s = p->s;
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(s, &e, err)) return; /* emit_check_engine ran first */
+    if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
     sbuf_put(b, "#!/usr/bin/env bash\n");
-    emit_summary_comment(b, m, s, &e);
+    emit_summary_comment(b, p, &e);
     sbuf_put(b, "# usage: bash launch.sh DATA_FILE\n");
     sbuf_put(b, "set -eu\n");
     sbuf_put(b, "DATA=\"${1:?usage: bash launch.sh DATA_FILE}\"\n");
@@ -37,3 +38,7 @@ void emit_launch(sbuf *b, const mp_model *m, const mp_settings *s)
         break;
     }
 }
+
+const mp_emit_target emit_target_launch = {
+    .name = "launch", .file = {"launch.sh", write_launch, 0755}, .check = emit_check_engine,
+};

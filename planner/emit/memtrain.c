@@ -9,7 +9,7 @@ static const char *bool01(bool v) { return v ? "1" : "0"; }
 
 /* memtrain runs its own kernels on its own allocator: nothing there to compile,
  * no CUDA caching allocator to configure */
-int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
+static int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
 {
     if (s->compile) {
         snprintf(err, MP_ERR_LEN, "--compile has no form in 'memtrain': it runs its own kernels "
@@ -24,8 +24,10 @@ int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
     return memtrain_check_supported(m, s, err);
 }
 
-void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_memtrain(sbuf *b, const mp_plan *p)
 {
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
     char tg[64];
     sbuf_put(b, "# memtrain config written by memplan; run: memtrain --config FILE\n");
     sbuf_put(b, "# model %s\n", EMIT_TEXT(m->name));
@@ -52,3 +54,8 @@ void emit_memtrain(sbuf *b, const mp_model *m, const mp_settings *s)
         sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\nranks = %lld\n",
             (long long)s->gpus, s->zero, (long long)s->gpus);
 }
+
+const mp_emit_target emit_target_memtrain = {
+    .name = "memtrain", .file = {"memtrain.conf", write_memtrain, 0644}, .check = check_memtrain,
+    .memtrain_values = true,
+};

@@ -31,23 +31,19 @@ static const char *sharding_of(const mp_settings *s, const emit_engine *e, char 
     return buf;
 }
 
-static const char *peak_of(const mp_model *m, const mp_settings *s, char *buf, size_t len)
+static const char *peak_of(const mp_estimate *e, char *buf, size_t len)
 {
-    char err[MP_ERR_LEN], a[32], r[32];
-    mp_estimate est;
-    if (mp_estimate_run(m, s, NULL, &est, err)) {
-        snprintf(buf, len, "not estimated (%s)", err);
-        return buf;
-    }
-    snprintf(buf, len, "%s allocated, %s reserved (GiB = 2^30 bytes)", mp_fmt_gib(est.total_bytes, a, sizeof a),
-             mp_fmt_gib(est.reserved_bytes, r, sizeof r));
+    char a[32], r[32];
+    snprintf(buf, len, "%s allocated, %s reserved (GiB = 2^30 bytes)", mp_fmt_gib(e->total_bytes, a, sizeof a),
+             mp_fmt_gib(e->reserved_bytes, r, sizeof r));
     return buf;
 }
 
-int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engine *e,
-                       char lines[][EMIT_LINE], int max)
+int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT_LINE], int max)
 {
-    char t[128], sh[200], pk[MP_ERR_LEN + 64];
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
+    char t[128], sh[200], pk[96];
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     int64_t dp = s->gpus / (s->tp * s->pp);
@@ -67,7 +63,7 @@ int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engin
     LINE("micro-batch: %lld per GPU; accumulation: %lld; global batch: %lld sequences", (long long)s->batch,
          (long long)s->accum, (long long)(s->batch * s->accum * dp));
     LINE("sequence: %lld tokens", (long long)s->seq);
-    LINE("predicted peak per GPU: %s", peak_of(m, s, pk, sizeof pk));
+    LINE("predicted peak per GPU: %s", peak_of(p->e, pk, sizeof pk));
 #undef LINE
     /* each line one line of plain text, whatever a name or a message in it holds */
     for (int i = 0; i < n; i++) {
@@ -77,9 +73,9 @@ int emit_summary_lines(const mp_model *m, const mp_settings *s, const emit_engin
     return n;
 }
 
-void emit_summary_comment(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
+void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e)
 {
     char lines[EMIT_NLINES][EMIT_LINE];
-    int n = emit_summary_lines(m, s, e, lines, EMIT_NLINES);
+    int n = emit_summary_lines(p, e, lines, EMIT_NLINES);
     for (int i = 0; i < n; i++) sbuf_put(b, "# %s\n", lines[i]);
 }

@@ -111,7 +111,7 @@ static int check_parallel(const mp_settings *s, char *err)
     return 0;
 }
 
-int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
+static int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
 {
     const mp_framework *fw = settings_framework(s);
     if (strncmp(fw->name, "torchtune", 9))
@@ -132,8 +132,10 @@ int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
     return 0;
 }
 
-void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
+static void torchtune_summary(sbuf *b, const mp_plan *p)
 {
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
     const tt_model *t = tt_model_of(m);
     sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", EMIT_TEXT(m->name), builder_of(t, s));
     sbuf_put(b, "# The plan it runs (recipe %s):\n", recipe_of(s));
@@ -156,12 +158,9 @@ void emit_torchtune_summary(sbuf *b, const mp_model *m, const mp_settings *s)
                  mp_offload_name(s->offload));
     sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld (packed)%s\n", (long long)s->batch,
              (long long)s->accum, (long long)s->seq, s->compile ? ", compiled" : "");
-    mp_estimate e;
-    char err[MP_ERR_LEN];
-    if (!mp_estimate_run(m, s, NULL, &e, err))
-        sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated (the log's peak_memory_alloc), %.2f GiB reserved,\n"
-                    "# %.2f GiB on the device (nvidia-smi).\n",
-                 e.total_bytes / MP_GiB, e.reserved_bytes / MP_GiB, e.device_bytes / MP_GiB);
+    sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated (the log's peak_memory_alloc), %.2f GiB reserved,\n"
+                "# %.2f GiB on the device (nvidia-smi).\n",
+             p->e->total_bytes / MP_GiB, p->e->reserved_bytes / MP_GiB, p->e->device_bytes / MP_GiB);
 }
 
 static void yaml_model(sbuf *b, const mp_model *m, const mp_settings *s)
@@ -245,9 +244,11 @@ static void yaml_training(sbuf *b, const mp_settings *s)
                  py_bool(s->offload == MP_OFFLOAD_PARAMS));
 }
 
-void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_torchtune(sbuf *b, const mp_plan *p)
 {
-    emit_torchtune_summary(b, m, s);
+    const mp_model *m = p->m;
+    const mp_settings *s = p->s;
+    torchtune_summary(b, p);
     sbuf_put(b, "# Run: bash launch.sh DATA_FILE MODEL_DIR (the bundle), or\n"
                 "#   %stune run %s%s --config torchtune.yaml checkpointer.checkpoint_dir=MODEL_DIR \\\n"
                 "#     checkpointer.checkpoint_files=[FILES] dataset.data_files=DATA_FILE\n\n",
@@ -271,10 +272,11 @@ void emit_torchtune(sbuf *b, const mp_model *m, const mp_settings *s)
  * goes as a YAML single-quoted scalar, and one holding ${ or a control
  * character is refused. The folder is listed by a glob, not by cd and ls:
  * CDPATH and a name starting with '-' cannot redirect it. */
-void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
+static void write_torchtune_launch(sbuf *b, const mp_plan *p)
 {
+    const mp_settings *s = p->s;
     sbuf_put(b, "#!/usr/bin/env bash\n");
-    emit_torchtune_summary(b, m, s);
+    torchtune_summary(b, p);
     sbuf_put(b, "# usage: bash launch.sh DATA_FILE MODEL_DIR (the model's Hugging Face checkpoint folder)\n"
                 "set -eu\n"
                 "USAGE=\"usage: bash launch.sh DATA_FILE MODEL_DIR\"\n"
@@ -313,3 +315,22 @@ void emit_torchtune_launch(sbuf *b, const mp_model *m, const mp_settings *s)
                 "    \"checkpointer.checkpoint_files=[$FILES]\" \"dataset.data_files=$DATA_Y\"\n",
              procs, recipe_of(s));
 }
+
+static int bundle_torchtune(const mp_plan *p, emit_file out[EMIT_MAX_FILES], char *err)
+{
+    out[0] = emit_target_torchtune.file;
+    out[1] = (emit_file){"launch.sh", write_torchtune_launch, 0755};
+    return 2;
+}
+
+static void readme_torchtune(sbuf *b, const mp_plan *p)
+{
+    sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE MODEL_DIR\n"
+                "(MODEL_DIR: the model's Hugging Face checkpoint folder, as tune download writes it)\n\n");
+    torchtune_summary(b, p);
+}
+
+const mp_emit_target emit_target_torchtune = {
+    .name = "torchtune", .file = {"torchtune.yaml", write_torchtune, 0644}, .check = check_torchtune,
+    .bundle = bundle_torchtune, .readme = readme_torchtune, .framework = "torchtune", .steps_in_backward = true,
+};
