@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,15 +133,30 @@ int mp_write_file_atomic(const char *path, const char *data, size_t len, char *e
     return mp_write_file_atomic_mode(path, data, len, 0644, err);
 }
 
+static int write_atomic(const char *path, const char *data, size_t len, unsigned mode, bool through, char *err);
+
 int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err)
 {
-    if (!strcmp(path, "-")) {
+    return write_atomic(path, data, len, mode, true, err);
+}
+
+int mp_write_regular_file_atomic(const char *path, const char *data, size_t len, char *err)
+{
+    return write_atomic(path, data, len, 0644, false, err);
+}
+
+static int write_atomic(const char *path, const char *data, size_t len, unsigned mode, bool through, char *err)
+{
+    if (through && !strcmp(path, "-")) {
         if (write_all(STDOUT_FILENO, data, len)) return FAIL("cannot write to standard output: %s", strerror(errno));
         return 0;
     }
     struct stat st;
     int kind = destination(path, &st, err);
     if (kind < 0) return -1;
+    if (kind == 2 && !through)
+        return FAIL("cannot write '%.150s': not a regular file (this output replaces a file, never writes through)",
+                    path);
     if (kind == 2) return write_through(path, data, len, err);
     char dir[4096], tmp[4200];
     const char *base;

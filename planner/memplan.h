@@ -601,6 +601,10 @@ int mp_solve(const char *what, const mp_model *m, const mp_settings *s, const mp
 int mp_write_file_atomic(const char *path, const char *data, size_t len, char *err);
 /* The same with a new file's permission bits (0644, 0755). */
 int mp_write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode, char *err);
+/* The same for a file that must be one (a checkpoint, a manifest): a device or
+ * FIFO at the path is refused, not written through (a planted FIFO would block
+ * the write until someone reads it); "-" is a file named "-". */
+int mp_write_regular_file_atomic(const char *path, const char *data, size_t len, char *err);
 /* Several files into the existing directory `dir`, all or none: each is
  * written in full into a temporary folder inside `dir` before any is renamed
  * into place, and a rename that fails puts back what the others replaced. */

@@ -458,7 +458,7 @@ static int make_dir(const char *dir, char *err)
 static int write_image(const char *path, const uint8_t *buf, size_t len, char *err)
 {
     char merr[MP_ERR_LEN];
-    if (mp_write_file_atomic(path, (const char *)buf, len, merr)) return REFUSE("%s", merr);
+    if (mp_write_regular_file_atomic(path, (const char *)buf, len, merr)) return REFUSE("%s", merr);
     return 0;
 }
 
@@ -512,7 +512,7 @@ static int write_manifest(const char *dir, const mt_manifest *m, char *err)
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     snprintf(path, sizeof path, "%.1000s/" MANIFEST_FILE, dir);
-    int rc = text && !mp_write_file_atomic(path, text, strlen(text), merr) ? 0 : -1;
+    int rc = text && !mp_write_regular_file_atomic(path, text, strlen(text), merr) ? 0 : -1;
     if (rc) snprintf(err, MT_ERR_LEN, "%s", text ? merr : "cannot format the checkpoint manifest");
     free(text);
     return rc;

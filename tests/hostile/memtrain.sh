@@ -370,5 +370,12 @@ if [ "$(cat "$tmp/target")" = precious ]; then ok "the links' target is untouche
 if [ ! -L "$tmp/r.json" ] && [ ! -L "$tmp/cklink/checkpoint.bin" ]; then ok "the outputs replaced the links"
 else bad "the outputs are still links"; fi
 
+# a FIFO planted at the checkpoint's path would hold the save until someone reads it
+mkdir -p "$tmp/ckfifo" && mkfifo "$tmp/ckfifo/checkpoint.bin"
+expect 1 "a FIFO planted at the checkpoint's path: the save fails at once" -- timeout 60 "$mt" --config "$s" \
+    --steps 1 --quiet --save "$tmp/ckfifo"
+has err "not a regular file"
+[ -p "$tmp/ckfifo/checkpoint.bin" ] && ok "the FIFO is left as it was" || bad "the FIFO was replaced or removed"
+
 echo "hostile memtrain: $pass passed, $fail failed"
 [ $fail -eq 0 ]
