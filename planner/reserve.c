@@ -47,11 +47,6 @@ typedef struct ptensor {
 
 enum { STREAM_COMPUTE = 0, STREAM_UNSHARD = 1, STREAM_POST_BACKWARD = 2 };
 
-/* The parameter tensors in load order: the globals before the layers (the
- * embedding), each layer's, the globals after (final norm, head, the head's
- * adapters). Every layer lists the same tensors, so one layer's list (lt) is
- * kept, not one entry per layer x linear x expert: tensor i of the order is
- * pre[i], then lt[j] of layer l at npre + l * nlt + j, then post[]. */
 /* A growing list of doubles: a memo's key, or a recorded trace. */
 typedef struct keybuf {
     double *d;
@@ -78,6 +73,11 @@ static void put(keybuf *k, double v)
  * per call: (bytes, stream) for a request, (n, FREE) for the n-th request freed. */
 #define FREE -1.0
 
+/* The parameter tensors in load order: the globals before the layers (the
+ * embedding), each layer's, the globals after (final norm, head, the head's
+ * adapters). Every layer lists the same tensors, so one layer's list (lt) is
+ * kept, not one entry per layer x linear x expert: tensor i of the order is
+ * pre[i], then lt[j] of layer l at npre + l * nlt + j, then post[]. */
 typedef struct replay {
     const replay_in *in;
     alloc_sim *a;              /* replayed as it goes; NULL: recorded into t */
@@ -718,11 +718,13 @@ double replay_overhead(const replay_in *in, bool expandable, char *err)
         r.t = &trace;
         replay_steps(&r, nlt);
         replay_free(&r);
-        if (r.failed) return -1;
-        const uint64_t ht = key_hash(&trace, 7);
-        const memo_entry *e = memo_slot(&by_trace, &trace, ht);
-        if (e->key) got = e->result;
-        else if ((got = run_trace(&trace, r.takes)) >= 0) memo_put(&by_trace, &trace, ht, got);
+        got = -1;
+        if (!r.failed) {
+            const uint64_t ht = key_hash(&trace, 7);
+            const memo_entry *e = memo_slot(&by_trace, &trace, ht);
+            if (e->key) got = e->result;
+            else if ((got = run_trace(&trace, r.takes)) >= 0) memo_put(&by_trace, &trace, ht, got);
+        }
         if (trace.cap > (1u << 18)) free(trace.d), trace = (keybuf){0}; /* a large one let go */
     } else {
         r.a = shared_sim(expandable);

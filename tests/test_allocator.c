@@ -12,6 +12,7 @@
  * sentences. */
 #include "../planner/allocator.h"
 #include "check.h"
+#include "data/allocator_before.inc"
 
 #define MiB 1048576.0
 
@@ -131,6 +132,61 @@ static void test_streams(void)
     }
 }
 
+/* A small deterministic generator: the same calls on every run. */
+static uint64_t rng_state = 0x2545f4914f6cdd1du;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static bool same_stats(alloc_stats s, ref_stats r)
+{
+    return s.allocated == r.allocated && s.reserved == r.reserved && s.peak_allocated == r.peak_allocated &&
+           s.peak_reserved == r.peak_reserved && s.segments == r.segments && s.failed == r.failed;
+}
+
+/* The size-class index against the sorted array it replaced (the code before,
+ * in data/allocator_before.inc), call by call: random requests of a few
+ * recurring sizes (ties by address), of many odd sizes, small, mid-sized and
+ * large, on four streams, freed in random order; native and expandable; and
+ * a reset allocator against a new one. */
+static void test_index_as_before(void)
+{
+    static const double sizes[] = {32 * MiB, 64 * MiB, 86 * MiB, 1.5 * MiB, 3 * MiB, 12 * MiB, 0.5 * MiB};
+    alloc_sim *reused = alloc_sim_new(false);
+    for (int run = 0; run < 24; run++) {
+        const bool expandable = run % 2;
+        alloc_sim *a = run < 12 ? alloc_sim_new(expandable) : reused;
+        if (run >= 12) alloc_sim_reset(a, expandable);
+        ref_sim *r = ref_sim_new(expandable);
+        int ha[600], hr[600], n = 0, calls = 0, first_apart = -1;
+        for (int step = 0; step < 4000; step++, calls++) {
+            if (n > 0 && (n == 600 || rng() % 100 < 45)) {
+                int i = (int)(rng() % (uint64_t)n);
+                alloc_sim_free(a, ha[i]);
+                ref_sim_free(r, hr[i]);
+                ha[i] = ha[--n], hr[i] = hr[n];
+            } else {
+                uint64_t k = rng();
+                double bytes = k % 3 ? sizes[k / 3 % 7] : (double)(k / 3 % (40u << 20)) + 1;
+                int stream = (int)(k >> 40) % 4;
+                ha[n] = alloc_sim_malloc_on(a, bytes, stream);
+                hr[n] = ref_sim_malloc_on(r, bytes, stream);
+                n++;
+            }
+            if (first_apart < 0 && !same_stats(alloc_sim_stats(a), ref_sim_stats(r))) first_apart = step;
+        }
+        CHECK(first_apart < 0, "run %d (%s%s): %d calls, the same figures as the sorted array after each (apart "
+              "from call %d)", run, expandable ? "expandable" : "native", run >= 12 ? ", reset" : "", calls, first_apart);
+        if (run < 12) alloc_sim_delete(a);
+        ref_sim_delete(r);
+    }
+    alloc_sim_delete(reused);
+}
+
 int main(void)
 {
     test_small_pool();
@@ -138,5 +194,6 @@ int main(void)
     test_large_and_reuse();
     test_expandable();
     test_streams();
+    test_index_as_before();
     return check_summary();
 }
