@@ -265,9 +265,9 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     /* the repo id (or folder) the checkpoint was saved from, when the config records
      * one: kept whole, since an emitted script loads it, or refused */
     if (name && strlen(name) >= sizeof m->hf_id) {
-        json_decref(file);
         snprintf(err, MP_ERR_LEN, "%.120s: _name_or_path is %zu bytes long; a Hub id or a folder of at most %zu "
                  "is read", path, strlen(name), sizeof m->hf_id - 1);
+        json_decref(file); /* after: name lives in it */
         return -1;
     }
     if (name && *name) mp_quote(name, m->name, sizeof m->name);
