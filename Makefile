@@ -57,7 +57,7 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra
 # libcsv ships no .pc file.
 LINK       := $(SANFLAGS) $(LDFLAGS)
 
-LIB_SRC    := $(wildcard planner/*.c planner/emit/*.c)
+LIB_SRC    := $(filter-out planner/cmd/%,$(wildcard planner/*/*.c))
 CMD_SRC    := $(wildcard planner/cmd/*.c)
 TRAIN_SRC  := $(filter-out trainer/memtrain.c,$(wildcard trainer/*.c))
 TUI_SRC    := $(filter-out tui/memtop.c,$(wildcard tui/*.c))

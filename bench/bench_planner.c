@@ -1,7 +1,7 @@
 /* bench_planner.c — planner speed: estimates per second and full searches per second.
  * Output: one "bench: NAME VALUE UNIT" line per figure (stable, parseable). */
 #include "memplan.h"
-#include "reserve.h"
+#include "estimate/reserve.h"
 
 #include <stdio.h>
 #include <time.h>

@@ -17,7 +17,7 @@
 #include "memplan.h"
 #include "emit/emit.h"
 #include "emit/quote.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <jansson.h>
 

@@ -11,7 +11,7 @@
  */
 #include "fuzz.h"
 #include "memplan.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <math.h>
 #include <unistd.h>

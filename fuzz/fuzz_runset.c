@@ -27,7 +27,7 @@
 #include "runset.h"
 #include "snapshot.h"
 #include "snapshot_text.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <dirent.h>
 #include <errno.h>

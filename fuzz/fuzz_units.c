@@ -12,7 +12,7 @@
  */
 #include "fuzz.h"
 #include "memplan.h"
-#include "options.h"
+#include "settings/options.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -10,7 +10,7 @@
  * not on any other stream", expandable segments making "one segment (per
  * stream)". Each expected value below is worked out by hand from those
  * sentences. */
-#include "../planner/allocator.h"
+#include "estimate/allocator.h"
 #include "check.h"
 #include "data/allocator_before.inc"
 

@@ -1,5 +1,5 @@
 /* test_memtrain_inventory.c — the table of memtrain's buffers
- * (planner/memtrain_inventory.c): every row well formed, the LoRA modules the
+ * (planner/memtrain/memtrain_inventory.c): every row well formed, the LoRA modules the
  * planner's list gives, the checkpointing rules of the slots, and the sums for
  * MEMORY.md's worked example against the figures the trainer measured there.
  * (The allocator against an independent transcription of the sizes is
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 
 static void test_rows(void)
 {

@@ -1,4 +1,4 @@
-/* test_replay.c — the caching allocator's replay (planner/reserve.c), made
+/* test_replay.c — the caching allocator's replay (planner/estimate/reserve.c), made
  * fast and bounded, still makes the figures it made before: each estimate's
  * allocator_cache_bytes below, over models of every kind and the techniques
  * that change what the replay sees, was recorded with the replay as it was
@@ -11,9 +11,9 @@
  * Built with -DRECORD, main prints the table of figures instead (link it
  * against the library to record from). */
 #include "check.h"
-#include "estimate.h"
+#include "estimate/estimate.h"
 #include "memplan.h"
-#include "reserve.h"
+#include "estimate/reserve.h"
 
 #include <stdio.h>
 #include <string.h>

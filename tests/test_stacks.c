@@ -2,7 +2,7 @@
  * torchtune, litgpt) and the terms they switch on, each checked against a figure
  * the stack's own project published (tests/validation/published/measurements.csv
  * cites each: repository, commit, file, field), never against memplan's formula. */
-#include "activations.h"
+#include "estimate/activations.h"
 #include "check.h"
 #include "memplan.h"
 
@@ -1174,7 +1174,7 @@ static void test_gemma2_softcapping(void)
 }
 
 /* Reserved = allocated + the step replayed through PyTorch's caching allocator
- * (planner/reserve.c, allocator.c); the hf profile keeps no slack beyond it
+ * (planner/estimate/reserve.c, allocator.c); the hf profile keeps no slack beyond it
  * (frag 0: fixed-length runs measured on an H200 reserve what PEFT's
  * variable-length ones do). PEFT's method comparison publishes the peak reserved memory
  * (train_info.*_memory_max, torch.cuda.max_memory_reserved; the rows cited in

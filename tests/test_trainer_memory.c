@@ -2,7 +2,7 @@
  * test_trainer_memory.c — the allocator, and the buffer sizes of memtrain
  * against what the trainer really allocates, byte for byte, over a matrix of
  * configurations. predict() below is the test's own transcription of the
- * sizes, kept apart from planner/memtrain_inventory.c (the table the trainer
+ * sizes, kept apart from planner/memtrain/memtrain_inventory.c (the table the trainer
  * allocates from and memplan predicts with), so that the two are compared.
  */
 #include <math.h>

@@ -18,7 +18,7 @@
 #include "layout.h"
 #include "snapshot.h"
 #include "snapshot_text.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 static char buf[512];
 

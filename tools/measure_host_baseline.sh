@@ -1,5 +1,5 @@
 #!/bin/sh
-# The training process's baseline host RAM (planner/host.c): the peak resident
+# The training process's baseline host RAM (planner/estimate/host.c): the peak resident
 # set of importing torch (and transformers where installed), in kB.
 py=${1:-/usr/bin/python3}
 "$py" -c "

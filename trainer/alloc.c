@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 
 #define MAX_BYTES ((size_t)1 << 46)
 #define HUGE_ALIGN ((size_t)2 << 20)
@@ -37,7 +37,7 @@ static header *cache_head;
 static bool cache_off;
 static char last_err[MT_ERR_LEN];
 
-/* The tags and their names are the inventory's (planner/memtrain_inventory.h). */
+/* The tags and their names are the inventory's (planner/memtrain/memtrain_inventory.h). */
 _Static_assert((int)MT_WEIGHTS == (int)MEMTRAIN_TAG_WEIGHTS && (int)MT_MASTER == (int)MEMTRAIN_TAG_MASTER &&
                    (int)MT_GRADIENTS == (int)MEMTRAIN_TAG_GRADIENTS &&
                    (int)MT_OPTIMIZER == (int)MEMTRAIN_TAG_OPTIMIZER &&

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "options.h"
+#include "settings/options.h"
 
 #define MT_KEYS_ERR_LEN MP_OPT_ERR_LEN
 

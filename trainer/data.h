@@ -18,7 +18,7 @@
  *                buffer of `shuffle_buffer` sequences; each batch row is drawn
  *                at random (seeded) from it and its slot refilled.
  *
- * All buffers are MT_DATA; their sizes are rows of planner/memtrain_inventory.c.
+ * All buffers are MT_DATA; their sizes are rows of planner/memtrain/memtrain_inventory.c.
  */
 #ifndef MT_DATA_H
 #define MT_DATA_H

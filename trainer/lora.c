@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 
 _Static_assert(MT_MAX_LORA == MEMTRAIN_MAX_LORA, "a layer's LoRA modules, at most");
 

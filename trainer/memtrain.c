@@ -15,8 +15,8 @@
 #include "config_keys.h"
 #include "dist.h"
 #include "memplan.h"
-#include "metrics_format.h"
-#include "options.h"
+#include "memtrain/metrics_format.h"
+#include "settings/options.h"
 #include "train.h"
 
 #include <csv.h>

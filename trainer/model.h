@@ -16,7 +16,7 @@
  *
  * Parameters live in one contiguous allocation carved into the tensors of
  * mt_param_table (per-layer tensors are stored (L, ...) contiguously).
- * The buffers and their sizes are the rows of planner/memtrain_inventory.c
+ * The buffers and their sizes are the rows of planner/memtrain/memtrain_inventory.c
  * (MEMORY.md explains their lifetimes).
  */
 #ifndef MT_MODEL_H

@@ -1,6 +1,6 @@
 /*
  * model_buffers.c — the model's buffers are rows of the inventory
- * (planner/memtrain_inventory.c): allocated at creation and freed by walking
+ * (planner/memtrain/memtrain_inventory.c): allocated at creation and freed by walking
  * the rows, and the forward's per-micro-batch rows allocated from them.
  */
 #include "model_buffers.h"

@@ -1,11 +1,11 @@
 /*
  * model_buffers.h — private to the model: its buffers are the rows of the
- * inventory (planner/memtrain_inventory.h), allocated and freed by walking them.
+ * inventory (planner/memtrain/memtrain_inventory.h), allocated and freed by walking them.
  */
 #ifndef MT_MODEL_BUFFERS_H
 #define MT_MODEL_BUFFERS_H
 
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 #include "model.h"
 
 /* The model's configuration in the inventory's terms: every buffer's size.

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "attention.h"
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 #include "model.h"
 #include "optim.h"
 #include "quant.h"

@@ -3,7 +3,7 @@
  * activation-slot policy of each checkpointing mode, creation and
  * destruction of every buffer, element accessors and checkpoint state.
  * (Forward and backward are in model.c; every buffer is a row of
- * planner/memtrain_inventory.c, lifetimes are explained in MEMORY.md.)
+ * planner/memtrain/memtrain_inventory.c, lifetimes are explained in MEMORY.md.)
  */
 #include "model_impl.h"
 

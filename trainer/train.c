@@ -10,7 +10,7 @@
 
 #include "data.h"
 #include "dist.h"
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 #include "optim.h"
 #include "precision.h"
 #include "ring.h"

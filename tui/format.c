@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "memplan.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 const char mtop_seg_glyph[MTOP_NSEG] = {'#', '=', '%', '+', '.', '?'};
 

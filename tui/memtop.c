@@ -41,7 +41,7 @@
 #include "history.h"
 #include "layout.h"
 #include "memplan.h"
-#include "options.h"
+#include "settings/options.h"
 #include "rank_snapshot.h"
 #include "runset.h"
 #include "snapshot.h"

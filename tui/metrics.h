@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metrics_format.h"
+#include "memtrain/metrics_format.h"
 
 /* The columns are declared once, in the format both sides share; memtop's
  * short names for them: */

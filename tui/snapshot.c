@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 const char *const mtop_group_label[MTOP_NGROUP] = {"weights", "gradients", "optimizer",
                                                    "activations", "overhead", "total"};

@@ -8,8 +8,8 @@
  * device peaks, when measured, give frag and the context. The result is a one-row
  * frameworks.csv that --framework FILE loads. */
 #include "cli.h"
-#include "csv_table.h"
-#include "framework.h"
+#include "common/csv_table.h"
+#include "profiles/framework.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -30,7 +30,7 @@
 
 /* ---------------------------------------------------------------- reading the CSV */
 
-/* Read the whole file (planner/csv_table.c). 0, or EXIT_USAGE after the error. */
+/* Read the whole file (planner/common/csv_table.c). 0, or EXIT_USAGE after the error. */
 static int read_measurements(const char *path, csv_table *t)
 {
     char err[MP_ERR_LEN];
@@ -417,7 +417,7 @@ static void profile_format(const mp_framework *f, profile_text *p)
     snprintf(p->v[fw_ncolumns + 1], sizeof p->v[0], "%s", f->source);
 }
 
-/* As planner/profiles.c reads the columns back. */
+/* As planner/profiles/profiles.c reads the columns back. */
 static void profile_parse(const profile_text *p, mp_framework *f)
 {
     for (int i = 1; i <= fw_ncolumns; i++) fw_set(f, &fw_columns[i - 1], strtod(p->v[i], NULL));
@@ -446,7 +446,7 @@ static char *profile_csv(const profile_text *p, size_t *len)
     return data;
 }
 
-/* planner/profiles.c gives a profile its behaviour by its name's prefix. */
+/* planner/profiles/profiles.c gives a profile its behaviour by its name's prefix. */
 static const char *kind_prefix(mp_fw_kind k)
 {
     return k == MP_FW_PYTORCH ? "pytorch" : k == MP_FW_DEEPSPEED ? "deepspeed" : k == MP_FW_MEGATRON ? "megatron"

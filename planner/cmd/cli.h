@@ -4,7 +4,7 @@
 
 #include "emit/emit.h"
 #include "memplan.h"
-#include "options.h"
+#include "settings/options.h"
 
 #include <stdio.h>
 

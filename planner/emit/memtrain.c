@@ -1,6 +1,6 @@
 /* memtrain.c — a config file for memplan's reference trainer (keys: man/memtrain.1). */
 #include "emitters.h"
-#include "memtrain_model.h"
+#include "estimate/memtrain_model.h"
 
 #include <stdio.h>
 #include <string.h>

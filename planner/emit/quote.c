@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "common/utf8.h"
 
 /* Python's and YAML's double-quoted strings read these escapes the same way. */
 static void put_escaped_ascii(sbuf *b, const char *what, const char *lang, const char *s)

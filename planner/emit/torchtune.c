@@ -15,7 +15,7 @@
  * issue #2688): its memory is not modelled, and launch.sh warns on such a torchtune. */
 #include "emit/torchtune_models.h"
 #include "emitters.h"
-#include "framework.h"
+#include "profiles/framework.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* settings.c — a training configuration: its defaults, and whether it makes sense. */
 #include "memplan.h"
-#include "framework.h"
+#include "profiles/framework.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #ifndef RESERVE_H
 #define RESERVE_H
 
-#include "activations.h"
+#include "estimate/activations.h"
 #include "memplan.h"
 
 /* One GPU's step as the allocator sees it: sizes from the estimate. */

@@ -5,7 +5,7 @@
  * 1/N of the parameters; the estimate follows the heaviest rank. The same list
  * tells which share of the model sits in tensors of a given size (bitsandbytes
  * pages the optimizer state of the large ones only). */
-#include "partition.h"
+#include "model/partition.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * piecewise-linear interpolation between integers, and the answer is the
  * largest integer whose estimate fits. */
 #include "memplan.h"
-#include "estimate.h"
+#include "estimate/estimate.h"
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_roots.h>

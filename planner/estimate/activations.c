@@ -4,8 +4,8 @@
  * al. 2022, Sec. 4.1: with 16-bit activations, a GPT-style layer with dropout
  * saves sbh(34 + 5as/h) bytes; the terms below reproduce that count and extend
  * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
-#include "activations.h"
-#include "framework.h"
+#include "estimate/activations.h"
+#include "profiles/framework.h"
 
 
 /* What every part of one layer's count reads: the run's sizes and element sizes. */

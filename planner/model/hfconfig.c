@@ -2,7 +2,7 @@
  * Keys differ between architectures (n_embd vs hidden_size...), so each field
  * is read from the first of its known names; model_type picks the preset. */
 #include "memplan.h"
-#include "quantization_config.h"
+#include "model/quantization_config.h"
 
 #include <jansson.h>
 #include <stdio.h>

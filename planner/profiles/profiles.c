@@ -1,8 +1,8 @@
 /* profiles.c — models, GPUs and frameworks read from the CSV files in profiles/ (libcsv). */
 #include "memplan.h"
-#include "csv_table.h"
-#include "framework.h"
-#include "utf8.h"
+#include "common/csv_table.h"
+#include "profiles/framework.h"
+#include "common/utf8.h"
 
 #include <ctype.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* csv_table.c — read a CSV file whole with libcsv (see csv_table.h). */
-#include "csv_table.h"
+#include "common/csv_table.h"
 #include "memplan.h"
 
 #include <csv.h>

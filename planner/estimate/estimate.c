@@ -11,15 +11,15 @@
  * Activation Recomputation in Large Transformer Models", Sec. 4), extended to
  * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
 #include "memplan.h"
-#include "estimate.h"
-#include "activations.h"
-#include "framework.h"
-#include "host.h"
-#include "memtrain_model.h"
-#include "params.h"
-#include "partition.h"
-#include "reserve.h"
-#include "speed.h"
+#include "estimate/estimate.h"
+#include "estimate/activations.h"
+#include "profiles/framework.h"
+#include "estimate/host.h"
+#include "estimate/memtrain_model.h"
+#include "model/params.h"
+#include "model/partition.h"
+#include "estimate/reserve.h"
+#include "estimate/speed.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
  * holds its baseline, what is offloaded (ZeRO-Offload's parameters and
  * states, torchtune's activations), the data loader and the pinned
  * staging buffers of a micro-batch. */
-#include "host.h"
+#include "estimate/host.h"
 
 #include <stdio.h>
 #include <string.h>

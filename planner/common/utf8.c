@@ -1,5 +1,5 @@
 /* utf8.c — UTF-8 decoding and the plain-text form of a character (utf8.h). */
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* metrics_format.c — the metrics file's column names (see metrics_format.h). */
-#include "metrics_format.h"
+#include "memtrain/metrics_format.h"
 
 static const char *const names[MP_NMETRIC] = {
     "step", "time_s", "loss", "tokens_per_s", "lr",

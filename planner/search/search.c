@@ -26,8 +26,8 @@
  * A larger micro-batch never uses less memory, so once a batch misses the
  * budget the larger ones are pruned. */
 #include "memplan.h"
-#include "estimate.h"
-#include "framework.h"
+#include "estimate/estimate.h"
+#include "profiles/framework.h"
 
 #include <math.h>
 #include <stdio.h>

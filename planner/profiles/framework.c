@@ -1,6 +1,6 @@
 /* framework.c — which framework profile a setting runs under, and the columns
  * a profile has. */
-#include "framework.h"
+#include "profiles/framework.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * (trainer/model_buffers.c binds rows to fields). The prediction, its --explain
  * terms, and the trainer's allocation and freeing follow; the independent
  * transcription in tests/test_trainer_memory.c is what then checks it. */
-#include "memtrain_inventory.h"
+#include "memtrain/memtrain_inventory.h"
 
 #include <stdio.h>
 #include <string.h>

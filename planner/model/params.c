@@ -2,7 +2,7 @@
  * adapters, the linear layers' weights (what quantisation stores), and the
  * bytes a quantised weight takes. */
 #include "memplan.h"
-#include "params.h"
+#include "model/params.h"
 
 /* LoRA: trainable parameters over the whole model, from the real module shapes. */
 double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)

@@ -18,7 +18,7 @@
  *                optimizer step, and ZeRO-3 parameter fetches
  * The constants below were fitted to tests/data/throughput.csv (README,
  * "Speed model"); mp_speed_error_note() states the model's error. */
-#include "speed.h"
+#include "estimate/speed.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * BitsAndBytesConfig load_in_8bit, load_in_4bit, bnb_4bit_quant_type,
  * bnb_4bit_use_double_quant; GPTQConfig and AwqConfig bits and group_size,
  * 4 and 128 by default, group_size -1 for one group per row). */
-#include "quantization_config.h"
+#include "model/quantization_config.h"
 
 #include <stdio.h>
 #include <string.h>

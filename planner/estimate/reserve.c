@@ -30,8 +30,8 @@
  * parameters after it ran unless they are reused soon; it is replayed layer by
  * layer like FSDP's units, with no root kept, and its gradients as above
  * (pi314ever/DeepSpeed@907611fe6d36, a v0.14-era copy of deepspeed/runtime/zero). */
-#include "reserve.h"
-#include "allocator.h"
+#include "estimate/reserve.h"
+#include "estimate/allocator.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* settings_options.c — the flags every planning command shares: the training settings
  * (fields of mp_settings, each with the dimension it pins) and the model's source.
  * Their choices are the library's names (memplan.h), read through mp_*_name/mp_*_parse. */
-#include "options.h"
+#include "settings/options.h"
 
 #include <string.h>
 

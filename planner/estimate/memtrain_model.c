@@ -10,8 +10,8 @@
  * Components come from the tags (memtrain_tag_component): master weights are
  * optimizer state, workspaces and small tables overhead, the data loader host
  * memory. The --explain terms are the rows, named "tag: buffer". */
-#include "memtrain_model.h"
-#include "memtrain_inventory.h"
+#include "estimate/memtrain_model.h"
+#include "memtrain/memtrain_inventory.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * gradients take the precision's element here, so fp32 training counts 4 + 4;
  * a frozen LoRA base counts as it is stored, sharded only by ZeRO-3. */
 #include "memplan.h"
-#include "params.h"
+#include "model/params.h"
 
 /* K: the optimizer's bytes per trained parameter, fp32 master weights included. */
 static double optimizer_k(const mp_settings *s)

@@ -29,7 +29,7 @@
  * block before them (try_allocate_expandable_block, map_block); every remainder
  * of at least 512 B is split off (should_split); best fit counts a free block
  * that borders unmapped space as large as it could grow (get_free_block). */
-#include "allocator.h"
+#include "estimate/allocator.h"
 
 #include <stdlib.h>
 #include <string.h>

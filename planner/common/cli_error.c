@@ -3,7 +3,7 @@
  * the quoting that keeps a value inside one line.
  */
 #include "memplan.h"
-#include "utf8.h"
+#include "common/utf8.h"
 
 #include <stdio.h>
 #include <string.h>
