@@ -116,6 +116,7 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TRAIN_LIB) $(TUI_LIB) $(LIB)
 test-unit: $(TESTS)
 	@tests/run-unit.sh $(BUILD)
 test-cli: $(PROGS)
+	@tests/layering.sh
 	@tests/run-cli.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@# what strangers' files and planted paths can do (tests/hostile/): refused, nothing written

@@ -1,6 +1,11 @@
 /* bench_planner.c — planner speed: estimates per second and full searches per second.
  * Output: one "bench: NAME VALUE UNIT" line per figure (stable, parseable). */
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
 #include "estimate/reserve.h"
 
 #include <stdio.h>

@@ -9,7 +9,6 @@
  * to silence them).
  */
 #include "fuzz.h"
-#include "memplan.h"
 #include "cmd/cli.h"
 
 #include <unistd.h>

@@ -14,7 +14,11 @@
  * fail exactly when the input is not UTF-8.
  */
 #include "fuzz.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 #include "emit/emit.h"
 #include "emit/quote.h"
 #include "common/utf8.h"

@@ -7,7 +7,11 @@
  * under ASan/UBSan.
  */
 #include "fuzz.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 
 #include <math.h>
 #include <unistd.h>

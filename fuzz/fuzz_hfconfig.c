@@ -8,7 +8,10 @@
  * linear modules and one default estimate are finite and clean under ASan/UBSan.
  */
 #include "fuzz.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 #include <math.h>
 #include <unistd.h>

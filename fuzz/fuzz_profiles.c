@@ -10,7 +10,11 @@
  * The tables are unloaded after each input (no leak, no state carried over).
  */
 #include "fuzz.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 #include "common/utf8.h"
 
 #include <math.h>

@@ -11,7 +11,12 @@
  * to the same value; accepted LoRA targets are each a known target.
  */
 #include "fuzz.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "settings/options.h"
 
 #include <ctype.h>

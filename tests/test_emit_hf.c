@@ -5,7 +5,9 @@
  * Conv1D of that model_type, and sdpa is used only where declared. */
 #include "check.h"
 #include "emit/hf_family.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
 
 #include <stdbool.h>
 #include <stdio.h>

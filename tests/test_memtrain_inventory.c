@@ -8,6 +8,9 @@
 
 #include "check.h"
 #include "memtrain/memtrain_inventory.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 static void test_rows(void)
 {

@@ -2,7 +2,14 @@
  * Every expected value below comes from a paper, a model card or a tool's
  * documentation, never from the formulas under test. */
 #include "check.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,11 @@
  * against the library to record from). */
 #include "check.h"
 #include "estimate/estimate.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 #include "estimate/reserve.h"
 
 #include <stdio.h>

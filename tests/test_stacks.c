@@ -4,7 +4,12 @@
  * cites each: repository, commit, file, field), never against memplan's formula. */
 #include "estimate/activations.h"
 #include "check.h"
-#include "memplan.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,13 @@
 #include "../planner/cmd/ladder.c"
 #include "../planner/cmd/sweep.c"
 #include "../planner/cmd/table.c"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <unistd.h>
 

@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "config_keys.h"
 #include "train.h"
+#include "settings/settings.h"
 
 static char err[MT_ERR_LEN];
 

@@ -15,6 +15,8 @@
 #include "model.h"
 #include "precision.h"
 #include "rng.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* ---------- naive reference matmuls ---------- */
 

@@ -15,6 +15,9 @@
 #include "check.h"
 #include "config.h"
 #include "train.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 static char err[MT_ERR_LEN];
 

@@ -16,6 +16,9 @@
 #include "quant.h"
 #include "rng.h"
 #include "train.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 static char err[MT_ERR_LEN];
 

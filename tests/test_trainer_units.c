@@ -17,6 +17,9 @@
 #include "precision.h"
 #include "rng.h"
 #include "simd.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 static void test_conversions(void)
 {

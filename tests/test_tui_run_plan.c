@@ -4,7 +4,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "metrics.h"
 #include "run_plan.h"
 

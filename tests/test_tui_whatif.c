@@ -6,7 +6,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "whatif.h"
 
 static mtop_whatif w; /* large */

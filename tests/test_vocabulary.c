@@ -2,7 +2,9 @@
  * helps; traits agree with each other; engine spellings exist in the engines'
  * own sources (lists under tests/data/engines/, each citing its file). */
 #include "check.h"
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -5,7 +5,11 @@
 #include "checkpoint.h"
 
 #include "dist.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 void mt_config_default(mt_config *c)
 {

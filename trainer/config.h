@@ -18,7 +18,8 @@
 #include <stdint.h>
 
 #include "data.h"
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 #include "optim.h"
 
 /* The model's architecture family (a shape, not a training setting). */

@@ -3,6 +3,11 @@
  * 'key = value' lines (see config_keys.h).
  */
 #include "config_keys.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <errno.h>
 #include <stdio.h>

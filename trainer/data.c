@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "rng.h"
+#include "settings/settings.h"
 
 size_t mt_tokenize(const uint8_t *bytes, size_t n, uint16_t *tokens)
 {

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memplan.h"
+#include "settings/settings.h"
 
 #define MT_CORPUS_BYTES (320u * 1024u)
 #define MT_STREAM_CHUNK (64u * 1024u)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "memtrain/memtrain_inventory.h"
+#include "model/model.h"
 
 _Static_assert(MT_MAX_LORA == MEMTRAIN_MAX_LORA, "a layer's LoRA modules, at most");
 

@@ -27,6 +27,7 @@
 #include "dist.h"
 #include "model_buffers.h"
 #include "ops.h"
+#include "settings/settings.h"
 
 static void norm_fwd(const mt_model *m, float *out, float *mean, float *rstd, const float *x,
                      const float *w, const float *b)

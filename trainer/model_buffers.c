@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "model_impl.h"
+#include "model/model.h"
 
 _Static_assert(MT_S_LORA == MEMTRAIN_LORA_U - MEMTRAIN_LN1 && MT_S_ATT == MEMTRAIN_ATT - MEMTRAIN_LN1 &&
                    MT_S_FCG == MEMTRAIN_FCG - MEMTRAIN_LN1 && MT_NSLOT == MEMTRAIN_NSLOTS,

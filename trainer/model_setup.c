@@ -16,6 +16,8 @@
 #include "model_buffers.h"
 #include "ops.h"
 #include "rng.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* ---------- creation ---------- */
 

@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "simd.h"
+#include "settings/settings.h"
 
 /* ---------- 8-bit code maps ----------
  *

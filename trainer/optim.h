@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memplan.h"
+#include "settings/settings.h"
 #include "precision.h"
 
 

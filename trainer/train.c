@@ -15,6 +15,7 @@
 #include "precision.h"
 #include "ring.h"
 #include "rng.h"
+#include "settings/vocabulary.h"
 
 struct mt_trainer {
     mt_config cfg;

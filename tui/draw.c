@@ -9,6 +9,11 @@
 #include <sys/wait.h>
 
 #include "format.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 /* ---------- colours, named by meaning ---------- */
 

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
 #include "common/utf8.h"
 
 const char mtop_seg_glyph[MTOP_NSEG] = {'#', '=', '%', '+', '.', '?'};

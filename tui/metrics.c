@@ -1,5 +1,6 @@
 /* metrics.c — the v1 metrics parser: comments, header mapping, rows with valid bits. */
 #include "metrics.h"
+#include "common/errors.h"
 
 #include <ctype.h>
 #include <errno.h>

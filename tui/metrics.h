@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "memtrain/metrics_format.h"
+#include "settings/vocabulary.h"
 
 /* The columns are declared once, in the format both sides share; memtop's
  * short names for them: */

@@ -3,6 +3,12 @@
  * line; the plan is the one memtrain itself predicts from (trainer/memtrain.c
  * predict): the memtrain framework profile, one rank's share of the run. */
 #include "run_plan.h"
+#include "common/errors.h"
+#include "memtrain/shape.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,8 @@
 #ifndef MTOP_RUN_PLAN_H
 #define MTOP_RUN_PLAN_H
 
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 #include "metrics.h"
 
 /* 0, or -1 with err (MP_ERR_LEN) when the header lacks the model's shape

@@ -23,7 +23,6 @@
 
 #include "follow.h"
 #include "history.h"
-#include "memplan.h"
 #include "metrics.h"
 
 typedef struct mtop_val { double v; bool ok; } mtop_val;

@@ -9,6 +9,11 @@
 #include <string.h>
 
 #include "format.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #define RUN 1u
 #define WHATIF 2u

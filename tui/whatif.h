@@ -12,7 +12,11 @@
 
 #include <stdbool.h>
 
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 
 /* Every action a key can trigger, in both views. */
 typedef enum {

@@ -1,6 +1,13 @@
 /* args.c — memplan's flags: the shared rows (options.h) and memplan's own, read with
  * getopt_long, then checked together and the model resolved. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

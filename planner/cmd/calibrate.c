@@ -10,6 +10,13 @@
 #include "cli.h"
 #include "common/csv_table.h"
 #include "profiles/framework.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <csv.h>
 #include <errno.h>

@@ -3,7 +3,12 @@
 #define MEMPLAN_CLI_H
 
 #include "emit/emit.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
 #include "settings/options.h"
 
 #include <stdio.h>

@@ -1,6 +1,9 @@
 /* grid.c — the tables of memplan table, ladder and sweep: one set of column
  * names, written as aligned text, Markdown, CSV (libcsv) or JSON (jansson). */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "common/units.h"
 
 #include <csv.h>
 #include <jansson.h>

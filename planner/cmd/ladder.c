@@ -18,6 +18,13 @@
  * nf4, --offload params); giving the baseline's value (fp32, adamw, none, 0)
  * drops the rung. --task full stops before LoRA, --task lora before the 4-bit base. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <math.h>
 #include <string.h>

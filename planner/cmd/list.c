@@ -1,5 +1,8 @@
 /* list.c — memplan list models|gpus|frameworks [--format text|json|csv] */
 #include "cli.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
 
 #include <csv.h>
 #include <jansson.h>

@@ -1,5 +1,12 @@
 /* plan.c — memplan plan (the default), estimate, and plan --solve. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -391,7 +398,9 @@ int cmd_plan(cli *c)
     mp_search_opts opts = c->opts;
     if (c->target) {
         /* only plans the target writes: the plan printed is the plan that runs */
-        mp_emit_target_narrow(c->target, &opts);
+        unsigned prec = mp_emit_target_precisions(c->target), opt = mp_emit_target_optimizers(c->target);
+        if (prec) opts.only_precisions = (opts.only_precisions ? opts.only_precisions : ~0u) & prec;
+        if (opt) opts.only_optimizers = (opts.only_optimizers ? opts.only_optimizers : ~0u) & opt;
         opts.accept = mp_emit_accept, opts.accept_ctx = c->target;
     }
     double t0 = now_ms();

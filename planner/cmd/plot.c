@@ -6,6 +6,13 @@
  * each segment carries data-bar, data-component and data-bytes attributes so
  * that a reader (or a test) can take the picture apart again. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <math.h>
 #include <stdlib.h>

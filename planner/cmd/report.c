@@ -1,5 +1,10 @@
 /* report.c — an estimate as text, JSON (jansson) or CSV (libcsv). */
 #include "cli.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <csv.h>
 #include <jansson.h>

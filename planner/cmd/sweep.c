@@ -3,6 +3,11 @@
  * per-component bytes at the peak, the verdict and the estimated tokens/s:
  * the data for plotting memory against speed. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <string.h>
 

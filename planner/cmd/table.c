@@ -13,6 +13,14 @@
  * the allocator replays of the plans that decide), with the answers of one
  * search over everything. */
 #include "cli.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdlib.h>
 #include <string.h>

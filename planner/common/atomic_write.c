@@ -5,7 +5,8 @@
  * path (-o /dev/stdout, a pipe) is written through, never replaced; an existing
  * file keeps its mode and owner; temporary files a killed writer left behind
  * are removed. A bundle's files are all written or none (mp_write_files_atomic). */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/files.h"
 
 #include <dirent.h>
 #include <errno.h>

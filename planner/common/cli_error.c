@@ -2,7 +2,7 @@
  * cli_error.c — the one-line error every command prints (see memplan.h), and
  * the quoting that keeps a value inside one line.
  */
-#include "memplan.h"
+#include "common/errors.h"
 #include "common/utf8.h"
 
 #include <stdio.h>

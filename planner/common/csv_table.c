@@ -1,6 +1,7 @@
 /* csv_table.c — read a CSV file whole with libcsv (see csv_table.h). */
 #include "common/csv_table.h"
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/files.h"
 
 #include <csv.h>
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* input_file.c — what memplan and memtrain accept as an input file: a regular
  * file of bounded size. A device or pipe (/dev/zero) would be read forever, and
  * a multi-gigabyte file taken for a profile would fill the memory. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/files.h"
 
 #include <stdio.h>
 #include <sys/stat.h>

@@ -7,6 +7,10 @@
  * top-level key for it). */
 #include "emit/hf_family.h"
 #include "emitters.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,6 +6,10 @@
  * disagree; bf16/fp16 blocks only for the precisions they mean. Keys and
  * values: tests/data/engines/deepspeed_keys.txt. */
 #include "emitters.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <jansson.h>
 #include <stdio.h>

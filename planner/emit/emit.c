@@ -2,6 +2,11 @@
  * emitters.h's EMIT_TARGETS lists them), and what every target does alike:
  * the checks, the text, the file, the bundle. */
 #include "emitters.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,16 +40,23 @@ const mp_emit_target *mp_emit_target_named(const char *name, char *err)
     return NULL;
 }
 
-void mp_emit_target_narrow(const mp_emit_target *t, mp_search_opts *o)
+/* memtrain's values: those whose vocabulary row says memtrain implements them */
+static unsigned memtrain_bits(const mp_value *(*value_at)(int), int n)
 {
-    if (!t->memtrain_values) return;
-    unsigned prec = 0, opt = 0;
-    for (int i = 0; i < MP_NPRECISION; i++)
-        if (mp_precision_value(i)->memtrain) prec |= 1u << i;
-    for (int i = 0; i < MP_NOPTIMIZER; i++)
-        if (mp_optimizer_value(i)->memtrain) opt |= 1u << i;
-    o->only_precisions = (o->only_precisions ? o->only_precisions : ~0u) & prec;
-    o->only_optimizers = (o->only_optimizers ? o->only_optimizers : ~0u) & opt;
+    unsigned bits = 0;
+    for (int i = 0; i < n; i++)
+        if (value_at(i)->memtrain) bits |= 1u << i;
+    return bits;
+}
+
+unsigned mp_emit_target_precisions(const mp_emit_target *t)
+{
+    return t->memtrain_values ? memtrain_bits(mp_precision_value, MP_NPRECISION) : 0;
+}
+
+unsigned mp_emit_target_optimizers(const mp_emit_target *t)
+{
+    return t->memtrain_values ? memtrain_bits(mp_optimizer_value, MP_NOPTIMIZER) : 0;
 }
 
 int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings *s, char *err)

@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "memplan.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* A plan as an emitter receives it. */
 typedef struct mp_plan {
@@ -33,9 +35,10 @@ const char *mp_emit_target_list(char *buf, size_t len);
 const char *mp_emit_target_framework(const mp_emit_target *t);
 /* Whether -o DIR/ writes a bundle (else -o names one file). */
 bool mp_emit_target_bundles(const mp_emit_target *t);
-/* The search's values restricted to those the target implements (memtrain:
- * the precisions and optimizers the reference trainer runs). */
-void mp_emit_target_narrow(const mp_emit_target *t, mp_search_opts *o);
+/* The precisions and optimizers the target implements, as bits (1 << value) for
+ * mp_search_opts' only_precisions and only_optimizers; 0: every value. */
+unsigned mp_emit_target_precisions(const mp_emit_target *t);
+unsigned mp_emit_target_optimizers(const mp_emit_target *t);
 
 /* 0 when the target writes the plan as estimated, else -1 with the reason
  * (what mp_emit would refuse). */

@@ -10,7 +10,8 @@
 #include "emit/emit.h"
 #include "emit/quote.h"
 #include "emit/sbuf.h"
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* One file a target writes: its name in a bundle, its text, its mode. */
 typedef struct emit_file {

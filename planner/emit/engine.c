@@ -9,6 +9,10 @@
  *   several GPUs, no sharding                        -> DDP under torchrun
  *   one GPU                                          -> plain python */
 #include "emitters.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

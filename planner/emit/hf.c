@@ -4,6 +4,11 @@
  * architecture's module names through hf_family.c: nothing here restates them. */
 #include "emit/hf_family.h"
 #include "emitters.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

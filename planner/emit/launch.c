@@ -2,6 +2,8 @@
  * chose, with the data file as $1. The training script's command line is a
  * convention shared with the hf target: `train.py [--deepspeed FILE] -- DATA`. */
 #include "emitters.h"
+#include "common/errors.h"
+#include "settings/settings.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,10 @@
 /* memtrain.c — a config file for memplan's reference trainer (keys: man/memtrain.1). */
 #include "emitters.h"
 #include "estimate/memtrain_model.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #define MP_QUOTE_H
 
 #include "emit/sbuf.h"
+#include "common/errors.h"
 
 /* A Python string literal, "...": ASCII only (\", \\, \n, \r, \t, \xNN, \uXXXX,
  * \UXXXXXXXX), so the source stays valid whatever its encoding is read as; a

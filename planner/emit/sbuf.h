@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "memplan.h"
+#include "common/errors.h"
 
 typedef struct sbuf {
     char *p;

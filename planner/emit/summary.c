@@ -3,6 +3,12 @@
  * ZeRO stage, offload, batch, sequence) and the predicted peak per GPU, so a
  * reader can check a config against the plan it came from. */
 #include "emitters.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* text.c — the growing buffer every emitter writes into (sbuf.h). */
 #include "emit/sbuf.h"
+#include "common/errors.h"
 
 #include <stdarg.h>
 #include <stdio.h>

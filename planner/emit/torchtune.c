@@ -16,6 +16,12 @@
 #include "emit/torchtune_models.h"
 #include "emitters.h"
 #include "profiles/framework.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

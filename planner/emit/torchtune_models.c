@@ -10,6 +10,8 @@
  * BLOOM, Falcon, Pythia, Phi-1.5/2, Phi-3-medium, Mixtral and the MoE models,
  * TinyLlama, and Mistral 7B v0.3 (mistral_7b fixes the vocabulary at 32000). */
 #include "emit/torchtune_models.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "memplan.h"
+#include "model/model.h"
 
 typedef struct tt_model {
     const char *profile;          /* memplan's profile name (profiles/models.csv) */

@@ -6,6 +6,10 @@
  * it (GQA, gated MLPs, RMSNorm, flash attention, experts, LoRA, autocast). */
 #include "estimate/activations.h"
 #include "profiles/framework.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 
 /* What every part of one layer's count reads: the run's sizes and element sizes. */

@@ -2,7 +2,8 @@
 #ifndef ACTIVATIONS_H
 #define ACTIVATIONS_H
 
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* Tensors of one kind: `count` of `bytes` each (what the allocator sees). */
 typedef struct act_tensor {

@@ -10,7 +10,13 @@
  * maximum. Activation terms follow Korthikanti et al. 2022 ("Reducing
  * Activation Recomputation in Large Transformer Models", Sec. 4), extended to
  * GQA, gated MLPs, RMSNorm, flash attention and mixture of experts. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "estimate/estimate.h"
 #include "estimate/activations.h"
 #include "profiles/framework.h"

@@ -1,8 +1,80 @@
-/* estimate.h — the estimate as the library's own callers run it. */
-#ifndef ESTIMATE_H
-#define ESTIMATE_H
+/* estimate.h — one training step's memory on one GPU, per component and
+ * over time, with the host RAM and the speed. */
+#ifndef MP_ESTIMATE_H
+#define MP_ESTIMATE_H
 
-#include "memplan.h"
+#include <stdbool.h>
+
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
+
+/* One named contribution behind a number, for --explain. */
+typedef struct mp_term {
+    int component;             /* MP_WEIGHTS.. or -1 for host */
+    char name[48];
+    char formula[112];
+    double bytes;
+} mp_term;
+
+/* One moment in a training step, with what is allocated then. */
+typedef struct mp_phase {
+    const char *name;          /* a string literal */
+    double comp[MP_NCOMP];     /* overhead here: allocator-side fixed allocations */
+    double total;
+} mp_phase;
+
+#define MP_MAX_TERMS 64
+#define MP_MAX_PHASES 12
+
+typedef struct mp_estimate {
+    mp_params params;
+    double trainable_params;
+    double peak[MP_NCOMP];        /* peak of each component on one GPU, bytes */
+    double at_peak[MP_NCOMP];     /* each component at the moment of the total peak */
+    double logits_bytes;          /* the logits' share of activations at the peak */
+    double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
+    double reserved_bytes;        /* allocator reserved at the peak */
+    double allocator_cache_bytes; /* of it, what the step's replay through the caching allocator adds */
+    double device_bytes;          /* reserved + context: what nvidia-smi shows */
+    double host_bytes;            /* host RAM of one process at its peak (load or training) */
+    double host_data_bytes;       /* of which the data loader */
+    double host_offload_bytes;    /* of which states offloaded (ZeRO-Offload) */
+    double host_baseline_bytes;   /* the training process itself (interpreter, libraries) */
+    double host_load_bytes;       /* one process while it loads the checkpoint */
+    double host_train_bytes;      /* one process while it trains */
+    double host_node_bytes;       /* every process of one node, at the larger of the two */
+    int host_ranks_per_node;      /* processes (one per GPU) on a node */
+    int peak_phase;               /* index into phases */
+    mp_phase phases[MP_MAX_PHASES];
+    int nphases;
+    double act_per_layer;         /* saved activations of one layer, no checkpointing */
+    double model_states_bytes;    /* the ZeRO paper's model states per GPU (mp_model_states_bytes),
+                                     beside the components the stack really keeps; filled by the
+                                     detailed run (mp_estimate_run), 0 in the search's estimates */
+    double resident_bytes;        /* allocated between steps (the step's starting point) */
+    /* Speed model */
+    double flops_per_step;        /* incl. recomputation, all GPUs */
+    double step_seconds;          /* one optimizer step (accum micro-batches) */
+    double tokens_per_s;          /* whole job */
+    double mfu;                   /* assumed achieved fraction of peak */
+    /* Last, so that an estimate without --explain need not clear them. */
+    int nterms;
+    mp_term terms[MP_MAX_TERMS];
+} mp_estimate;
+
+/* One line stating the speed model's error against published throughput. */
+const char *mp_speed_error_note(void);
+
+/* Estimate one configuration. The GPU may be NULL (no speed estimate). */
+int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
+                    mp_estimate *e, char *err);
+/* The ZeRO paper's model states per GPU: (2 + 2 + K) bytes per trained
+ * parameter sharded as the stage shards them, plus a frozen base as stored. */
+double mp_model_states_bytes(const mp_model *m, const mp_settings *s, double total_params);
+/* Bytes the budget is compared with: device_bytes. */
+bool mp_fits(const mp_estimate *e, double budget_bytes, double headroom);
 
 /* mp_estimate_run with or without the explanatory terms (the search and the
  * solver skip them). */

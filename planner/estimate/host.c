@@ -10,6 +10,9 @@
  * states, torchtune's activations), the data loader and the pinned
  * staging buffers of a micro-batch. */
 #include "estimate/host.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,9 @@
 #ifndef HOST_H
 #define HOST_H
 
-#include "memplan.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* Fill host_bytes and host_data_bytes: the data loader, pinned buffers and
  * `offloaded` bytes of states; adds the loader's term with explain. */

@@ -12,6 +12,11 @@
  * memory. The --explain terms are the rows, named "tag: buffer". */
 #include "estimate/memtrain_model.h"
 #include "memtrain/memtrain_inventory.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -183,13 +188,4 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     e->act_per_layer = b.saved_layer;
     if (explain) explain_rows(&d, e);
     return 0;
-}
-
-int mp_memtrain_model(mp_model *m, const char *family, bool tied, int64_t seq, char *err)
-{
-    if (mp_model_preset(m, family, err)) return -1; /* the dimensions are left alone */
-    m->tied = tied;
-    if (!m->max_pos) m->max_pos = seq;
-    snprintf(m->name, sizeof m->name, "memtrain-%s-%lldx%lld", family, (long long)m->layers, (long long)m->hidden);
-    return mp_model_finish(m, err);
 }

@@ -2,7 +2,9 @@
 #ifndef MEMTRAIN_MODEL_H
 #define MEMTRAIN_MODEL_H
 
-#include "memplan.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* 0 when memtrain implements every setting of the plan, else -1 and why in err. */
 int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err);

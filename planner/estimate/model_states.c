@@ -6,7 +6,10 @@
  * the weights too (Rajbhandari et al. 2020, Sec. 5 and Figure 1). Weights and
  * gradients take the precision's element here, so fp32 training counts 4 + 4;
  * a frozen LoRA base counts as it is stored, sharded only by ZeRO-3. */
-#include "memplan.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "model/params.h"
 
 /* K: the optimizer's bytes per trained parameter, fp32 master weights included. */

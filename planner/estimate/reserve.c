@@ -32,6 +32,9 @@
  * (pi314ever/DeepSpeed@907611fe6d36, a v0.14-era copy of deepspeed/runtime/zero). */
 #include "estimate/reserve.h"
 #include "estimate/allocator.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,8 @@
 #define RESERVE_H
 
 #include "estimate/activations.h"
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* One GPU's step as the allocator sees it: sizes from the estimate. */
 typedef struct replay_in {

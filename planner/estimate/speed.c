@@ -19,6 +19,11 @@
  * The constants below were fitted to tests/data/throughput.csv (README,
  * "Speed model"); mp_speed_error_note() states the model's error. */
 #include "estimate/speed.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,10 @@
 #ifndef SPEED_H
 #define SPEED_H
 
-#include "memplan.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
 
 /* Fill flops_per_step and, with a GPU, step_seconds, tokens_per_s and mfu;
  * reads e's parameter counts and weights' peak. */

@@ -6,6 +6,10 @@
  * terms, and the trainer's allocation and freeing follow; the independent
  * transcription in tests/test_trainer_memory.c is what then checks it. */
 #include "memtrain/memtrain_inventory.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>

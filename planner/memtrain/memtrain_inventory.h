@@ -44,7 +44,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
 
 /* The allocator's tags (trainer/alloc.h's MT_WEIGHTS.. have these values). */
 enum {

@@ -4,7 +4,7 @@
 #ifndef MP_METRICS_FORMAT_H
 #define MP_METRICS_FORMAT_H
 
-#include "memplan.h"
+#include "settings/vocabulary.h"
 
 /* Byte columns come in groups: the five components (MP_WEIGHTS..MP_OVERHEAD) and their total. */
 enum { MP_METRIC_NGROUP = MP_NCOMP + 1 };

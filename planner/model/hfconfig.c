@@ -1,7 +1,9 @@
 /* hfconfig.c — a model from a Hugging Face config.json (jansson).
  * Keys differ between architectures (n_embd vs hidden_size...), so each field
  * is read from the first of its known names; model_type picks the preset. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/files.h"
+#include "model/model.h"
 #include "model/quantization_config.h"
 
 #include <jansson.h>

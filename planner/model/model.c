@@ -1,5 +1,6 @@
 /* model.c — architecture presets, exact parameter counts and module shapes. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* params.c — how the estimate divides the parameters: LoRA's trainable
  * adapters, the linear layers' weights (what quantisation stores), and the
  * bytes a quantised weight takes. */
-#include "memplan.h"
+#include "model/model.h"
 #include "model/params.h"
 
 /* LoRA: trainable parameters over the whole model, from the real module shapes. */

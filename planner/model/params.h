@@ -2,7 +2,7 @@
 #ifndef PARAMS_H
 #define PARAMS_H
 
-#include "memplan.h"
+#include "model/model.h"
 
 /* Parameters that live in linear layers (what int8/NF4 quantise), whole model. */
 double linear_params(const mp_model *m);

@@ -6,6 +6,7 @@
  * tells which share of the model sits in tensors of a given size (bitsandbytes
  * pages the optimizer state of the large ones only). */
 #include "model/partition.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef PARTITION_H
 #define PARTITION_H
 
-#include "memplan.h"
+#include "model/model.h"
 
 typedef struct tensor_split {
     double heaviest;      /* parameters on the most loaded rank */

@@ -6,6 +6,8 @@
  * bnb_4bit_use_double_quant; GPTQConfig and AwqConfig bits and group_size,
  * 4 and 128 by default, group_size -1 for one group per row). */
 #include "model/quantization_config.h"
+#include "common/errors.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef MP_QUANTIZATION_CONFIG_H
 #define MP_QUANTIZATION_CONFIG_H
 
-#include "memplan.h"
+#include "model/model.h"
 
 #include <jansson.h>
 

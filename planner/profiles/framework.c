@@ -1,6 +1,7 @@
-/* framework.c — which framework profile a setting runs under, and the columns
- * a profile has. */
+/* framework.c — the columns a framework profile has, and the PyTorch profile
+ * built in for when no profile file can be read. */
 #include "profiles/framework.h"
+#include "profiles/profiles.h"
 
 #include <string.h>
 
@@ -12,15 +13,7 @@ static const mp_framework builtin_pytorch = {
     .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true,
     .dequant_bytes = 2, .python_gelu = true, .nccl_comms = 1, .managed_paging = true};
 
-const mp_framework *settings_framework(const mp_settings *s)
-{
-    return s->framework ? s->framework : &builtin_pytorch;
-}
-
-bool framework_quantises_head(const mp_model *m, const mp_settings *s)
-{
-    return s->quant != MP_QUANT_NONE && settings_framework(s)->quantised_head && !m->tied;
-}
+const mp_framework *mp_framework_builtin(void) { return &builtin_pytorch; }
 
 #define MiB 1048576.0
 #define COL(name, field, is_bool, unit, absent) {name, offsetof(mp_framework, field), is_bool, unit, absent}

@@ -2,17 +2,13 @@
 #ifndef FRAMEWORK_H
 #define FRAMEWORK_H
 
-#include "memplan.h"
+#include "profiles/profiles.h"
 
 #include <stddef.h>
 
-/* The settings' framework, or the built-in PyTorch figures when none is set. */
-const mp_framework *settings_framework(const mp_settings *s);
-
-/* Whether a quantised base's output head is quantised too: the stack's plugin
- * swaps every linear layer (Lightning's bitsandbytes plugin) and the head is a
- * layer of its own, not the tied embedding. */
-bool framework_quantises_head(const mp_model *m, const mp_settings *s);
+/* PyTorch's figures, built in: the frameworks.csv row "pytorch" when no profile
+ * file can be read (tests/test_vocabulary.c holds the two equal). */
+const mp_framework *mp_framework_builtin(void);
 
 /* frameworks.csv's value columns (name and source apart), declared once: the
  * profile loader reads them and memplan calibrate writes them. */

@@ -1,5 +1,8 @@
 /* profiles.c — models, GPUs and frameworks read from the CSV files in profiles/ (libcsv). */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
 #include "common/csv_table.h"
 #include "profiles/framework.h"
 #include "common/utf8.h"

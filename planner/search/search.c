@@ -25,7 +25,13 @@
  * Offload of a state smaller than the bucket that moves it is not a plan.
  * A larger micro-batch never uses less memory, so once a batch misses the
  * budget the larger ones are pruned. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "estimate/estimate.h"
 #include "profiles/framework.h"
 

@@ -4,7 +4,12 @@
  * root is bracketed by doubling, then found with GSL's Brent solver on the
  * piecewise-linear interpolation between integers, and the answer is the
  * largest integer whose estimate fits. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "search/search.h"
+#include "settings/settings.h"
 #include "estimate/estimate.h"
 
 #include <gsl/gsl_errno.h>

@@ -1,6 +1,8 @@
 /* options.c — the option engine: a value read as its row says, getopt_long's table built
  * from rows, and the help written from them (see options.h). */
 #include "settings/options.h"
+#include "common/errors.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <math.h>

@@ -16,9 +16,10 @@
 #ifndef MEMPLAN_OPTIONS_H
 #define MEMPLAN_OPTIONS_H
 
-#include "memplan.h"
-
 #include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The names an enum takes: a table of names, or memplan.h's mp_*_name over 0..n-1. */

@@ -1,5 +1,9 @@
 /* settings.c — a training configuration: its defaults, and whether it makes sense. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "profiles/framework.h"
 
 #include <stdio.h>
@@ -99,4 +103,14 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->ce == MP_CE_CHUNKED && s->ce_chunk < 1) BAD("invalid --ce-chunk '%lld'", (long long)s->ce_chunk);
     return 0;
 #undef BAD
+}
+
+const mp_framework *settings_framework(const mp_settings *s)
+{
+    return s->framework ? s->framework : mp_framework_builtin();
+}
+
+bool framework_quantises_head(const mp_model *m, const mp_settings *s)
+{
+    return s->quant != MP_QUANT_NONE && settings_framework(s)->quantised_head && !m->tied;
 }

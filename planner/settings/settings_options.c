@@ -2,6 +2,11 @@
  * (fields of mp_settings, each with the dimension it pins) and the model's source.
  * Their choices are the library's names (memplan.h), read through mp_*_name/mp_*_parse. */
 #include "settings/options.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <string.h>
 

@@ -20,7 +20,9 @@
  *                               (pytorch/torchtune@d1c6963e9070 docs/source/tutorials/memory_optimizations.rst:
  *                               torchao.prototype.low_bit_optim.AdamW8bit), block_size its constructor's
  *                               (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py) */
-#include "memplan.h"
+#include "model/model.h"
+#include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -178,7 +180,6 @@ static const mp_value step_impls[MP_NSTEP] = {
     [MP_STEP_FUSED] = {"fused", NULL, "one fused kernel: no parameter-sized temporaries", true},
 };
 
-static const char *const component_names[] = {"weights", "gradients", "optimizer", "activations", "overhead"};
 
 /* A row's value, by its name or one of its aliases. */
 static bool spelled(const mp_value *v, const char *s)
@@ -235,7 +236,6 @@ PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
 
 bool mp_precision_pure16(const mp_precision_desc *pd) { return pd->stored_bytes == 2 && !pd->master_copy; }
 
-const char *mp_component_name(int c) { return c >= 0 && c < N(component_names) ? component_names[c] : "?"; }
 
 int mp_value_index(const mp_value *(*value_at)(int), const char *s)
 {
@@ -306,3 +306,7 @@ const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len)
     if (bits & MP_LORA_HEAD) snprintf(buf + o, o < len ? len - o : 0, "%shead", o ? "," : "");
     return buf;
 }
+
+static const char *const component_names[MP_NCOMP] = {"weights", "gradients", "optimizer", "activations",
+                                                      "overhead"};
+const char *mp_component_name(int c) { return c >= 0 && c < MP_NCOMP ? component_names[c] : "?"; }

@@ -1,5 +1,6 @@
 /* units.c — parsing and printing sizes, counts and library releases. GB is 10^9, GiB is 2^30. */
-#include "memplan.h"
+#include "common/errors.h"
+#include "common/units.h"
 
 #include <ctype.h>
 #include <errno.h>

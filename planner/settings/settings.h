@@ -1,0 +1,90 @@
+/* settings.h — one training configuration: every technique's value, the
+ * batch, the parallelism, the framework profile it follows. */
+#ifndef MP_SETTINGS_H
+#define MP_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "profiles/profiles.h"
+
+typedef enum { MP_FP32, MP_AMP_BF16, MP_AMP_FP16, MP_MIXED_BF16, MP_MIXED_FP16,
+               MP_PURE_BF16, MP_NPRECISION } mp_precision;
+typedef enum { MP_ADAMW, MP_ADAMW_8BIT, MP_PAGED_ADAMW, MP_PAGED_ADAMW_8BIT, MP_SGD,
+               MP_SGD_MOMENTUM, MP_ADAFACTOR, MP_LION, MP_ADAMW_8BIT_TORCHAO, MP_ADAMW_4BIT_TORCHAO,
+               MP_NOPTIMIZER } mp_optimizer;
+typedef enum { MP_CKPT_NONE, MP_CKPT_SELECTIVE, MP_CKPT_FULL, MP_NCKPT } mp_ckpt;
+typedef enum { MP_ATTN_EAGER, MP_ATTN_FLASH, MP_NATTN } mp_attention;
+typedef enum { MP_OFFLOAD_NONE, MP_OFFLOAD_OPTIMIZER, MP_OFFLOAD_PARAMS, MP_NOFFLOAD } mp_offload;
+typedef enum { MP_CE_FULL, MP_CE_CHUNKED, MP_NCE } mp_ce;
+typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
+/* LoRA's rank when a task needs one and none is given (16: the rank the
+ * guide in shared/seeds/004 calls the default, line 128; the search uses it). */
+#define MP_DEFAULT_LORA_RANK 16
+typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
+/* How PyTorch runs the optimizer step: multi-tensor (foreach), a loop over tensors, or fused. */
+typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
+
+typedef struct mp_settings {
+    mp_precision precision;
+    mp_optimizer optimizer;
+    int64_t adam8_block;      /* 8-bit block size: 256 (bitsandbytes now), 2048 (before) */
+    mp_ckpt checkpointing;
+    mp_attention attention;
+    int64_t batch;            /* B, micro-batch per GPU */
+    int64_t accum;            /* micro-batches per optimizer step */
+    int64_t seq;              /* T */
+    int64_t prev_seq;         /* T of the micro-batch before, whose logits and graph a loop may still
+                               * hold (LitGPT); -1: T as well; 0: none (the run's first) */
+    mp_ce ce;
+    int64_t ce_chunk;         /* tokens per cross-entropy chunk */
+    int64_t lora_rank;        /* 0: full fine-tuning */
+    unsigned lora_targets;
+    float lora_dropout;       /* LoRA dropout probability: >0 keeps a dropout output and mask per adapted module */
+    mp_quant quant;           /* frozen base storage (LoRA only, or inference) */
+    int64_t gpus;             /* data-parallel x tensor x pipeline */
+    int zero;                 /* 0..3 */
+    int64_t tp, pp, ep;       /* tensor, pipeline, expert parallel degrees */
+    mp_offload offload;
+    mp_loader loader;
+    mp_step_impl step_impl;   /* the optimizer step's implementation (PyTorch stacks) */
+    bool optimizer_in_backward; /* each parameter stepped as its gradient lands (torchtune optimizer_in_bwd) */
+    bool offload_activations; /* saved activations in pinned host RAM (torchtune OffloadActivations) */
+    bool compile;             /* torch.compile: the partitioner recomputes pointwise intermediates in the backward */
+    bool expandable_segments; /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow by mapped pages */
+    double dataset_bytes;     /* raw text size, for in-memory loading */
+    int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
+    bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
+    int bnb_version;          /* the bitsandbytes release (mp_version_parse: 0.41.1 is 4101); 0: a current one */
+    const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
+} mp_settings;
+
+/* Sensible defaults: fp32 AdamW, B=1, T=min(2048, max_pos), one GPU, pytorch. */
+void mp_settings_default(mp_settings *s, const mp_model *m);
+
+/* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
+int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
+/* Whether the plan runs under DeepSpeed: ZeRO-Offload is DeepSpeed's, and a
+ * profile with DeepSpeed's reduce bucket (the deepspeed profile) shards with it; the estimate then counts DeepSpeed's
+ * buckets whatever the framework profile. */
+bool mp_runs_deepspeed(const mp_settings *s);
+/* DeepSpeed's reduce_bucket_size and allgather_bucket_size default, in elements
+ * (deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py, pp_int(5e8)). */
+#define MP_DEEPSPEED_BUCKET 500000000.0
+
+/* The settings' framework, or the built-in PyTorch figures when none is set. */
+const mp_framework *settings_framework(const mp_settings *s);
+/* Whether a quantised base's output head is quantised too: the stack's plugin
+ * swaps every linear layer (Lightning's bitsandbytes plugin) and the head is a
+ * layer of its own, not the tied embedding. */
+bool framework_quantises_head(const mp_model *m, const mp_settings *s);
+
+/* What the user pinned, one bit a setting: a search does not vary a pinned one. */
+enum { MP_PIN_PRECISION = 1 << 0, MP_PIN_OPTIMIZER = 1 << 1, MP_PIN_CKPT = 1 << 2,
+       MP_PIN_ATTENTION = 1 << 3, MP_PIN_BATCH = 1 << 4, MP_PIN_ACCUM = 1 << 5,
+       MP_PIN_SEQ = 1 << 6, MP_PIN_CE = 1 << 7, MP_PIN_LORA = 1 << 8,
+       MP_PIN_QUANT = 1 << 9, MP_PIN_ZERO = 1 << 10, MP_PIN_OFFLOAD = 1 << 11,
+       MP_PIN_TARGETS = 1 << 12, MP_PIN_GPUS = 1 << 13 };
+
+#endif
