@@ -2,6 +2,8 @@
  * helps; traits agree with each other; engine spellings exist in the engines'
  * own sources (lists under tests/data/engines/, each citing its file). */
 #include "check.h"
+#include "common/errors.h"
+#include "profiles/framework.h"
 #include "model/model.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
@@ -115,9 +117,28 @@ static void test_engine_spellings(void)
     }
 }
 
+/* The PyTorch figures built in for when no profile can be read are the
+ * frameworks.csv row "pytorch", column for column (one fact, checked twice). */
+static void test_builtin_profile(void)
+{
+    char err[MP_ERR_LEN];
+    const mp_framework *row = mp_framework_find("pytorch", err), *built = mp_framework_builtin();
+    CHECK(row != NULL, "frameworks.csv has a pytorch row");
+    if (!row) return;
+    int differ = 0;
+    for (int i = 0; i < fw_ncolumns; i++)
+        if (fw_get(row, &fw_columns[i]) != fw_get(built, &fw_columns[i])) {
+            differ++;
+            CHECK(false, "built-in pytorch: %s %g, frameworks.csv's row %g", fw_columns[i].name,
+                  fw_get(built, &fw_columns[i]), fw_get(row, &fw_columns[i]));
+        }
+    CHECK(differ == 0 && row->kind == built->kind, "the built-in pytorch profile equals frameworks.csv's row");
+}
+
 int main(void)
 {
     test_rows();
+    test_builtin_profile();
     test_precision_traits();
     test_engine_spellings();
     return check_summary();

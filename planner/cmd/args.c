@@ -400,7 +400,7 @@ static int settle(cli *c)
         if (mp_gpu_lookup(c->gpu_name, &c->gpu, err)) return cli_error("%s for --gpu", err);
         c->have_gpu = true;
     }
-    if (!c->seq_given) c->s.seq = c->model.max_pos > 0 && c->model.max_pos < 2048 ? c->model.max_pos : 2048;
+    if (!c->seq_given) c->s.seq = mp_default_seq(&c->model);
     c->pinned |= MP_PIN_SEQ;
     if (apply_stored_quant(c) || apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;
@@ -409,7 +409,7 @@ static int settle(cli *c)
     c->opts.pinned = c->pinned;
     /* The global batch is split evenly: each data-parallel rank takes the same
      * number of sequences (and, with the micro-batch pinned, whole micro-batches). */
-    int64_t global = c->opts.global_batch, dp = c->s.gpus / (c->s.tp * c->s.pp);
+    int64_t global = c->opts.global_batch, dp = mp_dp_degree(&c->s);
     if (dp < 1) dp = 1;
     if (global && global % dp)
         return cli_error("--global-batch '%lld' does not divide over %lld data-parallel GPUs: give a multiple of "

@@ -351,7 +351,7 @@ static void print_plan_text(const cli *c, const plan_result *p)
         printf("\nbest plan: %s\n", plan_summary(&best->s, sum, sizeof sum));
         printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n\n",
                (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq,
-               (long long)(best->s.batch * best->s.accum * (best->s.gpus / (best->s.tp * best->s.pp))));
+               (long long)(best->s.batch * best->s.accum * mp_dp_degree(&best->s)));
         print_estimate_text(stdout, c, &best->s, &p->e);
     } else {
         printf("\nnothing fits in %s with %.0f%% headroom.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),

@@ -173,7 +173,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "attention", json_string(mp_attention_name(s->attention)));
     json_object_set_new(o, "batch", json_integer(s->batch));
     json_object_set_new(o, "accum", json_integer(s->accum));
-    json_object_set_new(o, "global-batch", json_integer(s->batch * s->accum * (s->gpus / (s->tp * s->pp))));
+    json_object_set_new(o, "global-batch", json_integer(s->batch * s->accum * mp_dp_degree(s)));
     json_object_set_new(o, "seq", json_integer(s->seq));
     json_object_set_new(o, "previous-seq", json_integer(s->prev_seq < 0 ? s->seq : s->prev_seq));
     json_object_set_new(o, "ce", json_string(mp_ce_name(s->ce)));

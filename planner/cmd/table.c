@@ -30,7 +30,7 @@
 void table_base(const cli *c, const mp_model *m, mp_settings *s)
 {
     *s = c->s;
-    if (!c->seq_given) s->seq = m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+    if (!c->seq_given) s->seq = mp_default_seq(m);
 }
 
 /* The best plan of one task, or that task's least-memory candidate. */

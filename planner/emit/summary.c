@@ -52,7 +52,7 @@ int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT
     char t[128], sh[200], pk[96];
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    int64_t dp = s->gpus / (s->tp * s->pp);
+    int64_t dp = mp_dp_degree(s);
     int n = 0;
 #define LINE(...) do { if (n < max) snprintf(lines[n++], EMIT_LINE, __VA_ARGS__); } while (0)
     LINE("memplan plan for %s: %s", m->name, task_of(s, t, sizeof t));

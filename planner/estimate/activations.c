@@ -81,7 +81,7 @@ static void layer_setup(layer_ctx *l, const mp_model *m, const mp_settings *s)
     l->C = (double)m->hidden, l->NH = (double)m->heads;
     l->QD = l->NH * (double)m->head_dim, l->KVD = (double)m->kv_heads * (double)m->head_dim;
     l->f = (double)(m->experts ? m->expert_ffn : m->ffn);
-    l->a = s->precision == MP_FP32 ? 4 : 2;
+    l->a = mp_element_bytes(s->precision);
     l->r = l->amp ? 4 : l->a;
     l->scores = (double)s->batch * l->NH * l->T * l->T;
     /* A dropout mask: a bool per element on GPUs (native_dropout), the
@@ -457,7 +457,7 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
 {
     const mp_framework *fw = settings_framework(s);
     const double V = (double)m->vocab;
-    const double a = s->precision == MP_FP32 ? 4 : 2;
+    const double a = mp_element_bytes(s->precision);
     *cost = (logits_cost){.elt = a};
     double *fwd = &cost->fwd, *bwd = &cost->bwd, *kept = &cost->kept;
     /* fwd: the loss's peak in forward; bwd: what the loss's backward adds to it;

@@ -184,7 +184,7 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
     c->P = e->params.total;
     c->B = (double)s->batch, c->T = (double)s->seq, c->L = (double)m->layers;
     c->tp = (double)s->tp, c->pp = (double)s->pp;
-    c->dp = (double)(s->gpus / (s->tp * s->pp));
+    c->dp = (double)mp_dp_degree(s);
     c->lora = s->lora_rank > 0;
     c->prec = mp_precision_desc_of(s->precision);
     c->amp = c->prec->autocast, c->half = c->prec->stored_bytes == 2;
@@ -485,7 +485,7 @@ static double optimizer_state_bytes(const mp_settings *s, double n, const mp_mod
     double sb = mp_precision_desc_of(s->precision)->state_bytes; /* state element size */
     if (s->lora_rank > 0 && settings_framework(s)->adapter_fp32) sb = 4; /* states follow fp32 adapters */
     if (od->low_bit) /* 8- or 4-bit codes plus one fp32 absmax per block each (Dettmers et al. 2022) */
-        return od->states * n * od->state_bits / 8 + od->states * 4 * ceil(n / (double)s->adam8_block);
+        return od->states * n * mp_state_value_bytes(s) + od->states * 4 * ceil(n / (double)s->adam8_block);
     if (od->factored) {
         /* a C x F matrix keeps C + F numbers instead of C*F: about n/F + n/C */
         double c = (double)m->hidden, f = (double)(m->ffn > 0 ? m->ffn : m->hidden);

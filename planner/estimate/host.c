@@ -64,7 +64,7 @@ void host_model(const mp_model *m, const mp_settings *s, mp_estimate *e, double 
     double data = loader_bytes(s, e, explain);
     /* each micro-batch is staged in pinned memory: inputs and targets, int64 */
     double pinned = 2.0 * (double)s->batch * (double)s->seq * 8;
-    double ckpt_bytes = e->params.total * (s->precision == MP_FP32 ? 4 : 2);
+    double ckpt_bytes = e->params.total * mp_element_bytes(s->precision);
     double shard = ckpt_bytes < CHECKPOINT_SHARD_BYTES ? ckpt_bytes : CHECKPOINT_SHARD_BYTES;
     e->host_data_bytes = data + pinned;
     e->host_offload_bytes = offloaded;

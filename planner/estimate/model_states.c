@@ -17,8 +17,7 @@ static double optimizer_k(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    double state = od->low_bit ? od->state_bits / 8.0 : pd->state_bytes;
-    return (pd->master_copy ? 4 : 0) + od->states * state;
+    return (pd->master_copy ? 4 : 0) + od->states * mp_state_value_bytes(s);
 }
 
 static double frozen_bytes(const mp_model *m, const mp_settings *s, double total)
@@ -31,7 +30,7 @@ static double frozen_bytes(const mp_model *m, const mp_settings *s, double total
 
 double mp_model_states_bytes(const mp_model *m, const mp_settings *s, double total_params)
 {
-    int64_t dp = s->gpus / (s->tp * s->pp);
+    int64_t dp = mp_dp_degree(s);
     const double nd = dp > 1 ? (double)dp : 1, elt = mp_precision_desc_of(s->precision)->stored_bytes;
     const double trained = s->lora_rank > 0 ? mp_lora_params(m, s->lora_rank, s->lora_targets) : total_params;
     const double frozen = s->lora_rank > 0 ? frozen_bytes(m, s, total_params) : 0;

@@ -105,7 +105,7 @@ static double optimizer_seconds(const mp_settings *s, const mp_gpu *gpu, double 
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     double w = 2 * pd->stored_bytes + (pd->master_copy ? 8 : 0);
-    double states = od->states * 2 * (od->low_bit ? od->state_bits / 8.0 : pd->state_bytes);
+    double states = od->states * 2 * mp_state_value_bytes(s);
     double bytes = shard * (w + pd->stored_bytes + states);
     bool one_pass = od->low_bit || s->step_impl == MP_STEP_FUSED;
     return bytes * (one_pass ? 1 : FOREACH_PASSES) / fmax(gpu->bandwidth, 1e9);

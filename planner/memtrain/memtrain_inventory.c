@@ -253,7 +253,7 @@ size_t memtrain_copies(const memtrain_dims *d, int id)
 
 size_t memtrain_alloc_bytes(const memtrain_dims *d, int id)
 {
-    size_t n = memtrain_elems(d, id), storage = d->precision == MP_FP32 ? 4 : 2;
+    size_t n = memtrain_elems(d, id), storage = (size_t)mp_element_bytes(d->precision);
     switch (memtrain_rows[id].dtype) {
     case MEMTRAIN_DT_P:
     case MEMTRAIN_DT_A: return n * storage;

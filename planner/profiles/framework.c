@@ -8,7 +8,7 @@
 /* Used when no profiles can be read: PyTorch's figures (see profiles/frameworks.csv). */
 static const mp_framework builtin_pytorch = {
     .name = "pytorch", .kind = MP_FW_PYTORCH, .context_bytes = 512 * 1048576.0, .workspace_bytes = 8 * 1048576.0,
-    .round_bytes = 512, .frag = 0.05, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
+    .round_bytes = 512, .frag = 0, .autocast_cache = true, .fp32_logits = true, .adam_temps = 1,
     .dropout_mask_bytes = 1, .autocast_softmax_fp32 = true, .act_scale = 1, .hf_modeling = true,
     .ddp_grad_copy = true, .zero1_whole_tensors = true, .amp = true, .pure16 = true, .bnb_4bit = true,
     .dequant_bytes = 2, .python_gelu = true, .nccl_comms = 1, .managed_paging = true};

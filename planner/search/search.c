@@ -260,7 +260,7 @@ static void space_batches(space *sp, const mp_settings *base, const mp_search_op
 static int space_build(space *sp, const mp_settings *base, const mp_search_opts *o, char *err)
 {
     const unsigned pin = o->pinned;
-    sp->dp = base->gpus / (base->tp * base->pp);
+    sp->dp = mp_dp_degree(base);
     if (sp->dp < 1) sp->dp = 1;
     if (space_tasks(sp, base, o, err)) return -1;
     axis_range(&sp->prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION, o->only_precisions);

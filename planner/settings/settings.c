@@ -17,7 +17,7 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->adam8_block = 256;
     s->batch = 1;
     s->accum = 1;
-    s->seq = m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048;
+    s->seq = mp_default_seq(m);
     s->prev_seq = -1;
     s->ce_chunk = 1024;
     s->lora_targets = MP_LORA_ALL;
@@ -26,6 +26,18 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->shuffle_buffer = 10000;
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find("pytorch", err);
+}
+
+int64_t mp_default_seq(const mp_model *m) { return m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048; }
+
+int64_t mp_dp_degree(const mp_settings *s) { return s->gpus / (s->tp * s->pp); }
+
+double mp_element_bytes(mp_precision p) { return mp_precision_desc_of(p)->act_bytes; }
+
+double mp_state_value_bytes(const mp_settings *s)
+{
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    return od->low_bit ? od->state_bits / 8.0 : mp_precision_desc_of(s->precision)->state_bytes;
 }
 
 bool mp_runs_deepspeed(const mp_settings *s)
@@ -55,7 +67,7 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
     if (s->ep > 1 && (!m->experts || m->experts % s->ep))
         BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
-    int64_t dp = s->gpus / (s->tp * s->pp);
+    int64_t dp = mp_dp_degree(s);
     if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
     if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
     if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)

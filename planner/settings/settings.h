@@ -60,8 +60,20 @@ typedef struct mp_settings {
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 
-/* Sensible defaults: fp32 AdamW, B=1, T=min(2048, max_pos), one GPU, pytorch. */
+/* Sensible defaults: fp32 AdamW, B=1, T=mp_default_seq, one GPU, pytorch. */
 void mp_settings_default(mp_settings *s, const mp_model *m);
+
+/* Facts every part reads the same way, each from its one row or rule: */
+/* The sequence when none is given: the model's positions, at most 2048 (NULL: 2048). */
+int64_t mp_default_seq(const mp_model *m);
+/* The data-parallel degree: GPUs over tensor x pipeline parallelism. */
+int64_t mp_dp_degree(const mp_settings *s);
+/* Bytes of one value the step computes and keeps in the precision's dtype
+ * (activations, a 16-bit checkpoint): its row's act_bytes, 4 in fp32, else 2. */
+double mp_element_bytes(mp_precision p);
+/* Bytes of one optimizer-state value: a low-bit optimizer's bits / 8 (its
+ * block scales apart), else the precision's state element (4, or 2 in pure bf16). */
+double mp_state_value_bytes(const mp_settings *s);
 
 /* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
