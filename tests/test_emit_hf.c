@@ -1,10 +1,10 @@
 /* test_emit_hf.c — the Hugging Face emitter's architecture table
- * (planner/emit/hf_family.c) against the transformers modeling files as
+ * (planner/model/family.c) against the transformers modeling files as
  * tabulated in tests/data/engines/hf_modules.csv and hf_attention_support.csv:
  * every profiled family has a row, every module name it emits is a Linear or
  * Conv1D of that model_type, and sdpa is used only where declared. */
 #include "check.h"
-#include "emit/hf_family.h"
+#include "model/family.h"
 #include "common/errors.h"
 #include "model/model.h"
 #include "profiles/profiles.h"
@@ -46,9 +46,9 @@ static void check_profiles_have_rows(void)
     int missing = 0, no_id = 0;
     for (int i = 0; mp_model_at(i); i++) {
         const mp_model *m = mp_model_at(i);
-        if (!hf_family_of(m->family)) {
+        if (!mp_family_has_modules(mp_family_of(m->family))) {
             missing++;
-            CHECK(false, "profile %s: family '%s' has an hf_family row", m->name, m->family);
+            CHECK(false, "profile %s: family '%s' has a families row with its modules", m->name, m->family);
         }
         if (!strchr(m->hf_id, '/')) {
             no_id++;
@@ -66,10 +66,11 @@ static void check_rows_against_sources(void)
 {
     const char *modules = "tests/data/engines/hf_modules.csv", *attn = "tests/data/engines/hf_attention_support.csv";
     const char *layers = "tests/data/engines/hf_layer_classes.csv";
-    for (int i = 0; hf_family_at(i); i++) {
-        const hf_family *f = hf_family_at(i);
-        const char *mods[HF_NROLES];
-        int n = hf_family_targets(f, MP_LORA_ALL, mods);
+    for (int i = 0; mp_family_at(i); i++) {
+        const mp_family *f = mp_family_at(i);
+        if (!mp_family_has_modules(f)) continue; /* read from configs only (gptj...) */
+        const char *mods[MP_LORA_NROLES];
+        int n = mp_family_targets(f, MP_LORA_ALL, mods);
         CHECK(n > 0, "%s: 'all' reaches some module", f->model_type);
         for (int j = 0; j < n; j++) {
             const char *leaf = strrchr(mods[j], '.') ? strrchr(mods[j], '.') + 1 : mods[j];
@@ -85,18 +86,18 @@ static void check_rows_against_sources(void)
 
 static void check_target_mapping(void)
 {
-    const char *mods[HF_NROLES];
-    const hf_family *g = hf_family_of("gpt2");
-    int n = hf_family_targets(g, MP_LORA_ALL, mods);
+    const char *mods[MP_LORA_NROLES];
+    const mp_family *g = mp_family_of("gpt2");
+    int n = mp_family_targets(g, MP_LORA_ALL, mods);
     CHECK(n == 4 && !strcmp(mods[0], "c_attn") && !strcmp(mods[3], "mlp.c_proj"),
           "gpt2 all: c_attn once, attn.c_proj, c_fc, mlp.c_proj (got %d)", n);
-    n = hf_family_targets(hf_family_of("llama"), MP_LORA_ALL, mods);
+    n = mp_family_targets(mp_family_of("llama"), MP_LORA_ALL, mods);
     CHECK(n == 7 && !strcmp(mods[6], "down_proj"), "llama all: seven modules, down_proj last");
-    n = hf_family_targets(hf_family_of("phi3"), MP_LORA_MLP, mods);
+    n = mp_family_targets(mp_family_of("phi3"), MP_LORA_MLP, mods);
     CHECK(n == 2 && !strcmp(mods[0], "gate_up_proj"), "phi3 mlp: gate_up_proj, down_proj");
-    n = hf_family_targets(hf_family_of("falcon"), MP_LORA_Q | MP_LORA_V, mods);
+    n = mp_family_targets(mp_family_of("falcon"), MP_LORA_Q | MP_LORA_V, mods);
     CHECK(n == 1 && !strcmp(mods[0], "query_key_value"), "falcon q,v: the fused query_key_value once");
-    CHECK(hf_family_of("no-such-type") == NULL, "an unknown model_type has no row");
+    CHECK(mp_family_of("no-such-type") == NULL, "an unknown model_type has no row");
 }
 
 int main(void)

@@ -5,7 +5,7 @@
  * gradient_checkpointing), so fsdp_activation_checkpointing stays false: it is
  * done once. Gradient accumulation is the script's too (accelerate has no
  * top-level key for it). */
-#include "emit/hf_family.h"
+#include "model/family.h"
 #include "emitters.h"
 #include "common/errors.h"
 #include "model/model.h"
@@ -29,7 +29,7 @@ static const char *distributed_type(emit_engine_kind k)
  * default (true). */
 static void put_fsdp(sbuf *b, const mp_model *m, const mp_settings *s, const emit_engine *e)
 {
-    const hf_family *f = hf_family_of(m->family);
+    const mp_family *f = emit_family_of(m);
     sbuf_put(b, "fsdp_config:\n");
     sbuf_put(b, "  fsdp_sharding_strategy: %s\n", e->stage >= 3 ? "FULL_SHARD" : "SHARD_GRAD_OP");
     sbuf_put(b, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n");

@@ -16,6 +16,12 @@
 static const mp_emit_target *const targets[] = {EMIT_TARGETS(EMIT_ROW)};
 enum { NTARGETS = sizeof targets / sizeof *targets };
 
+const mp_family *emit_family_of(const mp_model *m)
+{
+    const mp_family *f = mp_family_of(m->family);
+    return mp_family_has_modules(f) ? f : NULL;
+}
+
 const mp_emit_target *mp_emit_target_at(int i) { return i >= 0 && i < NTARGETS ? targets[i] : NULL; }
 const char *mp_emit_target_name(const mp_emit_target *t) { return t->name; }
 const char *mp_emit_target_framework(const mp_emit_target *t) { return t->framework; }

@@ -10,6 +10,7 @@
 #include "emit/emit.h"
 #include "emit/quote.h"
 #include "emit/sbuf.h"
+#include "model/family.h"
 #include "model/model.h"
 #include "settings/settings.h"
 
@@ -55,6 +56,10 @@ int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
 const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (engine.c). */
 long long emit_zero_bucket(const mp_settings *s);
+
+/* The model's row in the families table, where it tabulates transformers'
+ * module names (model/family.h); NULL: memplan has none to write. */
+const mp_family *emit_family_of(const mp_model *m);
 
 /* The plan summary (summary.c): up to `max` lines, each one line of plain text (mp_quote). */
 enum { EMIT_LINE = 320, EMIT_NLINES = 16 };

@@ -1,8 +1,8 @@
 /* hf.c — a Hugging Face Trainer script (transformers, PEFT, bitsandbytes) that
  * runs exactly the techniques the plan assumed, for the model's architecture.
  * Settings reach transformers' spelling through the vocabulary rows and the
- * architecture's module names through hf_family.c: nothing here restates them. */
-#include "emit/hf_family.h"
+ * architecture's module names through model/family.c: nothing here restates them. */
+#include "model/family.h"
 #include "emitters.h"
 #include "common/errors.h"
 #include "common/units.h"
@@ -44,7 +44,7 @@ static hf_precision hf_precision_of(const mp_settings *s)
 }
 
 /* transformers' attention implementation: the plan's, where the architecture declares it. */
-static const char *hf_attention(const mp_settings *s, const hf_family *f)
+static const char *hf_attention(const mp_settings *s, const mp_family *f)
 {
     const char *want = mp_attention_desc_of(s->attention)->hf_attn;
     return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
@@ -66,7 +66,7 @@ static int check_hf(const mp_model *m, const mp_settings *s, char *err)
     return -1;
 }
 
-static void hf_summary(sbuf *b, const mp_plan *pl, const hf_family *f)
+static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
 {
     const mp_model *m = pl->m;
     const mp_settings *s = pl->s;
@@ -131,7 +131,7 @@ static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
                 "DATA = ARGS.data\nSEQ = %lld\n\n", (long long)s->seq);
 }
 
-static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
 {
     const hf_precision p = hf_precision_of(s);
     const mp_quant_desc *qd = mp_quant_desc_of(s->quant);
@@ -159,11 +159,11 @@ static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const hf_f
  * 012c0d5a96744096ab28f87cde9bd9918f5367a1: "cast all non INT8 parameters to
  * fp32"), which the plan does not count, and with use_reentrant=False the
  * input-grad hook it adds is not needed (same file). get_peft_model freezes the base. */
-static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
 {
-    const hf_family *names = f ? f : hf_family_of("llama");
-    const char *mods[HF_NROLES];
-    int n = hf_family_targets(names, s->lora_targets, mods);
+    const mp_family *names = f ? f : mp_family_of("llama");
+    const char *mods[MP_LORA_NROLES];
+    int n = mp_family_targets(names, s->lora_targets, mods);
     if (!f) sbuf_put(b, "# memplan has no module table for model_type '%s': these are Llama's names, check them\n",
                      EMIT_TEXT(m->family));
     char dropout[32]; /* a Python float: 0.0, 0.05 */
@@ -215,7 +215,7 @@ static void hf_chunked_loss(sbuf *b, const mp_settings *s)
              (long long)s->ce_chunk);
 }
 
-static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const hf_family *f)
+static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
 {
     sbuf_put(b, "\ntok = AutoTokenizer.from_pretrained(MODEL%s)\ntok.pad_token = tok.pad_token or tok.eos_token\n",
              f && f->remote_code ? ", trust_remote_code=True" : "");
@@ -271,7 +271,7 @@ static void write_hf(sbuf *b, const mp_plan *p)
 {
     const mp_model *m = p->m;
     const mp_settings *s = p->s;
-    const hf_family *f = hf_family_of(m->family);
+    const mp_family *f = emit_family_of(m);
     hf_summary(b, p, f);
     sbuf_put(b, "import argparse\n");
     /* before torch: the allocator reads its settings once, when CUDA starts */

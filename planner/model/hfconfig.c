@@ -3,6 +3,7 @@
  * is read from the first of its known names; model_type picks the preset. */
 #include "common/errors.h"
 #include "common/files.h"
+#include "model/family.h"
 #include "model/model.h"
 #include "model/quantization_config.h"
 
@@ -118,26 +119,32 @@ static void implied_widths(json_t *root, mp_model *m)
 }
 
 /* Per-architecture details that change the parameter count: positions,
- * biases, fused projections, norms, and whether the head is tied. */
-static void architecture_details(json_t *root, const char *type, bool gpt, mp_model *m)
+ * biases, fused projections, norms, and whether the head is tied; what the
+ * family's row (family.c) implies, and the keys that say otherwise. */
+static void architecture_details(json_t *root, const mp_family *f, mp_model *m)
 {
-    if (!strcmp(type, "opt")) m->pos_offset = 2;
-    if (!strcmp(type, "bloom")) m->pos = MP_POS_ALIBI, m->embed_norm = true, m->max_pos = m->max_pos ? m->max_pos : 2048;
-    if (!strcmp(type, "falcon")) {
-        m->pos = get_bool(root, "alibi", false) ? MP_POS_ALIBI : MP_POS_ROPE;
-        m->qkv_bias = m->out_bias = m->mlp_bias = get_bool(root, "bias", false);
-        bool new_arch = get_bool(root, "new_decoder_architecture", false);
-        bool parallel = get_bool(root, "parallel_attn", true);
-        if (parallel && !new_arch) m->norms_per_layer = 1;
-        /* FalconDecoderLayer: parallel_attn or the new architecture (ln_attn and ln_mlp) */
-        m->parallel_residual = new_arch || parallel;
+    if (f) {
+        if (f->pos >= 0) m->pos = (mp_pos)f->pos;
+        if (f->alibi_key) m->pos = get_bool(root, f->alibi_key, false) ? MP_POS_ALIBI : MP_POS_ROPE;
+        if (f->pos_offset) m->pos_offset = f->pos_offset;
+        if (f->max_pos && !m->max_pos) m->max_pos = f->max_pos;
+        if (f->embed_norm) m->embed_norm = true;
+        if (f->qkv_bias) m->qkv_bias = true;
+        if (f->head_bias) m->head_bias = true;
+        if (f->fused_qkv) m->fused_qkv = true;
+        if (f->unfused_qkv) m->fused_qkv = false;
+        if (f->norms_per_layer) m->norms_per_layer = f->norms_per_layer;
+        if (f->bias_key) m->qkv_bias = m->out_bias = m->mlp_bias = get_bool(root, f->bias_key, false);
+        bool parallel = f->parallel_key ? get_bool(root, f->parallel_key, f->parallel_residual) : f->parallel_residual;
+        if (f->new_arch_key) {
+            /* FalconDecoderLayer: parallel_attn or the new architecture (ln_attn and ln_mlp);
+             * the old parallel layout has one LayerNorm */
+            bool new_arch = get_bool(root, f->new_arch_key, false);
+            if (parallel && !new_arch) m->norms_per_layer = 1;
+            parallel = parallel || new_arch;
+        }
+        if (f->parallel_residual || f->parallel_key) m->parallel_residual = parallel;
     }
-    if (!strcmp(type, "gpt_neox"))
-        m->pos = MP_POS_ROPE, m->fused_qkv = true, m->parallel_residual = get_bool(root, "use_parallel_residual", true);
-    if (!strcmp(type, "phi"))
-        m->pos = MP_POS_ROPE, m->head_bias = true, m->norms_per_layer = 1, m->fused_qkv = false, m->parallel_residual = true;
-    if (!strcmp(type, "qwen2") || !strcmp(type, "qwen2_moe")) m->qkv_bias = true;
-    if (!strcmp(type, "phi3")) m->fused_qkv = true;
     /* Gemma 2 caps attention scores and logits with tanh: a number here, null when off */
     m->attn_softcap = json_is_number(json_object_get(root, "attn_logit_softcapping"));
     m->logit_softcap = json_is_number(json_object_get(root, "final_logit_softcapping"));
@@ -145,19 +152,16 @@ static void architecture_details(json_t *root, const char *type, bool gpt, mp_mo
     if (ab && json_is_boolean(ab)) m->qkv_bias = m->out_bias = json_is_true(ab);
     json_t *mb = json_object_get(root, "mlp_bias");
     if (mb && json_is_boolean(mb)) m->mlp_bias = json_is_true(mb);
-    /* Hugging Face's default ties the head; Llama-family configs say so explicitly */
+    /* Hugging Face's default ties the head; Llama's and GPT-NeoX's configs untie it */
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     if (tie && json_is_boolean(tie)) m->tied = json_is_true(tie);
-    else m->tied = gpt || strcmp(type, "llama") != 0;
-    if (!strcmp(type, "gpt_neox") && !tie) m->tied = false;
-    /* Rotary on part of each head: GPT-NeoX's rotary_pct (default 0.25), Phi's and
-     * StableLM's partial_rotary_factor (default 0.5 and 0.25) */
-    double rotary = 1;
+    else m->tied = !(f && f->untied);
+    /* Rotary on part of each head: GPT-NeoX's rotary_pct, Phi's and StableLM's
+     * partial_rotary_factor, else the family's default */
+    double rotary = f && f->rotary > 0 ? f->rotary : 1;
     json_t *rp = json_object_get(root, "rotary_pct");
     if (!rp) rp = json_object_get(root, "partial_rotary_factor");
     if (rp && json_is_number(rp)) rotary = json_number_value(rp);
-    else if (!strcmp(type, "gpt_neox") || !strcmp(type, "stablelm")) rotary = 0.25;
-    else if (!strcmp(type, "phi")) rotary = 0.5;
     m->rope_partial = m->pos == MP_POS_ROPE && rotary < 1;
     /* the activation as transformers names it (GPT-2: activation_function, others: hidden_act) */
     const char *act = json_string_value(json_object_get(root, "activation_function"));
@@ -241,11 +245,9 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     memset(m, 0, sizeof *m);
     const char *type = json_string_value(json_object_get(root, "model_type"));
     if (!type) type = "";
-    bool gpt = !strcmp(type, "gpt2") || !strcmp(type, "opt") || !strcmp(type, "bloom") ||
-               !strcmp(type, "gpt_neox") || !strcmp(type, "phi") || !strcmp(type, "falcon") ||
-               !strcmp(type, "gptj") || !strcmp(type, "gpt_bigcode");
-    /* an unknown type: RMSNorm's epsilon key marks a Llama-like model */
-    if (!*type) gpt = !json_object_get(root, "rms_norm_eps");
+    /* the family's preset; no model_type: RMSNorm's epsilon key marks a Llama-like model */
+    const mp_family *f = mp_family_of(type);
+    bool gpt = f ? !strcmp(f->preset, "gpt2") : !*type && !json_object_get(root, "rms_norm_eps");
     mp_model_preset(m, gpt ? "gpt2" : "llama", err);
     /* labels are shown (reports, comments): written as one line of plain text */
     mp_quote(*type ? type : (gpt ? "gpt2" : "llama"), m->family, sizeof m->family);
@@ -256,7 +258,7 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
         return -1;
     }
     implied_widths(root, m);
-    architecture_details(root, type, gpt, m);
+    architecture_details(root, f, m);
     if (hf_quantization_config(file, path, m, err)) { /* the checkpoint's, not its text model's */
         json_decref(file);
         return -1;

@@ -1,5 +1,6 @@
 /* model.c — architecture presets, exact parameter counts and module shapes. */
 #include "common/errors.h"
+#include "model/family.h"
 #include "model/model.h"
 
 #include <math.h>
@@ -132,16 +133,12 @@ void mp_param_count(const mp_model *m, mp_params *p)
     p->active = p->total - L * (mlp_all - mlp_active);
 }
 
-/* The LoRA target bits a linear module answers to ("qkv" -> q|k|v). */
+/* The LoRA target bits a linear module answers to: its role's, or q|k|v for a fused "qkv". */
 static unsigned linear_target_bit(const char *nm)
 {
-    static const struct { const char *name; unsigned bit; } map[] = {
-        {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V}, {"q", MP_LORA_Q}, {"k", MP_LORA_K},
-        {"v", MP_LORA_V}, {"o", MP_LORA_O}, {"gate", MP_LORA_GATE}, {"up", MP_LORA_UP},
-        {"down", MP_LORA_DOWN},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-        if (strcmp(nm, map[i].name) == 0) return map[i].bit;
+    if (!strcmp(nm, "qkv")) return MP_LORA_Q | MP_LORA_K | MP_LORA_V;
+    for (int r = 0; r < MP_LORA_NROLES; r++)
+        if (!strcmp(nm, mp_lora_role_name(r))) return 1u << r;
     return 0;
 }
 

@@ -20,6 +20,7 @@
  *                               (pytorch/torchtune@d1c6963e9070 docs/source/tutorials/memory_optimizations.rst:
  *                               torchao.prototype.low_bit_optim.AdamW8bit), block_size its constructor's
  *                               (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py) */
+#include "model/family.h"
 #include "model/model.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
@@ -263,18 +264,24 @@ const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, con
 
 /* ---------- LoRA targets ---------- */
 
-static const struct { const char *name; unsigned bits; } target_names[] = {
-    {"q", MP_LORA_Q}, {"k", MP_LORA_K}, {"v", MP_LORA_V}, {"o", MP_LORA_O},
-    {"gate", MP_LORA_GATE}, {"up", MP_LORA_UP}, {"down", MP_LORA_DOWN},
+/* Each role by its name (model/family.h) and by its Llama module name (the
+ * families table's llama row), so PEFT's target lists paste in; then groups. */
+static const struct { const char *name; unsigned bits; } target_groups[] = {
     {"attn", MP_LORA_ATTN}, {"mlp", MP_LORA_MLP}, {"all", MP_LORA_ALL},
-    {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V},
-    /* Hugging Face module names, so PEFT's target lists paste in */
-    {"q_proj", MP_LORA_Q}, {"k_proj", MP_LORA_K}, {"v_proj", MP_LORA_V},
-    {"o_proj", MP_LORA_O}, {"gate_proj", MP_LORA_GATE}, {"up_proj", MP_LORA_UP},
-    {"down_proj", MP_LORA_DOWN}, {"all-linear", MP_LORA_ALL},
+    {"qkv", MP_LORA_Q | MP_LORA_K | MP_LORA_V}, {"all-linear", MP_LORA_ALL},
     /* LoRA on the output head: LitGPT's lora_head, PEFT's "lm_head" target */
     {"head", MP_LORA_HEAD}, {"lm_head", MP_LORA_HEAD},
 };
+
+static unsigned target_bits(const char *tok)
+{
+    const mp_family *llama = mp_family_of("llama");
+    for (int r = 0; r < MP_LORA_NROLES; r++)
+        if (!strcmp(tok, mp_lora_role_name(r)) || (llama && llama->module[r] && !strcmp(tok, llama->module[r]))) return 1u << r;
+    for (int i = 0; i < N(target_groups); i++)
+        if (!strcmp(tok, target_groups[i].name)) return target_groups[i].bits;
+    return 0;
+}
 
 int mp_lora_targets_parse(const char *s, unsigned *bits)
 {
@@ -283,13 +290,9 @@ int mp_lora_targets_parse(const char *s, unsigned *bits)
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int found = 0;
-        for (int i = 0; i < N(target_names); i++)
-            if (strcmp(tok, target_names[i].name) == 0) {
-                b |= target_names[i].bits;
-                found = 1;
-            }
-        if (!found) return -1;
+        unsigned t = target_bits(tok);
+        if (!t) return -1;
+        b |= t;
     }
     *bits = b;
     return b ? 0 : -1;
@@ -299,10 +302,9 @@ const char *mp_lora_targets_name(unsigned bits, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
-    for (int i = 0; i < 7; i++)
-        if (bits & (1u << i))
-            o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "",
-                                  target_names[i].name);
+    for (int r = 0; r < MP_LORA_NROLES; r++)
+        if (bits & (1u << r))
+            o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "", mp_lora_role_name(r));
     if (bits & MP_LORA_HEAD) snprintf(buf + o, o < len ? len - o : 0, "%shead", o ? "," : "");
     return buf;
 }
