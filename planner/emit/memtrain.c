@@ -5,11 +5,12 @@
 #include "model/model.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
+#include "memtrain/memtrain_keys.h"
+#include "memtrain/shape.h"
+#include "settings/options.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static const char *bool01(bool v) { return v ? "1" : "0"; }
 
 /* memtrain runs its own kernels on its own allocator: nothing there to compile,
  * no CUDA caching allocator to configure */
@@ -28,35 +29,35 @@ static int check_memtrain(const mp_model *m, const mp_settings *s, char *err)
     return memtrain_check_supported(m, s, err);
 }
 
+/* The keys from memtrain's rows (memtrain/memtrain_keys.h): the model's shape,
+ * the settings, and for data parallel the ZeRO stage and the rank count. */
 static void write_memtrain(sbuf *b, const mp_plan *p)
 {
     const mp_model *m = p->m;
-    const mp_settings *s = p->s;
-    char tg[64];
+    mp_settings s = *p->s;
+    memtrain_shape sh;
+    memtrain_shape_of(m, &sh);
+    mp_opt_group g[3];
+    memtrain_key_groups(&sh, &s, true, g);
+    char text[8192];
+    char err[MP_OPT_ERR_LEN];
     sbuf_put(b, "# memtrain config written by memplan; run: memtrain --config FILE\n");
     sbuf_put(b, "# model %s\n", EMIT_TEXT(m->name));
-    sbuf_put(b, "family = %s\n", m->mlp == MP_MLP_GATED ? "llama" : "gpt2");
-    sbuf_put(b, "layers = %lld\nhidden = %lld\nheads = %lld\nkv-heads = %lld\nffn = %lld\n",
-        (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->kv_heads,
-        (long long)m->ffn);
-    sbuf_put(b, "vocab = %lld\nmax-pos = %lld\ntied = %s\n", (long long)m->vocab, (long long)m->max_pos,
-        bool01(m->tied));
-    sbuf_put(b, "precision = %s\noptimizer = %s\nadam8-block = %lld\n", mp_precision_name(s->precision),
-        mp_optimizer_name(s->optimizer), (long long)s->adam8_block);
-    sbuf_put(b, "checkpointing = %s\nattention = %s\n", mp_ckpt_name(s->checkpointing),
-        mp_attention_name(s->attention));
-    sbuf_put(b, "batch = %lld\naccum = %lld\nseq = %lld\n", (long long)s->batch, (long long)s->accum,
-        (long long)s->seq);
-    sbuf_put(b, "ce = %s\nce-chunk = %lld\n", mp_ce_name(s->ce), (long long)s->ce_chunk);
-    sbuf_put(b, "lora-rank = %lld\nlora-targets = %s\nquant = %s\n", (long long)s->lora_rank,
-        mp_lora_targets_name(s->lora_targets, tg, sizeof tg), mp_quant_name(s->quant));
-    sbuf_put(b, "loader = %s\nshuffle-buffer = %lld\n", mp_loader_name(s->loader),
-        (long long)s->shuffle_buffer);
+    if (mp_opt_write_kv(g, 2, MP_KV_LINES, text, sizeof text, err) < 0) {
+        sbuf_fail(b, "%.400s", err);
+        return;
+    }
+    sbuf_put(b, "%s", text);
     /* data parallel: batch is per rank; the rank count is the launcher's (memtrain
      * implements ZeRO 0 to 3, and refuses what it does not run with its reason) */
-    if (s->gpus > 1)
-        sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\nzero = %d\nranks = %lld\n",
-            (long long)s->gpus, s->zero, (long long)s->gpus);
+    if (s.gpus > 1) {
+        sbuf_put(b, "# data parallel: mpirun -np %lld memtrain --config FILE\n", (long long)s.gpus);
+        if (mp_opt_write_kv(&g[2], 1, MP_KV_LINES, text, sizeof text, err) < 0) {
+            sbuf_fail(b, "%.400s", err);
+            return;
+        }
+        sbuf_put(b, "%s", text);
+    }
 }
 
 const mp_emit_target emit_target_memtrain = {

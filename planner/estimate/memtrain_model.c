@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ATTN_TILE 64 /* memtrain's default flash tile edge */
-
 /* A value memtrain does not implement (its vocabulary row says which do). */
 static int unsupported(const mp_value *(*value_at)(int), int v, char *err)
 {
@@ -49,26 +47,6 @@ int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err)
         return -1;
     }
     return 0;
-}
-
-/* The model as memtrain would build it: a GELU MLP makes it gpt2-like. */
-static void plan_dims(const mp_model *m, const mp_settings *s, memtrain_dims *d)
-{
-    memset(d, 0, sizeof *d);
-    d->gpt2 = m->mlp == MP_MLP_GELU;
-    d->L = (size_t)m->layers, d->C = (size_t)m->hidden, d->NH = (size_t)m->heads;
-    d->KV = (size_t)m->kv_heads, d->HD = (size_t)m->head_dim, d->F = (size_t)m->ffn;
-    d->V = (size_t)m->vocab, d->maxpos = (size_t)(m->max_pos > 0 ? m->max_pos : s->seq);
-    d->B = (size_t)s->batch, d->T = (size_t)s->seq;
-    d->precision = s->precision, d->optimizer = s->optimizer;
-    d->adam8_block = (size_t)s->adam8_block;
-    d->checkpointing = s->checkpointing, d->attention = s->attention, d->attn_tile = ATTN_TILE;
-    d->ce = s->ce, d->ce_chunk = (size_t)s->ce_chunk;
-    d->lora_rank = (size_t)s->lora_rank, d->lora_targets = s->lora_targets;
-    d->quant = s->quant, d->loader = s->loader, d->shuffle_buffer = (size_t)s->shuffle_buffer;
-    d->source_bytes = s->dataset_bytes > 0 ? (size_t)s->dataset_bytes : 0;
-    d->ranks = s->gpus > 1 ? (size_t)s->gpus : 1, d->zero = s->zero; /* per rank: the heaviest */
-    memtrain_dims_finish(d);
 }
 
 /* ---------- --explain: one term per row ---------- */
@@ -160,7 +138,7 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
 {
     if (memtrain_check_supported(m, s, err)) return -1;
     memtrain_dims d;
-    plan_dims(m, s, &d);
+    memtrain_dims_from(m, s, &d);
     step_bytes b;
     add_rows(&d, &b);
     e->trainable_params = (double)d.q[MEMTRAIN_Q_NTRAIN];

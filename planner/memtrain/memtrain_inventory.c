@@ -237,6 +237,25 @@ void memtrain_dims_finish(memtrain_dims *d)
     q[MEMTRAIN_Q_SHUFFLE] = d->shuffle_buffer ? d->shuffle_buffer : 1;
 }
 
+void memtrain_dims_from(const mp_model *m, const mp_settings *s, memtrain_dims *d)
+{
+    memset(d, 0, sizeof *d);
+    d->gpt2 = m->mlp == MP_MLP_GELU; /* a GELU MLP makes it gpt2-like */
+    d->L = (size_t)m->layers, d->C = (size_t)m->hidden, d->NH = (size_t)m->heads;
+    d->KV = (size_t)m->kv_heads, d->HD = (size_t)m->head_dim, d->F = (size_t)m->ffn;
+    d->V = (size_t)m->vocab, d->maxpos = (size_t)(m->max_pos > 0 ? m->max_pos : s->seq);
+    d->B = (size_t)s->batch, d->T = (size_t)s->seq;
+    d->precision = s->precision, d->optimizer = s->optimizer;
+    d->adam8_block = (size_t)s->adam8_block;
+    d->checkpointing = s->checkpointing, d->attention = s->attention, d->attn_tile = (size_t)s->attn_tile;
+    d->ce = s->ce, d->ce_chunk = (size_t)s->ce_chunk;
+    d->lora_rank = (size_t)s->lora_rank, d->lora_targets = s->lora_targets;
+    d->quant = s->quant, d->loader = s->loader, d->shuffle_buffer = (size_t)s->shuffle_buffer;
+    d->source_bytes = s->dataset_bytes > 0 ? (size_t)s->dataset_bytes : 0;
+    d->ranks = s->gpus > 1 ? (size_t)s->gpus : 1, d->zero = s->zero; /* per rank: the heaviest */
+    memtrain_dims_finish(d);
+}
+
 /* ---------- sizes ---------- */
 
 size_t memtrain_elems(const memtrain_dims *d, int id)

@@ -213,6 +213,10 @@ typedef struct memtrain_dims {
 } memtrain_dims;
 
 void memtrain_dims_finish(memtrain_dims *d);
+/* The dimensions of a run: the model as memtrain builds it (memtrain_shape_model)
+ * and the settings, one rank's share of them (gpus: the ranks). Both the planner's
+ * prediction and the trainer's buffers size from this one. */
+void memtrain_dims_from(const mp_model *m, const mp_settings *s, memtrain_dims *d);
 
 /* The layer's linear modules of memtrain's model (mp_model_linears of the
  * gpt2 or llama preset with these widths): the list LoRA adapters are put on. */

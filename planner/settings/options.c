@@ -346,3 +346,278 @@ void mp_opt_synopsis(FILE *f, const mp_opt_group *g, const char *sep, int width)
     }
     if (col) fputc('\n', f);
 }
+
+/* ---------- settings as text: one writer, one reader ---------- */
+
+/* The fewest significant digits that read back as the same value. */
+static const char *shortest_double(double v, char *buf, size_t len)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+static const char *shortest_float(float v, char *buf, size_t len)
+{
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, len, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
+/* An integer field of any width the rows use (store_int's inverse). */
+static int64_t load_int(const void *field, size_t size)
+{
+    if (size == sizeof(int64_t)) {
+        int64_t v;
+        memcpy(&v, field, sizeof v);
+        return v;
+    }
+    if (size == sizeof(int)) {
+        int v;
+        memcpy(&v, field, sizeof v);
+        return v;
+    }
+    bool b;
+    memcpy(&b, field, sizeof b);
+    return b;
+}
+
+static double load_real(const void *field, size_t size)
+{
+    if (size != sizeof(double)) return (double)load_int(field, size);
+    double v;
+    memcpy(&v, field, sizeof v);
+    return v;
+}
+
+/* Whether the vocabulary reads `name` as value v. */
+static bool names_value(const mp_vocab *voc, int i, int64_t v)
+{
+    int back;
+    if (!voc->parse) return i == v;
+    return !voc->parse(vocab_name(voc, i), &back) && back == v;
+}
+
+/* The name that reads back as value v: name(v), or for a list of only some values
+ * (whose parse returns the value) the name that parses to it; NULL when none does. */
+static const char *enum_name(const mp_vocab *voc, int64_t v)
+{
+    if (v >= 0 && v < voc->n && names_value(voc, (int)v, v)) return vocab_name(voc, (int)v);
+    for (int i = 0; i < voc->n; i++)
+        if (names_value(voc, i, v)) return vocab_name(voc, i);
+    return NULL;
+}
+
+const char *mp_opt_format(const mp_opt *o, const void *base, char *buf, size_t len)
+{
+    const void *field = (const char *)base + o->offset;
+    double d;
+    switch (o->kind) {
+    case MP_OPT_FLAG:
+    case MP_OPT_BOOL: snprintf(buf, len, "%d", load_int(field, o->size) != 0); return buf;
+    case MP_OPT_INT: snprintf(buf, len, "%lld", (long long)load_int(field, o->size)); return buf;
+    case MP_OPT_ENUM: {
+        const char *name = enum_name(o->vocab, load_int(field, o->size));
+        snprintf(buf, len, "%s", name ? name : "?");
+        return buf;
+    }
+    case MP_OPT_STRING: {
+        const char *s;
+        memcpy(&s, field, sizeof s);
+        if (!s) return NULL;
+        snprintf(buf, len, "%s", s);
+        return buf;
+    }
+    case MP_OPT_FLOAT: {
+        float f;
+        memcpy(&f, field, sizeof f);
+        return shortest_float(f, buf, len);
+    }
+    case MP_OPT_REAL:
+    case MP_OPT_FRACTION: return shortest_double(load_real(field, o->size), buf, len);
+    case MP_OPT_SIZE:
+    case MP_OPT_COUNT:
+        /* 0: not given (neither reads a 0) */
+        return (d = load_real(field, o->size)) > 0 ? shortest_double(d, buf, len) : NULL;
+    case MP_OPT_CUSTOM: return o->write ? o->write(o, base, buf, len) : NULL;
+    }
+    return NULL;
+}
+
+static bool blank(char c) { return c == ' ' || c == '\t'; }
+
+/* Whether a value reads back as written on a line, or needs its quotes: a
+ * blank or '\r' at an end, a '"' first, a '#' that would start a comment. */
+static bool needs_quotes(const char *v)
+{
+    size_t n = strlen(v);
+    if (!n) return false;
+    if (v[0] == '"' || blank(v[0]) || blank(v[n - 1]) || v[n - 1] == '\r') return true;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == '#' && (i == 0 || blank(v[i - 1]))) return true;
+    return false;
+}
+
+const mp_opt *mp_opt_group_find(const mp_opt_group *g, int ngroups, const char *key, void **base)
+{
+    for (int k = 0; k < ngroups; k++) {
+        const mp_opt *o = mp_opt_find(g[k].rows, key);
+        bool taken = !g[k].only;
+        for (int j = 0; o && g[k].only && g[k].only[j] && !taken; j++) taken = !strcmp(g[k].only[j], key);
+        if (o && taken) {
+            if (base) *base = g[k].base;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* One row's "key = value" (or "key=value") at buf + *used; 0, or -1 with err. */
+static int write_pair(const mp_opt *o, const void *base, mp_kv_form form, char *buf, size_t len, size_t *used,
+                      char *err)
+{
+    char v[MP_OPT_VALUE_LEN], quoted[600];
+    const char *text = mp_opt_format(o, base, v, sizeof v);
+    if (!text) return 0;
+    bool quote = form == MP_KV_LINES && needs_quotes(text);
+    const char *why = strchr(text, '\n')                               ? "a line break"
+                      : form == MP_KV_WORDS && strpbrk(text, " \t")    ? "a blank"
+                      : quote && strchr(text, '"')                     ? "a '\"' where it needs quotes"
+                                                                       : NULL;
+    size_t room = *used < len ? len - *used : 0;
+    int n = why                 ? 0
+            : form == MP_KV_LINES ? snprintf(buf + *used, room, quote ? "%s = \"%s\"\n" : "%s = %s\n", o->name, text)
+                                : snprintf(buf + *used, room, "%s%s=%s", *used ? " " : "", o->name, text);
+    if (!why && form == MP_KV_LINES && n - 1 > MP_KV_LINE_MAX) why = "a line too long to read back";
+    if (why) {
+        snprintf(err, MP_OPT_ERR_LEN, "cannot write %s = '%s': %s", o->name, mp_quote(text, quoted, sizeof quoted), why);
+        return -1;
+    }
+    *used += (size_t)n;
+    if (*used >= len) {
+        snprintf(err, MP_OPT_ERR_LEN, "the settings do not fit in %zu bytes", len);
+        return -1;
+    }
+    return 0;
+}
+
+int mp_opt_write_kv(const mp_opt_group *g, int ngroups, mp_kv_form form, char *buf, size_t len, char *err)
+{
+    size_t used = 0;
+    if (len) buf[0] = 0;
+    for (int k = 0; k < ngroups; k++) {
+        int count = 0;
+        if (g[k].only) while (g[k].only[count]) count++;
+        else while (g[k].rows[count].name) count++;
+        for (int j = 0; j < count; j++) {
+            const mp_opt *o = g[k].only ? mp_opt_find(g[k].rows, g[k].only[j]) : &g[k].rows[j];
+            if (!o) {
+                snprintf(err, MP_OPT_ERR_LEN, "no setting '%s' to write", g[k].only[j]);
+                return -1;
+            }
+            if (write_pair(o, g[k].base, form, buf, len, &used, err)) return -1;
+        }
+    }
+    return (int)used;
+}
+
+void mp_kv_start(mp_kv_reader *r, char *text, size_t len, mp_kv_form form)
+{
+    r->p = text, r->end = text + len, r->form = form, r->line = 0;
+    *r->end = 0;
+}
+
+static char *trim_blanks(char *s)
+{
+    while (blank(*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && (blank(e[-1]) || e[-1] == '\n' || e[-1] == '\r')) *--e = 0;
+    return s;
+}
+
+/* The value after a line's '=': a '#' after a blank starts a comment (a '#' inside a
+ * word, as in a path 'run#3.txt', is the value's); a value in double quotes is what
+ * stands between them, '#' and blanks included, with at most a comment after it.
+ * NULL with *why when the quotes do not close or text follows them. */
+static char *value_of(char *v, const char **why)
+{
+    while (blank(*v)) v++;
+    if (*v == '"') {
+        char *close = strchr(v + 1, '"');
+        if (!close) return *why = "a quoted value lacks its closing '\"'", NULL;
+        *close = 0;
+        char *rest = close + 1;
+        while (blank(*rest) || *rest == '\r') rest++;
+        if (*rest && *rest != '#') return *why = "text after a quoted value (a comment needs a blank and '#')", NULL;
+        return v + 1;
+    }
+    for (char *p = v; *p; p++)
+        if (*p == '#' && (p == v || blank(p[-1]))) {
+            *p = 0;
+            break;
+        }
+    return trim_blanks(v);
+}
+
+static int next_word(mp_kv_reader *r, const char **key, const char **value)
+{
+    while (r->p < r->end && blank(*r->p)) r->p++;
+    if (r->p >= r->end) return 0;
+    char *tok = r->p;
+    while (r->p < r->end && !blank(*r->p)) r->p++;
+    if (r->p < r->end) *r->p++ = 0;
+    char *eq = strchr(tok, '=');
+    *key = tok, *value = NULL;
+    if (eq && eq != tok) *eq = 0, *value = eq + 1;
+    return 1;
+}
+
+int mp_kv_next(mp_kv_reader *r, const char **key, const char **value, char *err)
+{
+    if (r->form == MP_KV_WORDS) return next_word(r, key, value);
+    while (r->p < r->end) {
+        char *line = r->p, *nl = memchr(line, '\n', (size_t)(r->end - line));
+        size_t n = nl ? (size_t)(nl - line) : (size_t)(r->end - line);
+        r->line++;
+        /* Read as fgets read them, a longer line was cut into lines of 1023 bytes, and a
+         * NUL ended one early: a path was cut short, or the rest read as a line of its own. */
+        if (n > MP_KV_LINE_MAX || memchr(line, 0, n)) {
+            snprintf(err, MP_OPT_ERR_LEN, n > MP_KV_LINE_MAX ? "is longer than %d bytes" : "holds a NUL byte",
+                     MP_KV_LINE_MAX);
+            return -1;
+        }
+        line[n] = 0;
+        r->p = line + n + (nl != NULL);
+        char *s = trim_blanks(line);
+        if (!*s || *s == '#') continue;
+        char *eq = strchr(s, '=');
+        *key = s, *value = NULL;
+        if (!eq) return 1;
+        *eq = 0;
+        const char *why = NULL;
+        char *v = value_of(eq + 1, &why);
+        if (!v) {
+            snprintf(err, MP_OPT_ERR_LEN, "%s", why);
+            return -1;
+        }
+        *key = trim_blanks(s), *value = v;
+        return 1;
+    }
+    return 0;
+}
+
+int mp_opt_read_kv(const mp_opt_group *g, int ngroups, const char *key, const char *value, unsigned *pinned,
+                   char *err)
+{
+    void *base;
+    const mp_opt *o = mp_opt_group_find(g, ngroups, key, &base);
+    if (!o) return -2;
+    if (o->kind != MP_OPT_FLAG) return mp_opt_read(o, value, base, pinned, err);
+    /* a flag written as a key: its value is 0 or 1 */
+    mp_opt as_bool = *o;
+    as_bool.kind = MP_OPT_BOOL;
+    return mp_opt_read(&as_bool, value, base, pinned, err);
+}

@@ -27,7 +27,8 @@ typedef struct mp_vocab {
     int n;
     const char *const *names;            /* names[v], or NULL and name(v) */
     const char *(*name)(int v);
-    int (*parse)(const char *s, int *v); /* NULL: a name of the list, exactly */
+    int (*parse)(const char *s, int *v); /* NULL: a name of the list, exactly; a parse may return
+                                          * values, not positions, for a list of only some values */
 } mp_vocab;
 
 extern const mp_vocab mp_vocab_precision, mp_vocab_optimizer, mp_vocab_ckpt, mp_vocab_attention,
@@ -66,6 +67,9 @@ struct mp_opt {
     /* CUSTOM: read `value` into the struct `base`; 0, or -1 with the message in err
      * (MP_OPT_ERR_LEN bytes) */
     int (*read)(const mp_opt *o, const char *value, void *base, char *err);
+    /* CUSTOM: the field in `base` as text read() takes back (into buf, len bytes);
+     * NULL: the field has no written form (not set) */
+    const char *(*write)(const mp_opt *o, const void *base, char *buf, size_t len);
 };
 
 #define MP_OPT_AT(type, field) offsetof(type, field), sizeof(((type *)0)->field)
@@ -124,6 +128,55 @@ void mp_opt_copy(const mp_opt *o, void *dst, const void *src);
 int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *err);
 /* "fp32, amp-bf16, ..." (or "... or pure-bf16"), as the row lists v. */
 const char *mp_opt_choices(const mp_opt *o, const mp_vocab *v, char *buf, size_t len);
+
+/* ---------- settings as text: 'key = value' lines, or 'key=value' words ----------
+ * One writer and one reader for every file that carries settings (memtrain's
+ * config, its metrics header, memtop's run plan): a key is a row's name, a value
+ * is what mp_opt_read takes, written so that it reads back to the same value. */
+
+/* The longest value a row writes (a path, quoted, at most). */
+#define MP_OPT_VALUE_LEN 1024
+/* The field's value as the row reads it back: an enum's name, an integer in
+ * decimal, a real in the fewest digits that read back the same, a flag or
+ * bool as 0 or 1, a custom row by its write(). NULL (nothing written) for a
+ * value that is not set: a NULL string, a size or count of 0, a custom row
+ * whose write() says so. */
+const char *mp_opt_format(const mp_opt *o, const void *base, char *buf, size_t len);
+
+typedef enum {
+    MP_KV_LINES, /* "key = value" a line; a value with a blank, '#' or '"' at its ends is "quoted"; '#'
+                  * starts a comment line, or a comment after a blank; blank lines are skipped */
+    MP_KV_WORDS, /* "key=value" words between blanks; no quoting (a value has no blank) */
+} mp_kv_form;
+/* The longest line MP_KV_LINES reads (its newline apart). */
+#define MP_KV_LINE_MAX 1022
+
+/* The groups' rows (each group's `only`, in that order, else all of them), each
+ * a key with its value, in the form. Rows with nothing written are left out.
+ * The text goes to buf (len bytes, NUL-terminated); returns its length, or -1
+ * with err (MP_OPT_ERR_LEN) when buf is too short or a value cannot be written
+ * in the form (a line break; a blank in a word). */
+int mp_opt_write_kv(const mp_opt_group *g, int ngroups, mp_kv_form form, char *buf, size_t len, char *err);
+
+/* Reads pairs from a text in place (NULs are written into it; text[len] must
+ * be writable). */
+typedef struct mp_kv_reader {
+    char *p, *end;
+    mp_kv_form form;
+    int line;                /* MP_KV_LINES: the line of the last pair, from 1 */
+} mp_kv_reader;
+void mp_kv_start(mp_kv_reader *r, char *text, size_t len, mp_kv_form form);
+/* The next pair: 1 with *key and *value (pointers into the text; *value is NULL
+ * for a line or word without '=' or with nothing before it), 0 at the end, -1
+ * with why in err (MP_OPT_ERR_LEN): a line longer than MP_KV_LINE_MAX or
+ * holding a NUL, a quoted value not closed or followed by text. */
+int mp_kv_next(mp_kv_reader *r, const char **key, const char **value, char *err);
+/* Read one pair through the groups' rows (a flag's value as a bool): 0; -1 with
+ * the row's message in err; -2 when no row has the key (err untouched). */
+int mp_opt_read_kv(const mp_opt_group *g, int ngroups, const char *key, const char *value, unsigned *pinned,
+                   char *err);
+/* The row and its struct for a key among the groups; NULL when none. */
+const mp_opt *mp_opt_group_find(const mp_opt_group *g, int ngroups, const char *key, void **base);
 
 /* The help: each group's heading, then a line "  --name ARG   help" for each row, wrapped
  * at `width`; an enum's choices follow its help unless they are its ARG. */

@@ -15,6 +15,7 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->precision = MP_FP32;
     s->optimizer = MP_ADAMW;
     s->adam8_block = 256;
+    s->attn_tile = 64;
     s->batch = 1;
     s->accum = 1;
     s->seq = mp_default_seq(m);

@@ -32,6 +32,8 @@ typedef struct mp_settings {
     int64_t adam8_block;      /* 8-bit block size: 256 (bitsandbytes now), 2048 (before) */
     mp_ckpt checkpointing;
     mp_attention attention;
+    int64_t attn_tile;        /* flash attention's tile edge, in rows (memtrain's kernel keeps
+                               * tiles of attn_tile^2 scores; default 64) */
     int64_t batch;            /* B, micro-batch per GPU */
     int64_t accum;            /* micro-batches per optimizer step */
     int64_t seq;              /* T */

@@ -51,6 +51,13 @@ static int read_lora_targets(const mp_opt *o, const char *value, void *base, cha
     return 0;
 }
 
+static const char *write_lora_targets(const mp_opt *o, const void *base, char *buf, size_t len)
+{
+    unsigned bits;
+    memcpy(&bits, (const char *)base + o->offset, sizeof bits);
+    return mp_lora_targets_name(bits, buf, len);
+}
+
 /* A library release: "0.41.1" read into the int the row points at. */
 static int read_version(const mp_opt *o, const char *value, void *base, char *err)
 {
@@ -63,6 +70,14 @@ static int read_version(const mp_opt *o, const char *value, void *base, char *er
     }
     memcpy((char *)base + o->offset, &v, sizeof v);
     return 0;
+}
+
+/* 0: the current release, not written */
+static const char *write_version(const mp_opt *o, const void *base, char *buf, size_t len)
+{
+    int v;
+    memcpy(&v, (const char *)base + o->offset, sizeof v);
+    return v ? mp_version_name(v, buf, len) : NULL;
 }
 
 /* ---------- the rows ---------- */
@@ -81,6 +96,8 @@ const mp_opt mp_settings_opts[] = {
      .arg = "C", .help = "activation checkpointing"},
     {"attention", MP_OPT_ENUM, S(attention), .vocab = &mp_vocab_attention, .pin = MP_PIN_ATTENTION,
      .help = "the attention kernel"},
+    {"attn-tile", MP_OPT_INT, S(attn_tile), .lo = 1, .hi = 4096, .arg = "N",
+     .help = "flash attention's tile edge in rows (memtrain's kernel; default 64): its scratch holds 2 N^2 scores"},
     {"batch", MP_OPT_INT, S(batch), .lo = 1, .hi = 1 << 20, .pin = MP_PIN_BATCH, .arg = "B",
      .help = "micro-batch: sequences per GPU per forward pass"},
     {"accum", MP_OPT_INT, S(accum), .lo = 1, .hi = 1 << 20, .pin = MP_PIN_ACCUM, .arg = "K",
@@ -97,13 +114,13 @@ const mp_opt mp_settings_opts[] = {
     {"lora-rank", MP_OPT_INT, S(lora_rank), .lo = 0, .hi = 1 << 16, .pin = MP_PIN_LORA, .arg = "R",
      .help = "LoRA adapters of rank R; 0 is full fine-tuning"},
     {"lora-targets", MP_OPT_CUSTOM, S(lora_targets), .vocab = &lora_target_choices, .or_last = true,
-     .pin = MP_PIN_TARGETS, .arg = "LIST", .read = read_lora_targets,
+     .pin = MP_PIN_TARGETS, .arg = "LIST", .read = read_lora_targets, .write = write_lora_targets,
      .help = "the modules with adapters, comma-separated; head (the output head) is not in all"},
     {"lora-dropout", MP_OPT_FLOAT, S(lora_dropout), .lo = 0, .hi = 0.999, .arg = "P",
      .help = "LoRA dropout probability; above 0 each adapted module keeps its dropout output and mask"},
     {"quant", MP_OPT_ENUM, S(quant), .vocab = &mp_vocab_quant, .pin = MP_PIN_QUANT,
      .help = "storage of the frozen base weights (QLoRA: nf4)"},
-    {"bitsandbytes", MP_OPT_CUSTOM, S(bnb_version), .arg = "VERSION", .read = read_version,
+    {"bitsandbytes", MP_OPT_CUSTOM, S(bnb_version), .arg = "VERSION", .read = read_version, .write = write_version,
      .help = "the bitsandbytes release the run uses (default: 0.43.2 or later); before 0.43.2 every "
              "4-bit layer keeps its input for the backward"},
     {"zero", MP_OPT_INT, S(zero), .lo = 0, .hi = 3, .pin = MP_PIN_ZERO,

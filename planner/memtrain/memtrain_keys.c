@@ -1,0 +1,31 @@
+/* memtrain_keys.c — the keys of memtrain's config and metrics header (memtrain_keys.h). */
+#include "memtrain/memtrain_keys.h"
+#include "memtrain/shape.h"
+#include "settings/options.h"
+#include "settings/settings.h"
+
+const char *const memtrain_setting_keys[] = {
+    "precision", "optimizer", "adam8-block", "checkpointing", "attention", "attn-tile", "batch", "accum", "seq",
+    "ce", "ce-chunk", "lora-rank", "lora-targets", "quant", "loader", "shuffle-buffer", NULL,
+};
+
+const mp_opt *memtrain_parallel_opts(void)
+{
+    static mp_opt rows[3];
+    if (!rows[0].name) {
+        mp_opt ranks = *mp_opt_find(mp_settings_opts, "gpus");
+        ranks.name = "ranks";
+        ranks.help = "the data-parallel rank count the plan's global batch is for; launching another is refused";
+        rows[1] = ranks;
+        rows[0] = *mp_opt_find(mp_settings_opts, "zero");
+    }
+    return rows;
+}
+
+int memtrain_key_groups(memtrain_shape *sh, mp_settings *s, bool parallel, mp_opt_group g[3])
+{
+    g[0] = (mp_opt_group){NULL, memtrain_shape_opts, sh, NULL};
+    g[1] = (mp_opt_group){NULL, mp_settings_opts, s, memtrain_setting_keys};
+    g[2] = (mp_opt_group){NULL, memtrain_parallel_opts(), s, NULL};
+    return parallel ? 3 : 2;
+}
