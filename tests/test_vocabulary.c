@@ -2,6 +2,7 @@
  * helps; traits agree with each other; engine spellings exist in the engines'
  * own sources (lists under tests/data/engines/, each citing its file). */
 #include "check.h"
+#include "emit/emitters.h"
 #include "common/errors.h"
 #include "profiles/framework.h"
 #include "model/model.h"
@@ -85,7 +86,8 @@ static void test_precision_traits(void)
         if (!twin || twin->stored_bytes != d->stored_bytes || twin->act_bytes != d->act_bytes ||
             twin->master_copy != d->master_copy || twin->autocast != d->autocast)
             bad++;
-        if (!d->torch_dtype || !d->accelerate || !d->short_name) bad++;
+        /* every precision has a word in transformers and accelerate (their emitters' tables) */
+        if (!emit_hf_dtype((mp_precision)i) || !emit_accelerate_precision((mp_precision)i) || !d->short_name) bad++;
     }
     CHECK(bad == 0, "precision traits agree (masters only with 16-bit storage, autocast keeps fp32 weights, "
                     "a twin has the same bytes)");
@@ -94,7 +96,7 @@ static void test_precision_traits(void)
           "fp32 stores 4 bytes, pure bf16 keeps 2-byte states, mixed keeps masters, fp16 scales the loss");
 }
 
-/* Every TrainingArguments `optim` a row names is one transformers defines. */
+/* Every TrainingArguments `optim` the hf emitter writes is one transformers defines. */
 static void test_engine_spellings(void)
 {
     FILE *f = fopen("tests/data/engines/transformers_optim.txt", "r");
@@ -110,10 +112,11 @@ static void test_engine_spellings(void)
     fclose(f);
     for (int i = 0; i < MP_NOPTIMIZER; i++) {
         const mp_optimizer_desc *d = mp_optimizer_desc_of((mp_optimizer)i);
+        const char *optim = emit_hf_optim((mp_optimizer)i);
         char want[64];
-        snprintf(want, sizeof want, " %s ", d->hf_optim ? d->hf_optim : "(none)");
-        CHECK(d->hf_optim && strstr(names, want), "%s: TrainingArguments optim '%s' is in OptimizerNames", d->v.name,
-              d->hf_optim ? d->hf_optim : "(none)");
+        snprintf(want, sizeof want, " %s ", optim ? optim : "(none)");
+        CHECK(optim && strstr(names, want), "%s: TrainingArguments optim '%s' is in OptimizerNames", d->v.name,
+              optim ? optim : "(none)");
     }
 }
 

@@ -15,6 +15,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* mixed_precision as accelerate spells it (src/accelerate/utils/dataclasses.py, PrecisionType) */
+static const char *const accelerate_precisions[MP_NPRECISION] = {
+    [MP_FP32] = "'no'", [MP_AMP_BF16] = "bf16", [MP_AMP_FP16] = "fp16", [MP_MIXED_BF16] = "bf16",
+    [MP_MIXED_FP16] = "fp16", [MP_PURE_BF16] = "bf16",
+};
+
+const char *emit_accelerate_precision(mp_precision p)
+{
+    return p >= 0 && p < MP_NPRECISION ? accelerate_precisions[p] : NULL;
+}
+
 static const char *distributed_type(emit_engine_kind k)
 {
     static const char *const names[] = {
@@ -68,7 +79,7 @@ static void write_accelerate(sbuf *b, const mp_plan *p)
     if (e.kind == EMIT_DEEPSPEED) put_deepspeed(b, &e);
     /* with a DeepSpeed config file the precision is that file's (its bf16/fp16 blocks) */
     if (e.kind != EMIT_DEEPSPEED)
-        sbuf_put(b, "mixed_precision: %s\n", mp_precision_desc_of(s->precision)->accelerate);
+        sbuf_put(b, "mixed_precision: %s\n", accelerate_precisions[s->precision]);
     sbuf_put(b, "num_machines: 1\nnum_processes: %lld\nmachine_rank: 0\n", (long long)e.procs);
     sbuf_put(b, "use_cpu: false\ndebug: false\n");
 }

@@ -16,6 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* DeepSpeed's words for the plan's values. Precision blocks only where they
+ * mean the value: DeepSpeed's bf16/fp16 keep 16-bit weights plus an fp32 master
+ * copy (the mixed-* values); none for autocast or pure bf16 (no form), nor for
+ * fp32 (neither block). Optimizer types: DEEPSPEED_OPTIMIZERS in
+ * deepspeed/runtime/config.py ("adamw", "lion"), and the torch.optim class
+ * engine.py _configure_basic_optimizer looks up ("SGD"); NULL: DeepSpeed
+ * builds none and the script's optimizer is used. */
+static const char *const ds_precisions[MP_NPRECISION] = {[MP_MIXED_BF16] = "bf16", [MP_MIXED_FP16] = "fp16"};
+static const char *const ds_optimizers[MP_NOPTIMIZER] = {
+    [MP_ADAMW] = "adamw", [MP_SGD] = "SGD", [MP_SGD_MOMENTUM] = "SGD", [MP_LION] = "lion",
+};
+
+const char *emit_deepspeed_precision(mp_precision p) { return p >= 0 && p < MP_NPRECISION ? ds_precisions[p] : NULL; }
+
 /* DEEPSPEED_OPTIMIZERS in deepspeed/runtime/config.py: types DeepSpeed builds
  * itself, also under ZeRO-Offload (DeepSpeedCPUAdam, DeepSpeedCPULion). */
 static bool deepspeed_native(const char *type)
@@ -39,7 +53,7 @@ static json_t *enabled(bool on) { return json_pack("{s:b}", "enabled", on); }
 
 static void put_precision(json_t *cfg, const mp_settings *s)
 {
-    const char *block = mp_precision_desc_of(s->precision)->deepspeed;
+    const char *block = ds_precisions[s->precision];
     const bool bf16 = block && !strcmp(block, "bf16"), fp16 = block && !strcmp(block, "fp16");
     json_object_set_new(cfg, "bf16", enabled(bf16));
     json_t *f = enabled(fp16);
@@ -66,7 +80,7 @@ static void put_step_impl(json_t *params, const mp_settings *s, const char *type
 static void put_optimizer(json_t *cfg, const mp_settings *s)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    const char *type = od->deepspeed;
+    const char *type = ds_optimizers[s->optimizer];
     if (!type) {
         /* the Trainer builds the script's optimizer and allows it under ZeRO
          * (zero_allow_untested_optimizer); under offload it steps on the CPU */

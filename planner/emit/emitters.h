@@ -57,6 +57,12 @@ const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (engine.c). */
 long long emit_zero_bucket(const mp_settings *s);
 
+/* Engine spellings the other files and the tests read (each in its target's file). */
+const char *emit_hf_optim(mp_optimizer o);               /* TrainingArguments optim */
+const char *emit_hf_dtype(mp_precision p);               /* from_pretrained torch_dtype */
+const char *emit_accelerate_precision(mp_precision p);   /* accelerate mixed_precision */
+const char *emit_deepspeed_precision(mp_precision p);    /* DeepSpeed's block, NULL: none means it */
+
 /* The model's row in the families table, where it tabulates transformers'
  * module names (model/family.h); NULL: memplan has none to write. */
 const mp_family *emit_family_of(const mp_model *m);

@@ -24,7 +24,7 @@
 static int deepspeed_precision_ok(const mp_settings *s, char *err)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    if (pd->deepspeed || (!pd->autocast && pd->stored_bytes == 4)) return 0;
+    if (emit_deepspeed_precision(s->precision) || (!pd->autocast && pd->stored_bytes == 4)) return 0;
     snprintf(err, MP_ERR_LEN, "precision '%s' has no DeepSpeed form: DeepSpeed's bf16/fp16 keep 16-bit weights "
              "plus an fp32 master copy (use mixed-bf16, mixed-fp16 or fp32)", pd->v.name);
     return -1;

@@ -13,6 +13,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* transformers' words for the plan's values, from its source:
+ *   TrainingArguments optim    src/transformers/training_args.py, class OptimizerNames (the list
+ *                              under tests/data/engines/transformers_optim.txt; test_emit_hf checks it)
+ *   bf16 / fp16 flags          TrainingArguments: autocast in the mixed modes
+ *   attn_implementation        src/transformers/modeling_utils.py ("eager", "sdpa")
+ *   streaming                  datasets' load_dataset(streaming=...) */
+static const struct { const char *flag, *dtype; } hf_precisions[MP_NPRECISION] = {
+    [MP_FP32] = {NULL, "torch.float32"},          [MP_AMP_BF16] = {"bf16", "torch.float32"},
+    [MP_AMP_FP16] = {"fp16", "torch.float32"},    [MP_MIXED_BF16] = {"bf16", "torch.bfloat16"},
+    [MP_MIXED_FP16] = {"fp16", "torch.float16"},  [MP_PURE_BF16] = {"bf16", "torch.bfloat16"},
+};
+static const char *const hf_optims[MP_NOPTIMIZER] = {
+    [MP_ADAMW] = "adamw_torch", [MP_ADAMW_8BIT] = "adamw_bnb_8bit", [MP_PAGED_ADAMW] = "paged_adamw_32bit",
+    [MP_PAGED_ADAMW_8BIT] = "paged_adamw_8bit", [MP_SGD] = "sgd", [MP_SGD_MOMENTUM] = "sgd",
+    [MP_ADAFACTOR] = "adafactor", [MP_LION] = "lion_32bit", [MP_ADAMW_8BIT_TORCHAO] = "adamw_torch_8bit",
+    [MP_ADAMW_4BIT_TORCHAO] = "adamw_torch_4bit",
+};
+static const char *const hf_attns[MP_NATTN] = {[MP_ATTN_EAGER] = "eager", [MP_ATTN_FLASH] = "sdpa"};
+/* what transformers needs installed to load a quantised base */
+static const char *const hf_packages[MP_NQUANT] = {
+    [MP_QUANT_INT8] = "bitsandbytes", [MP_QUANT_NF4] = "bitsandbytes", [MP_QUANT_NF4_DQ] = "bitsandbytes",
+    [MP_QUANT_GPTQ] = "optimum, gptqmodel or auto-gptq", [MP_QUANT_AWQ] = "autoawq",
+};
+
+const char *emit_hf_optim(mp_optimizer o) { return o >= 0 && o < MP_NOPTIMIZER ? hf_optims[o] : NULL; }
+const char *emit_hf_dtype(mp_precision p) { return p >= 0 && p < MP_NPRECISION ? hf_precisions[p].dtype : NULL; }
+
+/* gradient_checkpointing: the Trainer checkpoints whole layers, for either policy */
+static bool hf_checkpointing(const mp_settings *s) { return s->checkpointing != MP_CKPT_NONE; }
+
 /* The script's view of the plan's precision. */
 typedef struct hf_precision {
     const char *flag;          /* TrainingArguments flag set True: "bf16", "fp16" or NULL */
@@ -31,14 +61,14 @@ static bool quantised_at_load(const mp_model *m, const mp_settings *s)
 static hf_precision hf_precision_of(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    hf_precision p = {.flag = pd->hf_flag, .pure = mp_precision_pure16(pd)};
+    hf_precision p = {.flag = hf_precisions[s->precision].flag, .pure = mp_precision_pure16(pd)};
     p.compute = pd->needs_bf16 ? "torch.bfloat16" : "torch.float16";
     /* Trainable weights load in fp32 (autocast does the 16-bit math; PyTorch's
      * scaler refuses fp16 trainable weights), in bf16 only for pure bf16. A
      * frozen LoRA base is stored as the plan counts it (16-bit under mixed and
      * pure precision); a quantised base keeps its other weights in 16 bits. */
     if (s->quant != MP_QUANT_NONE) p.load_dtype = p.compute;
-    else if (s->lora_rank) p.load_dtype = pd->torch_dtype;
+    else if (s->lora_rank) p.load_dtype = hf_precisions[s->precision].dtype;
     else p.load_dtype = p.pure ? "torch.bfloat16" : "torch.float32";
     return p;
 }
@@ -46,7 +76,7 @@ static hf_precision hf_precision_of(const mp_settings *s)
 /* transformers' attention implementation: the plan's, where the architecture declares it. */
 static const char *hf_attention(const mp_settings *s, const mp_family *f)
 {
-    const char *want = mp_attention_desc_of(s->attention)->hf_attn;
+    const char *want = hf_attns[s->attention];
     return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
 }
 
@@ -80,9 +110,9 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
                     : p.flag ? (s->lora_rank ? "fp32 adapters, 16-bit autocast" : "fp32 weights, 16-bit autocast")
                              : "fp32");
     sbuf_put(b, "#   optimizer      %s (optim=\"%s\")\n", mp_optimizer_name(s->optimizer),
-             mp_optimizer_desc_of(s->optimizer)->hf_optim);
+             hf_optims[s->optimizer]);
     sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
-             mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing ? " (non-reentrant)" : "");
+             hf_checkpointing(s) ? " (non-reentrant)" : "");
     sbuf_put(b, "#   attention      %s (attn_implementation=\"%s\")\n", mp_attention_name(s->attention), attn);
     if (s->ce == MP_CE_CHUNKED)
         sbuf_put(b, "#   loss           chunked cross-entropy, %lld tokens a chunk\n", (long long)s->ce_chunk);
@@ -106,7 +136,7 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
     if (!f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", EMIT_TEXT(m->family));
-    const char *pkgs = mp_quant_desc_of(s->quant)->hf_packages; /* what loading its base needs */
+    const char *pkgs = hf_packages[s->quant]; /* what loading its base needs */
     sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s%s).\n\n",
              s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "");
 }
@@ -220,7 +250,7 @@ static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
     sbuf_put(b, "\ntok = AutoTokenizer.from_pretrained(MODEL%s)\ntok.pad_token = tok.pad_token or tok.eos_token\n",
              f && f->remote_code ? ", trust_remote_code=True" : "");
     sbuf_put(b, "ds = load_dataset(\"text\", data_files=DATA, streaming=%s)[\"train\"]\n\n",
-             mp_loader_desc_of(s->loader)->hf_streaming ? "True" : "False");
+             s->loader == MP_LOAD_STREAM ? "True" : "False");
     sbuf_put(b, "def pack(batch):  # every sequence is SEQ tokens long, as the plan assumed\n"
                 "    ids = [t for x in tok(batch[\"text\"])[\"input_ids\"] for t in x + [tok.eos_token_id]]\n"
                 "    return {\"input_ids\": [ids[i:i + SEQ] for i in range(0, len(ids) - SEQ + 1, SEQ)]}\n\n"
@@ -232,7 +262,7 @@ static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
 static void hf_train(sbuf *b, const mp_settings *s)
 {
     const hf_precision p = hf_precision_of(s);
-    const bool ckpt = mp_ckpt_desc_of(s->checkpointing)->hf_gradient_checkpointing;
+    const bool ckpt = hf_checkpointing(s);
     sbuf_put(b, "\nargs = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=%lld,\n"
                 "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
                 "                         gradient_checkpointing=%s,%s optim=\"%s\",\n"
@@ -241,7 +271,7 @@ static void hf_train(sbuf *b, const mp_settings *s)
              (long long)s->batch, (long long)s->accum, p.flag && !strcmp(p.flag, "bf16") ? "True" : "False",
              p.flag && !strcmp(p.flag, "fp16") ? "True" : "False", ckpt ? "True" : "False",
              ckpt ? " gradient_checkpointing_kwargs={\"use_reentrant\": False},\n                        " : "",
-             mp_optimizer_desc_of(s->optimizer)->hf_optim, s->lora_rank ? "2e-4" : "2e-5",
+             hf_optims[s->optimizer], s->lora_rank ? "2e-4" : "2e-5",
              s->compile ? "torch_compile=True, " : "");
     sbuf_put(b, "%s(model=model, args=args, train_dataset=ds,\n"
                 "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n",

@@ -26,6 +26,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* torchtune's words for the plan's values: its dtypes (the recipes train in
+ * "bf16" or "fp32" only, with no autocast and no fp32 masters; fp16 raises:
+ * tests/data/engines/torchtune_config_keys.README.txt), and each optimizer's
+ * _component_: torch.optim's classes, bitsandbytes' as bitsandbytes/optim/__init__.py
+ * exports them (bitsandbytes-foundation/bitsandbytes@1b8772a8f33f: AdamW8bit,
+ * PagedAdamW32bit, PagedAdamW8bit, Lion32bit), torchao's low-bit AdamW at the path
+ * torchtune's memory tutorial gives (pytorch/torchtune@d1c6963e9070
+ * docs/source/tutorials/memory_optimizations.rst: torchao.prototype.low_bit_optim.AdamW8bit),
+ * block_size its constructor's (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py).
+ * NULL: no form. */
+static const char *const tt_dtypes[MP_NPRECISION] = {[MP_FP32] = "fp32", [MP_PURE_BF16] = "bf16"};
+static const char *const tt_optimizers[MP_NOPTIMIZER] = {
+    [MP_ADAMW] = "torch.optim.AdamW", [MP_ADAMW_8BIT] = "bitsandbytes.optim.AdamW8bit",
+    [MP_PAGED_ADAMW] = "bitsandbytes.optim.PagedAdamW32bit", [MP_PAGED_ADAMW_8BIT] = "bitsandbytes.optim.PagedAdamW8bit",
+    [MP_SGD] = "torch.optim.SGD", [MP_SGD_MOMENTUM] = "torch.optim.SGD", [MP_LION] = "bitsandbytes.optim.Lion32bit",
+    [MP_ADAMW_8BIT_TORCHAO] = "torchao.prototype.low_bit_optim.AdamW8bit",
+    [MP_ADAMW_4BIT_TORCHAO] = "torchao.prototype.low_bit_optim.AdamW4bit",
+};
+
 static bool distributed(const mp_settings *s) { return s->gpus > 1; }
 
 static const char *recipe_of(const mp_settings *s)
@@ -60,11 +79,11 @@ static void package_list(char *buf, size_t len)
 static int check_numerics(const mp_settings *s, char *err)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
-    if (!pd->torchtune)
+    if (!tt_dtypes[s->precision])
         REFUSE("precision '%s' has no torchtune form: its recipes train every weight in bf16 or fp32, with no "
                "autocast and no fp32 master copy (use pure-bf16 or fp32)", pd->v.name);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    if (!od->torchtune) REFUSE("optimizer '%s' has no torchtune config in memplan", od->v.name);
+    if (!tt_optimizers[s->optimizer]) REFUSE("optimizer '%s' has no torchtune config in memplan", od->v.name);
     if (s->attention != MP_ATTN_FLASH)
         REFUSE("attention '%s' has no torchtune form: its attention runs through SDPA (use --attention flash)",
                mp_attention_name(s->attention));
@@ -146,9 +165,9 @@ static void torchtune_summary(sbuf *b, const mp_plan *p)
     sbuf_put(b, "# torchtune config written by memplan for %s (%s).\n", EMIT_TEXT(m->name), builder_of(t, s));
     sbuf_put(b, "# The plan it runs (recipe %s):\n", recipe_of(s));
     sbuf_put(b, "#   precision      %s (dtype %s)\n", mp_precision_name(s->precision),
-             mp_precision_desc_of(s->precision)->torchtune);
+             tt_dtypes[s->precision]);
     sbuf_put(b, "#   optimizer      %s (%s)%s\n", mp_optimizer_name(s->optimizer),
-             mp_optimizer_desc_of(s->optimizer)->torchtune, s->optimizer_in_backward ? ", stepped in the backward" : "");
+             tt_optimizers[s->optimizer], s->optimizer_in_backward ? ", stepped in the backward" : "");
     sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
              s->offload_activations ? ", activations offloaded to the host" : "");
     sbuf_put(b, "#   loss           %s\n", s->ce == MP_CE_CHUNKED ? "chunked cross-entropy (CEWithChunkedOutputLoss)"
@@ -220,8 +239,9 @@ static void yaml_data(sbuf *b, const mp_settings *s)
 static void yaml_optimizer(sbuf *b, const mp_settings *s)
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
-    sbuf_put(b, "\noptimizer:\n  _component_: %s\n  lr: %s\n", od->torchtune, s->lora_rank ? "2e-4" : "2e-5");
-    if (!strncmp(od->torchtune, "torch.optim.", 12)) {
+    const char *component = tt_optimizers[s->optimizer];
+    sbuf_put(b, "\noptimizer:\n  _component_: %s\n  lr: %s\n", component, s->lora_rank ? "2e-4" : "2e-5");
+    if (!strncmp(component, "torch.optim.", 12)) {
         if (s->step_impl == MP_STEP_FUSED) sbuf_put(b, "  fused: True\n");
         else sbuf_put(b, "  foreach: %s\n", py_bool(s->step_impl == MP_STEP_FOREACH));
         if (od->momentum) sbuf_put(b, "  momentum: 0.9\n");
@@ -242,7 +262,7 @@ static void yaml_training(sbuf *b, const mp_settings *s)
     sbuf_put(b, "epochs: 1\nmax_steps_per_epoch: 1000\ngradient_accumulation_steps: %lld\n", (long long)s->accum);
     if (!s->lora_rank) sbuf_put(b, "optimizer_in_bwd: %s\n", py_bool(s->optimizer_in_backward));
     sbuf_put(b, "compile: %s\n\ndevice: cuda\ndtype: %s\n", py_bool(s->compile),
-             mp_precision_desc_of(s->precision)->torchtune);
+             tt_dtypes[s->precision]);
     sbuf_put(b, "enable_activation_checkpointing: %s\nenable_activation_offloading: %s\n",
              py_bool(s->checkpointing == MP_CKPT_FULL), py_bool(s->offload_activations));
     if (distributed(s))

@@ -238,7 +238,7 @@ static double quantised_rest_bytes(const est_ctx *c)
 static double replicated_quant_stats(const est_ctx *c, double base_elt)
 {
     const mp_quant_desc *q = mp_quant_desc_of(c->s->quant);
-    if (c->s->zero < 3 || !q->quant_method || strcmp(q->quant_method, "bitsandbytes") || q->bits <= 0) return 0;
+    if (c->s->zero < 3 || !q->bitsandbytes || q->bits <= 0) return 0;
     return fmax(base_elt - q->bits / 8.0, 0);
 }
 

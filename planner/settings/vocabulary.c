@@ -1,25 +1,8 @@
 /* vocabulary.c — every value of every setting, one descriptor row each: its
  * stable name (flags, configs, JSON), other accepted spellings, a help line,
- * the traits the estimate reads, and its spelling in each engine the emitters
- * target. A new value is one row here; nothing else restates it.
- *
- * Engine spellings come from the engines' own sources:
- *   TrainingArguments `optim`   transformers src/transformers/training_args.py, class OptimizerNames
- *   DeepSpeed optimizer `type`  deepspeed/runtime/config.py DEEPSPEED_OPTIMIZERS ("adamw", "lion"); other
- *                               names engine.py _configure_basic_optimizer looks up in torch.optim ("SGD")
- *   DeepSpeed precision block   only where it means the value: DeepSpeed's bf16/fp16 keep 16-bit weights
- *                               plus an fp32 master copy (the mixed-* rows); none for autocast or pure bf16
- *   accelerate mixed_precision  accelerate src/accelerate/utils/dataclasses.py, PrecisionType
- *   attn_implementation         transformers src/transformers/modeling_utils.py ("eager", "sdpa")
- *   torchtune dtype             the recipes train in "bf16" or "fp32" only, with no autocast and no fp32
- *                               masters; fp16 raises (tests/data/engines/torchtune_config_keys.README.txt)
- *   torchtune optimizer         a _component_ path: torch.optim's classes, and bitsandbytes' as
- *                               bitsandbytes/optim/__init__.py exports them (bitsandbytes-foundation/
- *                               bitsandbytes@1b8772a8f33f: AdamW8bit, PagedAdamW32bit, PagedAdamW8bit, Lion32bit);
- *                               torchao's low-bit AdamW at the path torchtune's memory tutorial gives
- *                               (pytorch/torchtune@d1c6963e9070 docs/source/tutorials/memory_optimizations.rst:
- *                               torchao.prototype.low_bit_optim.AdamW8bit), block_size its constructor's
- *                               (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py) */
+ * and the traits the estimate reads. A new value is one row here, and its word
+ * in each engine one entry in that engine's emitter (planner/emit/: the
+ * emitters' tables are indexed by these values). */
 #include "model/family.h"
 #include "model/model.h"
 #include "settings/settings.h"
@@ -33,57 +16,44 @@
 static const mp_precision_desc precisions[MP_NPRECISION] = {
     [MP_FP32] = {{"fp32", NULL, "fp32 weights, gradients, optimizer state and activations", true},
                  .stored_bytes = 4, .act_bytes = 4, .state_bytes = 4, .short_name = "fp32",
-                 .same_memory_as = MP_FP32, .torch_dtype = "torch.float32", .accelerate = "'no'",
-                 .torchtune = "fp32"},
+                 .same_memory_as = MP_FP32},
     [MP_AMP_BF16] = {{"amp-bf16", NULL, "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .needs_bf16 = true,
-                     .short_name = "bf16", .same_memory_as = MP_AMP_BF16, .hf_flag = "bf16",
-                     .torch_dtype = "torch.float32", .accelerate = "bf16"},
+                     .short_name = "bf16", .same_memory_as = MP_AMP_BF16},
     [MP_AMP_FP16] = {{"amp-fp16", NULL, "fp32 weights; matmuls in fp16 under autocast, with loss scaling", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .loss_scaling = true,
-                     .short_name = "fp16", .same_memory_as = MP_AMP_BF16, .hf_flag = "fp16",
-                     .torch_dtype = "torch.float32", .accelerate = "fp16"},
+                     .short_name = "fp16", .same_memory_as = MP_AMP_BF16},
     [MP_MIXED_BF16] = {{"mixed-bf16", NULL, "bf16 weights and gradients, fp32 master weights in the optimizer", true},
                        .stored_bytes = 2, .act_bytes = 2, .state_bytes = 4, .master_copy = true, .needs_bf16 = true,
-                       .short_name = "bf16", .same_memory_as = MP_MIXED_BF16, .hf_flag = "bf16",
-                       .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .deepspeed = "bf16"},
+                       .short_name = "bf16", .same_memory_as = MP_MIXED_BF16},
     [MP_MIXED_FP16] = {{"mixed-fp16", NULL, "fp16 weights and gradients, fp32 master weights, loss scaling", true},
                        .stored_bytes = 2, .act_bytes = 2, .state_bytes = 4, .master_copy = true, .loss_scaling = true,
-                       .short_name = "fp16", .same_memory_as = MP_MIXED_BF16, .hf_flag = "fp16",
-                       .torch_dtype = "torch.float16", .accelerate = "fp16", .deepspeed = "fp16"},
+                       .short_name = "fp16", .same_memory_as = MP_MIXED_BF16},
     [MP_PURE_BF16] = {{"pure-bf16", NULL, "bf16 weights, gradients and optimizer state, no fp32 master copy", false},
                       .stored_bytes = 2, .act_bytes = 2, .state_bytes = 2, .needs_bf16 = true,
-                      .short_name = "pure bf16", .same_memory_as = MP_PURE_BF16, .hf_flag = "bf16",
-                      .torch_dtype = "torch.bfloat16", .accelerate = "bf16", .torchtune = "bf16"},
+                      .short_name = "pure bf16", .same_memory_as = MP_PURE_BF16},
 };
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
-                  .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW,
-                  .hf_optim = "adamw_torch", .deepspeed = "adamw", .torchtune = "torch.optim.AdamW"},
+                  .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
-                       .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT,
-                       .hf_optim = "adamw_bnb_8bit", .torchtune = "bitsandbytes.optim.AdamW8bit"},
+                       .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT},
     [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
-                        .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW,
-                        .hf_optim = "paged_adamw_32bit", .torchtune = "bitsandbytes.optim.PagedAdamW32bit"},
+                        .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW},
     [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
                              .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .paged = true,
-                             .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "paged_adamw_8bit",
-                             .torchtune = "bitsandbytes.optim.PagedAdamW8bit"},
+                             .same_memory_as = MP_ADAMW_8BIT},
     [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
-                .states = 0, .tier = 2, .same_memory_as = MP_SGD, .hf_optim = "sgd", .deepspeed = "SGD",
-                .torchtune = "torch.optim.SGD"},
+                .states = 0, .tier = 2, .same_memory_as = MP_SGD},
     [MP_SGD_MOMENTUM] = {{"sgd-momentum", "sgdm momentum", "SGD with one momentum buffer", true},
-                         .states = 1, .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM,
-                         .hf_optim = "sgd", .deepspeed = "SGD", .torchtune = "torch.optim.SGD"},
+                         .states = 1, .tier = 2, .momentum = true, .same_memory_as = MP_SGD_MOMENTUM},
     /* Adafactor's factored second moment (Shazeer & Stern 2018), no first moment
      * (beta1 = None, Hugging Face's default) */
     [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
-                      .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR, .hf_optim = "adafactor"},
+                      .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR},
     [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
-                 .states = 1, .tier = 1, .same_memory_as = MP_LION, .hf_optim = "lion_32bit", .deepspeed = "lion",
-                 .torchtune = "bitsandbytes.optim.Lion32bit"},
+                 .states = 1, .tier = 1, .same_memory_as = MP_LION},
     /* torchao's AdamW8bit (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py,
      * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per
      * block; tensors under 4096 values keep theirs in the weight's dtype), but each tensor is
@@ -97,8 +67,7 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit",
                                 "8-bit block-wise AdamW (torchao AdamW8bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8,
-                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_8bit",
-                               .torchtune = "torchao.prototype.low_bit_optim.AdamW8bit"},
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT},
     /* torchao's AdamW4bit (the same files; subclass_4bit.py OptimState4bit): two 4-bit codes a
      * byte, the same compiled step, the same 24 B per value beside the block scales
      * (torchao_adamw4bit.json: 24.06 B per value at blocks of 128, torchao's default; transformers'
@@ -106,29 +75,24 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
     [MP_ADAMW_4BIT_TORCHAO] = {{"adamw-4bit-torchao", "torchao-adamw4bit adamw-torch-4bit",
                                 "4-bit block-wise AdamW (torchao AdamW4bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 4,
-                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT, .hf_optim = "adamw_torch_4bit",
-                               .torchtune = "torchao.prototype.low_bit_optim.AdamW4bit"},
+                               .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT},
 };
 
 static const mp_ckpt_desc ckpts[MP_NCKPT] = {
     [MP_CKPT_NONE] = {{"none", NULL, "keep every activation for the backward", true}},
-    [MP_CKPT_SELECTIVE] = {{"selective", NULL, "recompute the attention scores in the backward", true},
-                           .hf_gradient_checkpointing = true, .fsdp_activation_checkpointing = true},
-    [MP_CKPT_FULL] = {{"full", NULL, "keep each layer's input, recompute the layer in the backward", true},
-                      .hf_gradient_checkpointing = true, .fsdp_activation_checkpointing = true,
-                      .deepspeed_partition_activations = true},
+    [MP_CKPT_SELECTIVE] = {{"selective", NULL, "recompute the attention scores in the backward", true}},
+    [MP_CKPT_FULL] = {{"full", NULL, "keep each layer's input, recompute the layer in the backward", true}},
 };
 
 static const mp_attention_desc attentions[MP_NATTN] = {
-    [MP_ATTN_EAGER] = {{"eager", NULL, "materialise the T x T attention scores", true}, .hf_attn = "eager"},
-    [MP_ATTN_FLASH] = {{"flash", NULL, "tiled attention (FlashAttention, SDPA): no T x T scores", true},
-                       .hf_attn = "sdpa"},
+    [MP_ATTN_EAGER] = {{"eager", NULL, "materialise the T x T attention scores", true}},
+    [MP_ATTN_FLASH] = {{"flash", NULL, "tiled attention (FlashAttention, SDPA): no T x T scores", true}},
 };
 
 static const mp_quant_desc quants[MP_NQUANT] = {
     [MP_QUANT_NONE] = {{"none", NULL, "a 16/32-bit base", true}},
     [MP_QUANT_INT8] = {{"int8", NULL, "LLM.int8 base (bitsandbytes load_in_8bit)", false}, .bits = 8,
-                       .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes"},
+                       .bitsandbytes = true},
     /* bnb_keeps_input_before: MatMul4Bit kept its input A for the backward until
      * 0.43.2 (TimDettmers/bitsandbytes@29e3420c6de4 bitsandbytes/autograd/_functions.py
      * MatMul4Bit.forward: ctx.tensors = (A, B)), although a frozen weight's backward
@@ -136,17 +100,14 @@ static const mp_quant_desc quants[MP_NQUANT] = {
      * buffered activation" (merged 2024-07-16, released in 0.43.2) keeps only the weight
      * (@012c660699cc, same function: ctx.tensors = (None, B)). */
     [MP_QUANT_NF4] = {{"nf4", NULL, "4-bit NormalFloat base (QLoRA)", true}, .bits = 4,
-                      .quant_method = "bitsandbytes", .hf_packages = "bitsandbytes",
+                      .bitsandbytes = true,
                       .bnb_keeps_input_before = 4302},
     [MP_QUANT_NF4_DQ] = {{"nf4-dq", NULL, "NF4 with double-quantised scales (QLoRA)", true},
-                         .bits = 4, .double_quant = true, .quant_method = "bitsandbytes",
-                         .hf_packages = "bitsandbytes", .bnb_keeps_input_before = 4302},
+                         .bits = 4, .double_quant = true, .bitsandbytes = true, .bnb_keeps_input_before = 4302},
     [MP_QUANT_GPTQ] = {{"gptq", NULL, "a GPTQ checkpoint's base, as stored (--hf-config with its quantization_config)",
-                        false}, .bits = 4, .stored_only = true, .quant_method = "gptq",
-                       .hf_packages = "optimum, gptqmodel or auto-gptq"},
+                        false}, .bits = 4, .stored_only = true},
     [MP_QUANT_AWQ] = {{"awq", NULL, "an AWQ checkpoint's base, as stored (--hf-config with its quantization_config)",
-                       false}, .bits = 4, .stored_only = true, .quant_method = "awq",
-                      .hf_packages = "autoawq"},
+                       false}, .bits = 4, .stored_only = true},
 };
 
 static const mp_offload_desc offloads[MP_NOFFLOAD] = {
@@ -164,7 +125,7 @@ static const mp_value ces[MP_NCE] = {
 
 static const mp_loader_desc loaders[MP_NLOADER] = {
     [MP_LOAD_MEMORY] = {{"memory", NULL, "the whole tokenised dataset in host memory", true}},
-    [MP_LOAD_STREAM] = {{"stream", NULL, "read in chunks through a shuffle buffer", true}, .hf_streaming = true},
+    [MP_LOAD_STREAM] = {{"stream", NULL, "read in chunks through a shuffle buffer", true}},
 };
 
 static const mp_value tasks[MP_NTASK] = {

@@ -10,8 +10,8 @@
 #include "model/model.h"
 
 /*  * One descriptor row per value of each setting: its stable name (flags, configs,
- * JSON), other accepted spellings, help, the traits the estimate reads, and its
- * spelling in each engine the emitters target. Every row starts with an mp_value. */
+ * JSON), other accepted spellings, help and the traits the estimate reads; each
+ * engine's word for it lives with that engine's emitter. Every row starts with an mp_value. */
 typedef struct mp_value {
     const char *name;         /* stable string */
     const char *aliases;      /* other accepted spellings, space-separated, or NULL */
@@ -30,11 +30,6 @@ typedef struct mp_precision_desc {
     bool loss_scaling;        /* fp16: a dynamic loss scaler */
     const char *short_name;   /* "fp32", "bf16", "fp16", "pure bf16" (tables) */
     mp_precision same_memory_as; /* the bf16 twin of an fp16 value (same bytes), else itself */
-    const char *hf_flag;      /* TrainingArguments flag set True: "bf16", "fp16", or NULL */
-    const char *torch_dtype;  /* from_pretrained(torch_dtype=...) for the trainable weights */
-    const char *accelerate;   /* accelerate config mixed_precision */
-    const char *deepspeed;    /* the DeepSpeed block that means it: "bf16", "fp16"; NULL: none (fp32) or no form */
-    const char *torchtune;    /* torchtune's dtype: "fp32", "bf16"; NULL: no form (it has no autocast, no masters) */
 } mp_precision_desc;
 
 typedef struct mp_optimizer_desc {
@@ -48,21 +43,14 @@ typedef struct mp_optimizer_desc {
     mp_optimizer same_memory_as; /* the value the search tries in its place, else itself: a paged optimizer's
                                   * unpaged twin; for torchao's low-bit AdamWs bitsandbytes' 8-bit one, so they
                                   * are planned only when named */
-    const char *hf_optim;     /* TrainingArguments optim */
-    const char *deepspeed;    /* DeepSpeed optimizer type, or NULL: DeepSpeed builds none */
-    const char *torchtune;    /* the optimizer's _component_ in a torchtune config, or NULL: none written */
 } mp_optimizer_desc;
 
 typedef struct mp_ckpt_desc {
     mp_value v;
-    bool hf_gradient_checkpointing;      /* TrainingArguments gradient_checkpointing */
-    bool fsdp_activation_checkpointing;  /* accelerate fsdp_config */
-    bool deepspeed_partition_activations;
 } mp_ckpt_desc;
 
 typedef struct mp_attention_desc {
     mp_value v;
-    const char *hf_attn;      /* from_pretrained(attn_implementation=...) */
 } mp_attention_desc;
 
 typedef struct mp_quant_desc {
@@ -70,8 +58,7 @@ typedef struct mp_quant_desc {
     int bits;                 /* 0: not quantised; GPTQ/AWQ: the checkpoint's own (mp_model.quant_bits) */
     bool double_quant;        /* bnb_4bit_use_double_quant */
     bool stored_only;         /* only as a pre-quantised checkpoint stores it: never searched */
-    const char *quant_method; /* transformers' quantization_config quant_method */
-    const char *hf_packages;  /* what transformers needs installed to load it */
+    bool bitsandbytes;        /* quantised at load by bitsandbytes (transformers' quant_method "bitsandbytes") */
     int bnb_keeps_input_before; /* bitsandbytes releases before this one keep each quantised layer's input */
 } mp_quant_desc;
 
@@ -83,7 +70,6 @@ typedef struct mp_offload_desc {
 
 typedef struct mp_loader_desc {
     mp_value v;
-    bool hf_streaming;        /* datasets load_dataset(streaming=...) */
 } mp_loader_desc;
 
 /* The row of a value (NULL when out of range). */
