@@ -4,6 +4,7 @@ their '#' comment lines."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 
 
@@ -34,7 +35,15 @@ def emit(tally, memplan, args, path, tag):
     nothing fits (not a failure) or memplan failed (a failure, tallied)."""
     if os.path.exists(path):
         os.remove(path)
-    p = subprocess.run([memplan, *args, "-o", path, "--format", "json"], capture_output=True, text=True)
+    # hf and torchtune write a bundle folder: its main file is the one checked
+    target = args[args.index("--emit") + 1] if "--emit" in args else ""
+    main = {"hf": "train.py", "torchtune": "torchtune.yaml"}.get(target)
+    out = path + ".bundle" if main else path
+    if main:
+        shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run([memplan, *args, "-o", out, "--format", "json"], capture_output=True, text=True)
+    if main and p.returncode == 0:
+        shutil.copyfile(os.path.join(out, main), path)
     if p.returncode == 1 and "nothing fits" in p.stderr:
         return None
     tally.check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")

@@ -188,8 +188,13 @@ has out "skipped: --emit memtrain cannot write them"
 expect 2 "plan --emit torchtune for a model without a builder" -- "$mp" --model gpt2 --gpu 24GB --emit torchtune
 has err "no torchtune builder memplan knows has the shape of 'gpt2'"
 if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_optimization' in d"; then ok "deepspeed json parses"; else bad "deepspeed json"; fi
-expect 0 "emit hf" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/train.py"
-if python3 -c "import ast; ast.parse(open('$tmp/train.py').read())"; then ok "hf script is valid Python"; else bad "hf script"; fi
+expect 0 "emit hf: -o without a slash writes the bundle folder" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/hfrun"
+if [ -d "$tmp/hfrun" ] && [ -x "$tmp/hfrun/launch.sh" ] && python3 -c "import ast; ast.parse(open('$tmp/hfrun/train.py').read())"
+then ok "the bundle's hf script is valid Python"; else bad "hf bundle"; fi
+: >"$tmp/afile"
+expect 2 "emit hf: -o an existing file is refused (a bundle is a folder)" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/afile"
+has err "writes a bundle folder"
+[ -s "$tmp/afile" ] && bad "the file was written" || ok "the file is left as it was"
 expect 0 "emit accelerate" -- "$mp" --model llama-3.1-8b --gpu a100-80g --gpus 8 --zero 3 --emit accelerate
 has out "FULL_SHARD"
 

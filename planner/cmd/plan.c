@@ -30,16 +30,21 @@ static const char *task_label(mp_task t)
                                                                        : "QLoRA (quantised base)";
 }
 
-/* -o names a bundle directory: an existing directory, or a path ending in '/'
- * (created here, one level: 2). 1: an existing directory, 0: a file, -1 after the error. */
-static int output_is_dir(const char *path)
+/* -o names a bundle's folder for a target that writes bundles, slash or not
+ * (an existing directory, or one created here, one level: 2), else a file (0).
+ * 1: an existing directory; -1 after the error. */
+static int output_is_dir(const char *path, const mp_emit_target *t)
 {
     struct stat st;
-    size_t n = strlen(path);
-    if (!stat(path, &st)) return S_ISDIR(st.st_mode) ? 1 : 0;
-    if (!n || path[n - 1] != '/') return 0;
+    if (!mp_emit_target_bundles(t)) return 0;
+    if (!stat(path, &st)) {
+        if (S_ISDIR(st.st_mode)) return 1;
+        cli_error("-o '%s' is a file, and --emit %s writes a bundle folder (its files and launch.sh): name a "
+                  "folder, or take the one file from standard output", path, mp_emit_target_name(t));
+        return -1;
+    }
     if (mkdir(path, 0755) && errno != EEXIST) {
-        cli_error("cannot create the bundle directory '%s': %s", path, strerror(errno));
+        cli_error("cannot create the bundle folder '%s': %s", path, strerror(errno));
         return -1;
     }
     return 2;
@@ -50,7 +55,7 @@ static int do_emit(cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char err[MP_ERR_LEN], *text = NULL;
     const mp_plan p = {&c->model, s, e};
-    int dir = c->out_path ? output_is_dir(c->out_path) : 0;
+    int dir = c->out_path ? output_is_dir(c->out_path, c->target) : 0;
     if (dir < 0) return EXIT_USAGE;
     if (dir) {
         if (!mp_emit_bundle(c->target, c->out_path, &p, err)) return 0;

@@ -109,6 +109,9 @@ static void put_zero(json_t *cfg, const mp_settings *s, const emit_engine *e)
     if (e->stage > 0) json_object_set_new(z, "reduce_bucket_size", json_integer(bucket));
     if (e->stage == 1 || e->stage == 2) json_object_set_new(z, "allgather_bucket_size", json_integer(bucket));
     if (e->stage > 0) json_object_set_new(z, "contiguous_gradients", json_true());
+    /* train.py's save_model then writes one 16-bit model, not only DeepSpeed's shards
+     * (deepspeed/runtime/zero/config.py: stage3_gather_16bit_weights_on_model_save) */
+    if (e->stage == 3) json_object_set_new(z, "stage3_gather_16bit_weights_on_model_save", json_true());
     if (off->optimizer_on_host) json_object_set_new(z, "offload_optimizer", offload_block());
     if (off->params_on_host) json_object_set_new(z, "offload_param", offload_block());
     json_object_set_new(cfg, "zero_optimization", z);

@@ -70,7 +70,8 @@ const mp_family *emit_family_of(const mp_model *m);
 /* The plan summary (summary.c): up to `max` lines, each one line of plain text (mp_quote). */
 enum { EMIT_LINE = 320, EMIT_NLINES = 16 };
 int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT_LINE], int max);
-/* The summary as '# ' comment lines (YAML, shell). */
+/* The summary as '# ' comment lines (YAML, shell), or behind another prefix. */
 void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e);
+void emit_summary_prefixed(sbuf *b, const mp_plan *p, const emit_engine *e, const char *prefix);
 
 #endif

@@ -153,12 +153,21 @@ static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
     }
     /* launch.sh passes the data file and, for a DeepSpeed plan, --deepspeed ds_config.json;
      * the deepspeed launcher adds --local_rank */
-    sbuf_put(b, "cli = argparse.ArgumentParser(description=\"memplan's training script\")\n"
-                "cli.add_argument(\"data\", nargs=\"?\", default=\"data.txt\", help=\"one text file\")\n"
+    /* what a run changes without changing the plan's memory: steps, rate, where
+     * the result goes, the data (the plan's batch, sequence and techniques are
+     * the file's: change them by planning again) */
+    sbuf_put(b, "cli = argparse.ArgumentParser(description=\"memplan's training script: the plan in its header\")\n"
+                "cli.add_argument(\"data\", nargs=\"?\", default=\"data.txt\",\n"
+                "                 help=\"a text file, one training example a line\")\n"
+                "cli.add_argument(\"--steps\", type=int, default=1000, help=\"optimizer steps (default 1000)\")\n"
+                "cli.add_argument(\"--lr\", type=float, default=%s, help=\"learning rate (default %s)\")\n"
+                "cli.add_argument(\"--output\", default=\"out\",\n"
+                "                 help=\"checkpoints and the final %s (default out)\")\n"
                 "cli.add_argument(\"--deepspeed\", default=None, help=\"a DeepSpeed config (launch.sh gives ds_config.json)\")\n"
                 "cli.add_argument(\"--local_rank\", type=int, default=-1)  # set by the deepspeed launcher\n"
                 "ARGS = cli.parse_args()\n"
-                "DATA = ARGS.data\nSEQ = %lld\n\n", (long long)s->seq);
+                "DATA = ARGS.data\nSEQ = %lld\n\n", s->lora_rank ? "2e-4" : "2e-5", s->lora_rank ? "2e-4" : "2e-5",
+             s->lora_rank ? "adapter" : "model", (long long)s->seq);
 }
 
 static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
@@ -263,18 +272,22 @@ static void hf_train(sbuf *b, const mp_settings *s)
 {
     const hf_precision p = hf_precision_of(s);
     const bool ckpt = hf_checkpointing(s);
-    sbuf_put(b, "\nargs = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=%lld,\n"
+    sbuf_put(b, "\nargs = TrainingArguments(output_dir=ARGS.output, per_device_train_batch_size=%lld,\n"
                 "                         gradient_accumulation_steps=%lld, bf16=%s, fp16=%s,\n"
                 "                         gradient_checkpointing=%s,%s optim=\"%s\",\n"
-                "                         learning_rate=%s, max_steps=1000, logging_steps=10, report_to=\"none\",\n"
+                "                         learning_rate=ARGS.lr, max_steps=ARGS.steps, logging_steps=10, report_to=\"none\",\n"
                 "                         %sdeepspeed=ARGS.deepspeed)\n",
              (long long)s->batch, (long long)s->accum, p.flag && !strcmp(p.flag, "bf16") ? "True" : "False",
              p.flag && !strcmp(p.flag, "fp16") ? "True" : "False", ckpt ? "True" : "False",
              ckpt ? " gradient_checkpointing_kwargs={\"use_reentrant\": False},\n                        " : "",
-             hf_optims[s->optimizer], s->lora_rank ? "2e-4" : "2e-5",
-             s->compile ? "torch_compile=True, " : "");
-    sbuf_put(b, "%s(model=model, args=args, train_dataset=ds,\n"
-                "        data_collator=DataCollatorForLanguageModeling(tok, mlm=False)).train()\n",
+             hf_optims[s->optimizer], s->compile ? "torch_compile=True, " : "");
+    /* save_model writes what PEFT keeps for LoRA (the adapter alone), else the model,
+     * through the engine (DeepSpeed gathers ZeRO-3's shards: its config says so) */
+    sbuf_put(b, "trainer = %s(model=model, args=args, train_dataset=ds,\n"
+                "                  data_collator=DataCollatorForLanguageModeling(tok, mlm=False))\n"
+                "trainer.train()\n"
+                "trainer.save_model(ARGS.output)\n"
+                "tok.save_pretrained(ARGS.output)\n",
              s->ce == MP_CE_CHUNKED ? "ChunkedLossTrainer" : "Trainer");
 }
 
@@ -342,13 +355,40 @@ static int bundle_hf(const mp_plan *p, emit_file out[EMIT_MAX_FILES], char *err)
     return n;
 }
 
+/* What a reader needs before the first run: the command, the data, the model's
+ * access, what may change and what is the plan's, then the plan itself. */
 static void readme_hf(sbuf *b, const mp_plan *p)
 {
+    const mp_settings *s = p->s;
     emit_engine e;
     char err[MP_ERR_LEN];
-    if (emit_engine_of(p->s, &e, err)) return sbuf_fail(b, "%s", err);
-    sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE\n\n");
-    emit_summary_comment(b, p, &e);
+    if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
+    const char *pkgs = hf_packages[s->quant];
+    const char *engine_pkg = e.kind == EMIT_DEEPSPEED ? ", deepspeed" : e.kind == EMIT_FSDP ? ", accelerate" : "";
+    sbuf_put(b, "memplan's bundle for %s: it trains what the plan below assumed, and nothing else.\n\n",
+             EMIT_TEXT(p->m->name));
+    sbuf_put(b, "RUN\n  bash launch.sh DATA_FILE [--steps N] [--lr RATE] [--output DIR]\n"
+                "  (defaults: 1000 steps, learning rate %s, output in ./out). It needs python3 with torch,\n"
+                "  transformers, datasets%s%s%s%s.\n  At the end the %s is saved in the output folder.\n\n",
+             s->lora_rank ? "2e-4" : "2e-5", s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "",
+             engine_pkg, s->lora_rank ? "adapter (PEFT's, not the base)" : "model");
+    sbuf_put(b, "DATA\n  DATA_FILE is plain text, one training example a line (datasets' \"text\" loader). The\n"
+                "  lines are tokenised, joined with the end-of-text token and cut into sequences of %lld\n"
+                "  tokens, so every step sees the micro-batch and sequence the plan counted.\n\n",
+             (long long)s->seq);
+    if (p->m->hf_id[0])
+        sbuf_put(b, "MODEL\n  train.py loads %s from the Hugging Face Hub (or a local folder: edit MODEL).\n"
+                    "  A gated model (Llama, Gemma, Mistral...) needs its license accepted on its Hub page and\n"
+                    "  a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n",
+                 EMIT_TEXT(p->m->hf_id));
+    else
+        sbuf_put(b, "MODEL\n  memplan has no Hub id for this model: set MODEL in train.py to its id or folder.\n\n");
+    sbuf_put(b, "WHAT TO CHANGE\n  --steps, --lr, --output and the data change nothing the plan counted. The micro-batch,\n"
+                "  accumulation, sequence length, precision, optimizer, checkpointing, attention, loss,\n"
+                "  LoRA and sharding are the plan's: to change one, plan again with memplan and write a new\n"
+                "  bundle, so that the prediction below stays true.\n\n");
+    sbuf_put(b, "THE PLAN\n");
+    emit_summary_prefixed(b, p, &e, "  ");
 }
 
 const mp_emit_target emit_target_hf = {

@@ -79,9 +79,11 @@ int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT
     return n;
 }
 
-void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e)
+void emit_summary_prefixed(sbuf *b, const mp_plan *p, const emit_engine *e, const char *prefix)
 {
     char lines[EMIT_NLINES][EMIT_LINE];
     int n = emit_summary_lines(p, e, lines, EMIT_NLINES);
-    for (int i = 0; i < n; i++) sbuf_put(b, "# %s\n", lines[i]);
+    for (int i = 0; i < n; i++) sbuf_put(b, "%s%s\n", prefix, lines[i]);
 }
+
+void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e) { emit_summary_prefixed(b, p, e, "# "); }

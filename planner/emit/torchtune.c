@@ -303,7 +303,8 @@ static void write_torchtune_launch(sbuf *b, const mp_plan *p)
     const mp_settings *s = p->s;
     sbuf_put(b, "#!/usr/bin/env bash\n");
     torchtune_summary(b, p);
-    sbuf_put(b, "# usage: bash launch.sh DATA_FILE MODEL_DIR (the model's Hugging Face checkpoint folder)\n"
+    sbuf_put(b, "# usage: bash launch.sh DATA_FILE MODEL_DIR [KEY=VALUE ...] (MODEL_DIR: the model's Hugging Face\n"
+                "# checkpoint folder; KEY=VALUE: more overrides for tune run)\n"
                 "set -eu\n"
                 "USAGE=\"usage: bash launch.sh DATA_FILE MODEL_DIR\"\n"
                 "DATA=\"${1:?$USAGE}\"\nMODEL=\"${2:?$USAGE}\"\n"
@@ -338,7 +339,7 @@ static void write_torchtune_launch(sbuf *b, const mp_plan *p)
     if (distributed(s)) snprintf(procs, sizeof procs, "--nproc_per_node %lld ", (long long)s->gpus);
     sbuf_put(b, "exec tune run %s%s --config \"$HERE/torchtune.yaml\" \\\n"
                 "    \"output_dir=$OUT_Y\" \"checkpointer.checkpoint_dir=$MODEL_Y\" \\\n"
-                "    \"checkpointer.checkpoint_files=[$FILES]\" \"dataset.data_files=$DATA_Y\"\n",
+                "    \"checkpointer.checkpoint_files=[$FILES]\" \"dataset.data_files=$DATA_Y\" \"${@:3}\"\n",
              procs, recipe_of(s));
 }
 
@@ -349,10 +350,30 @@ static int bundle_torchtune(const mp_plan *p, emit_file out[EMIT_MAX_FILES], cha
     return 2;
 }
 
+/* What a reader needs before the first run (as hf's README.txt), then the plan. */
 static void readme_torchtune(sbuf *b, const mp_plan *p)
 {
-    sbuf_put(b, "Written by memplan. Run: bash launch.sh DATA_FILE MODEL_DIR\n"
-                "(MODEL_DIR: the model's Hugging Face checkpoint folder, as tune download writes it)\n\n");
+    const mp_settings *s = p->s;
+    sbuf_put(b, "memplan's torchtune bundle for %s: it runs what the plan below assumed, and nothing else.\n\n",
+             EMIT_TEXT(p->m->name));
+    sbuf_put(b, "RUN\n  bash launch.sh DATA_FILE MODEL_DIR [KEY=VALUE ...]\n"
+                "  MODEL_DIR is the model's Hugging Face checkpoint folder; KEY=VALUE are torchtune overrides\n"
+                "  passed on to tune run (max_steps_per_epoch=200, optimizer.lr=1e-4). It needs torchtune\n"
+                "  0.6 (torchtune.yaml names its recipe %s)%s.\n\n", recipe_of(s),
+             s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW ||
+                     s->optimizer == MP_LION ? " and bitsandbytes"
+             : s->optimizer == MP_ADAMW_8BIT_TORCHAO || s->optimizer == MP_ADAMW_4BIT_TORCHAO ? " and torchao" : "");
+    sbuf_put(b, "DATA\n  DATA_FILE is plain text, one example a line (text_completion_dataset), packed into\n"
+                "  sequences of %lld tokens: every step sees the micro-batch and sequence the plan counted.\n\n",
+             (long long)s->seq);
+    if (p->m->hf_id[0])
+        sbuf_put(b, "MODEL\n  tune download %s --output-dir MODEL_DIR fetches it. A gated model (Llama,\n"
+                    "  Gemma, Mistral...) needs its license accepted on its Hub page and --hf-token (or a login).\n\n",
+                 EMIT_TEXT(p->m->hf_id));
+    sbuf_put(b, "WHAT TO CHANGE\n  Steps, learning rate, output folder and data change nothing the plan counted. The batch,\n"
+                "  sequence, dtype, optimizer, checkpointing, offloading, loss and LoRA are the plan's: to change\n"
+                "  one, plan again with memplan and write a new bundle, so that the prediction stays true.\n\n"
+                "THE PLAN\n");
     torchtune_summary(b, p);
 }
 
