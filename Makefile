@@ -118,6 +118,7 @@ test-unit: $(TESTS)
 test-cli: $(PROGS)
 	@tests/layering.sh
 	@tests/run-cli.sh $(BIN)
+	@tests/test_names.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@# what strangers' files and planted paths can do (tests/hostile/): refused, nothing written
 	@tests/hostile/run.sh $(BIN)

@@ -241,7 +241,13 @@ static int read_source(cli *c)
     bool dims = f->layers || f->hidden || f->heads || f->vocab;
     if (src->name) {
         if (mp_model_lookup(src->name, m, err)) return cli_error("%s", err);
-        snprintf(c->model_how, sizeof c->model_how, "profile '%s'", m->name);
+        char given[96];
+        /* an instruct or chat variant says whose shapes it has */
+        if (mp_model_is_variant(src->name))
+            snprintf(c->model_how, sizeof c->model_how, "profile '%s', for '%s': the same shapes", m->name,
+                     mp_quote(src->name, given, sizeof given));
+        else
+            snprintf(c->model_how, sizeof c->model_how, "profile '%s'", m->name);
     } else if (src->hf_config) {
         if (mp_model_from_hf_config(src->hf_config, m, err)) return cli_error("%s", err);
         char shown[160]; /* a path as typed, shown as one line */

@@ -53,7 +53,7 @@ static json_t *config_object(json_t *root, const json_error_t *je, const char *p
 {
     if (!root) {
         if (je->line <= 0 || strstr(je->text, "unable to open"))
-            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.60s", path, je->text);
+            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.80s", path, je->text);
         else
             snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je->line, je->text);
         return NULL;
@@ -288,6 +288,16 @@ int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
 {
     char folder_config[4096];
     const char *path = config_path(given, folder_config, sizeof folder_config);
+    struct stat st;
+    /* ORG/NAME that is no file here: a Hub id, whose config.json must be fetched first */
+    const char *slash = strchr(given, '/');
+    if (stat(given, &st) && slash && slash != given && !strchr(slash + 1, '/') && slash[1]) {
+        char q[48];
+        mp_quote(given, q, sizeof q);
+        snprintf(err, MP_ERR_LEN, "'%s' is no file here: --hf-config reads a config.json (huggingface-cli download "
+                 "%s config.json), or try --model %s", q, q, q);
+        return -1;
+    }
     if (mp_check_input_file("config", path, 16.0 * 1048576, err)) return -1;
     json_error_t je;
     json_t *file = config_object(json_load_file(path, 0, &je), &je, path, err);

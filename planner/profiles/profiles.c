@@ -472,17 +472,167 @@ static const char *model_name_at(int i) { return models[i].name; }
 static const char *gpu_name_at(int i) { return gpus[i].name; }
 static const char *framework_name_at(int i) { return frameworks[i].name; }
 
+static int model_index(const char *name)
+{
+    for (int i = 0; i < nmodels; i++)
+        if (loose_eq(models[i].name, name) || alias_match(model_aliases[i], name)) return i;
+    return -1;
+}
+
+/* An instruct or chat variant has its base's shapes: "llama-3.1-8b-instruct",
+ * "gemma-2-9b-it", "meta-llama/Llama-3.1-8B-Instruct" (the org dropped too).
+ * The base's name into base, or false. */
+static bool variant_base(const char *name, char *base, size_t len)
+{
+    static const char *const suffixes[] = {"-instruct", "-it", "-chat", "-hf"};
+    const char *slash = strrchr(name, '/');
+    snprintf(base, len, "%s", slash ? slash + 1 : name);
+    bool cut = slash != NULL;
+    for (bool again = true; again;) {
+        again = false;
+        size_t n = strlen(base);
+        for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+            size_t k = strlen(suffixes[i]);
+            if (n > k && !strcasecmp(base + n - k, suffixes[i])) base[n - k] = 0, again = cut = true;
+        }
+    }
+    return cut && *base;
+}
+
+bool mp_model_is_variant(const char *name)
+{
+    char err[MP_ERR_LEN], base[MP_NAME_LEN];
+    return !ensure_loaded(err) && model_index(name) < 0 && variant_base(name, base, sizeof base) &&
+           model_index(base) >= 0;
+}
+
 int mp_model_lookup(const char *name, mp_model *m, char *err)
 {
     if (ensure_loaded(err)) return -1;
-    for (int i = 0; i < nmodels; i++)
-        if (loose_eq(models[i].name, name) || alias_match(model_aliases[i], name)) {
-            *m = models[i];
-            return 0;
-        }
+    int i = model_index(name);
+    char base[MP_NAME_LEN];
+    if (i < 0 && variant_base(name, base, sizeof base) && (i = model_index(base)) >= 0) {
+        *m = models[i];
+        /* the variant's own Hub id is what a script loads */
+        if (strchr(name, '/') && strlen(name) < sizeof m->hf_id && utf8_plain(name))
+            snprintf(m->hf_id, sizeof m->hf_id, "%s", name);
+        return 0;
+    }
+    if (i >= 0) {
+        *m = models[i];
+        return 0;
+    }
     char near[160], quoted[96];
     suggest(name, model_name_at, nmodels, near, sizeof near);
     snprintf(err, MP_ERR_LEN, "unknown model '%s'%s (memplan list models)", mp_quote(name, quoted, sizeof quoted), near);
+    return -1;
+}
+
+/* ---------- the names people give a GPU ----------
+ * nvidia-smi's ("NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB", "Tesla T4"),
+ * a bare model number ("4090"), a name with its memory ("t4-16g"): a profile is
+ * the one whose words (name, aliases, label) hold every word given, with the
+ * memory given if any; several are listed, never guessed between. */
+enum { GPU_WORDS = 24, GPU_WORD_LEN = 24 };
+typedef struct gpu_words {
+    char w[GPU_WORDS][GPU_WORD_LEN];
+    int n;
+    double mem_gb;            /* a memory word's figure (80gb, 16g, 24gib), 0: none */
+} gpu_words;
+
+static void add_word(gpu_words *ws, const char *w, size_t len)
+{
+    static const char *const vendor[] = {"nvidia", "geforce", "tesla", "amd", "gpu", "graphics"};
+    if (!len || len >= GPU_WORD_LEN || ws->n == GPU_WORDS) return;
+    for (size_t i = 0; i < sizeof vendor / sizeof *vendor; i++)
+        if (strlen(vendor[i]) == len && !strncmp(w, vendor[i], len)) return;
+    memcpy(ws->w[ws->n], w, len);
+    ws->w[ws->n++][len] = 0;
+}
+
+/* Lower-case alphanumeric runs; a memory word apart; neighbours also joined
+ * ("rtx 4090" -> rtx, 4090, rtx4090: the profiles spell both). */
+static void words_of(const char *s, gpu_words *ws, bool keep_memory)
+{
+    char run[GPU_WORD_LEN * 2], prev[GPU_WORD_LEN] = "";
+    while (*s) {
+        size_t n = 0;
+        while (*s && !isalnum((unsigned char)*s)) s++;
+        while (*s && isalnum((unsigned char)*s) && n + 1 < sizeof run) run[n++] = (char)tolower((unsigned char)*s++);
+        while (*s && isalnum((unsigned char)*s)) s++;
+        run[n] = 0;
+        if (!n) break;
+        char *end;
+        double gb = strtod(run, &end);
+        if (end != run && isdigit((unsigned char)run[0]) &&
+            (!strcmp(end, "g") || !strcmp(end, "gb") || !strcmp(end, "gib"))) {
+            if (keep_memory) ws->mem_gb = gb;
+            prev[0] = 0;
+            continue;
+        }
+        add_word(ws, run, n);
+        if (prev[0]) {
+            char joined[GPU_WORD_LEN * 2];
+            int j = snprintf(joined, sizeof joined, "%s%s", prev, run);
+            if (j > 0) add_word(ws, joined, (size_t)j);
+        }
+        if (n < sizeof prev) memcpy(prev, run, n + 1);
+        else prev[0] = 0;
+    }
+}
+
+static bool has_word(const gpu_words *ws, const char *w)
+{
+    size_t len = strlen(w);
+    for (int i = 0; i < ws->n; i++) {
+        if (!strcmp(ws->w[i], w)) return true;
+        /* a word that ends in a letter names its family: sxm for sxm5 (never a10 for a100) */
+        if (isalpha((unsigned char)w[len - 1]) && !strncmp(ws->w[i], w, len)) return true;
+    }
+    return false;
+}
+
+static bool gpu_matches(const mp_gpu *g, const char *aliases, const gpu_words *q)
+{
+    gpu_words ws = {0};
+    words_of(g->name, &ws, false);
+    words_of(g->label, &ws, false);
+    char al[512];
+    snprintf(al, sizeof al, "%s", aliases ? aliases : "");
+    words_of(al, &ws, false);
+    for (int i = 0; i < q->n; i++)
+        if (!has_word(&ws, q->w[i])) return false;
+    if (q->mem_gb > 0) {
+        double gb = g->mem_bytes / 1e9, gib = g->mem_bytes / MP_GiB;
+        if (fabs(gb - q->mem_gb) > 0.1 * q->mem_gb && fabs(gib - q->mem_gb) > 0.1 * q->mem_gb) return false;
+    }
+    return true;
+}
+
+/* 1: *g found; 0: no profile matches; -1: several do (err lists them). */
+static int gpu_by_words(const char *name, mp_gpu *g, char *err)
+{
+    gpu_words q = {0};
+    words_of(name, &q, true);
+    if (!q.n) return 0;
+    int found[8], n = 0;
+    for (int i = 0; i < ngpus; i++)
+        if (gpu_matches(&gpus[i], gpu_aliases[i], &q)) {
+            if (n < 8) found[n] = i;
+            n++;
+        }
+    if (n == 1) {
+        *g = gpus[found[0]];
+        return 1;
+    }
+    if (n == 0) return 0;
+    char quoted[64];
+    size_t o = (size_t)snprintf(err, MP_ERR_LEN, "GPU '%s' names %d profiles:", mp_quote(name, quoted, sizeof quoted),
+                                n);
+    for (int k = 0; k < n && k < 8 && o < MP_ERR_LEN; k++)
+        o += (size_t)snprintf(err + o, MP_ERR_LEN - o, "%s %s (%.0f GiB)", k ? "," : "", gpus[found[k]].name,
+                              gpus[found[k]].mem_bytes / MP_GiB);
+    if (o < MP_ERR_LEN) snprintf(err + o, MP_ERR_LEN - o, ": give one of them");
     return -1;
 }
 
@@ -493,8 +643,13 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         return -1;
     }
     if (isdigit((unsigned char)name[0]) || name[0] == '-' || name[0] == '.' || name[0] == '+') {
-        /* A GPU's memory is never a count of bytes: "24" is a forgotten unit. */
+        /* A GPU's memory is never a count of bytes: "24" is a forgotten unit, unless
+         * it is a model number ("4090") */
         size_t len = strlen(name);
+        if (strspn(name, "0123456789") == len && !ensure_loaded(err)) {
+            int by_words = gpu_by_words(name, g, err);
+            if (by_words) return by_words > 0 ? 0 : -1;
+        }
         if (isdigit((unsigned char)name[len - 1]) || name[len - 1] == '.') {
             char quoted[36];
             mp_quote(name, quoted, sizeof quoted);
@@ -518,10 +673,12 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
     }
     if (ensure_loaded(err)) return -1;
     for (int i = 0; i < ngpus; i++)
-        if (loose_eq(gpus[i].name, name) || alias_match(gpu_aliases[i], name)) {
+        if (loose_eq(gpus[i].name, name) || alias_match(gpu_aliases[i], name) || loose_eq(gpus[i].label, name)) {
             *g = gpus[i];
             return 0;
         }
+    int by_words = gpu_by_words(name, g, err);
+    if (by_words) return by_words > 0 ? 0 : -1;
     char near[160], quoted[64];
     suggest(name, gpu_name_at, ngpus, near, sizeof near);
     snprintf(err, MP_ERR_LEN, "unknown GPU '%s'%s (memplan list gpus, or a size such as 24GB)",

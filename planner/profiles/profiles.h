@@ -86,7 +86,12 @@ int mp_profiles_load(char *err);
  * again, from $MEMPLAN_PROFILES as it is then): tests and fuzzing. Pointers
  * from mp_*_at and mp_framework_find are invalid after it. */
 void mp_profiles_unload(void);
+/* A model profile by name or alias; an instruct or chat variant of a profile
+ * ("-instruct", "-it", "-chat", "-hf"; a Hub id, org and all) is its base's
+ * shapes, with the variant's Hub id when one was given. */
 int mp_model_lookup(const char *name, mp_model *m, char *err);
+/* Whether `name` finds a profile only as such a variant. */
+bool mp_model_is_variant(const char *name);
 int mp_gpu_lookup(const char *name_or_size, mp_gpu *g, char *err);
 int mp_framework_lookup(const char *name, mp_framework *f, char *err);
 /* The loaded profile itself (a stable pointer), or a file written by calibrate. */

@@ -1,5 +1,7 @@
 /* vocabulary.c — every value of every setting, one descriptor row each: its
- * stable name (flags, configs, JSON), other accepted spellings, a help line,
+ * stable name (flags, configs, JSON), other accepted spellings (transformers'
+ * TrainingArguments words among them: bf16 and fp16 are its autocast modes,
+ * adamw_torch, adamw_8bit... its optim names), a help line,
  * and the traits the estimate reads. A new value is one row here, and its word
  * in each engine one entry in that engine's emitter (planner/emit/: the
  * emitters' tables are indexed by these values). */
@@ -14,13 +16,13 @@
 #define N(a) ((int)(sizeof(a) / sizeof *(a)))
 
 static const mp_precision_desc precisions[MP_NPRECISION] = {
-    [MP_FP32] = {{"fp32", NULL, "fp32 weights, gradients, optimizer state and activations", true},
+    [MP_FP32] = {{"fp32", "no", "fp32 weights, gradients, optimizer state and activations", true},
                  .stored_bytes = 4, .act_bytes = 4, .state_bytes = 4, .short_name = "fp32",
                  .same_memory_as = MP_FP32},
-    [MP_AMP_BF16] = {{"amp-bf16", NULL, "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
+    [MP_AMP_BF16] = {{"amp-bf16", "bf16", "fp32 weights; matmuls in bf16 under autocast (torch.autocast)", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .needs_bf16 = true,
                      .short_name = "bf16", .same_memory_as = MP_AMP_BF16},
-    [MP_AMP_FP16] = {{"amp-fp16", NULL, "fp32 weights; matmuls in fp16 under autocast, with loss scaling", false},
+    [MP_AMP_FP16] = {{"amp-fp16", "fp16", "fp32 weights; matmuls in fp16 under autocast, with loss scaling", false},
                      .stored_bytes = 4, .act_bytes = 2, .state_bytes = 4, .autocast = true, .loss_scaling = true,
                      .short_name = "fp16", .same_memory_as = MP_AMP_BF16},
     [MP_MIXED_BF16] = {{"mixed-bf16", NULL, "bf16 weights and gradients, fp32 master weights in the optimizer", true},
@@ -35,13 +37,13 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
 };
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
-    [MP_ADAMW] = {{"adamw", NULL, "AdamW: two fp32 states per parameter", true},
+    [MP_ADAMW] = {{"adamw", "adamw_torch adamw_hf", "AdamW: two fp32 states per parameter", true},
                   .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW},
-    [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8", "8-bit block-wise AdamW (bitsandbytes)", true},
+    [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8 adamw_8bit adamw_bnb_8bit", "8-bit block-wise AdamW (bitsandbytes)", true},
                        .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT},
-    [MP_PAGED_ADAMW] = {{"paged-adamw", NULL, "AdamW with states in paged (unified) memory", false},
+    [MP_PAGED_ADAMW] = {{"paged-adamw", "paged_adamw_32bit", "AdamW with states in paged (unified) memory", false},
                         .states = 2, .tier = 0, .adamw_class = true, .paged = true, .same_memory_as = MP_ADAMW},
-    [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", NULL, "8-bit AdamW with states in paged memory", false},
+    [MP_PAGED_ADAMW_8BIT] = {{"paged-adamw-8bit", "paged_adamw_8bit", "8-bit AdamW with states in paged memory", false},
                              .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .paged = true,
                              .same_memory_as = MP_ADAMW_8BIT},
     [MP_SGD] = {{"sgd", NULL, "plain SGD: no state", true},
@@ -52,7 +54,7 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
      * (beta1 = None, Hugging Face's default) */
     [MP_ADAFACTOR] = {{"adafactor", NULL, "Adafactor: factored second moment, no first moment", false},
                       .states = 1, .factored = true, .tier = 1, .same_memory_as = MP_ADAFACTOR},
-    [MP_LION] = {{"lion", NULL, "Lion: one momentum state (Chen et al. 2023)", false},
+    [MP_LION] = {{"lion", "lion_32bit", "Lion: one momentum state (Chen et al. 2023)", false},
                  .states = 1, .tier = 1, .same_memory_as = MP_LION},
     /* torchao's AdamW8bit (pytorch/ao@0b05caa18e67 torchao/prototype/low_bit_optim/adam.py,
      * subclass_8bit.py, quant_utils.py): bitsandbytes' state (uint8 codes, an fp32 scale per
@@ -64,7 +66,7 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
      * value at blocks of 256). transformers' optim="adamw_torch_8bit" builds it, with blocks of
      * 256 (huggingface/transformers@fe2596e9 src/transformers/trainer_optimizer.py
      * _get_torchao_optimizer). */
-    [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit",
+    [MP_ADAMW_8BIT_TORCHAO] = {{"adamw-8bit-torchao", "torchao-adamw8bit adamw-torch-8bit adamw_torch_8bit",
                                 "8-bit block-wise AdamW (torchao AdamW8bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8,
                                .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT},
@@ -72,7 +74,7 @@ static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
      * byte, the same compiled step, the same 24 B per value beside the block scales
      * (torchao_adamw4bit.json: 24.06 B per value at blocks of 128, torchao's default; transformers'
      * optim="adamw_torch_4bit" passes 256, as above). The search tries it only when named. */
-    [MP_ADAMW_4BIT_TORCHAO] = {{"adamw-4bit-torchao", "torchao-adamw4bit adamw-torch-4bit",
+    [MP_ADAMW_4BIT_TORCHAO] = {{"adamw-4bit-torchao", "torchao-adamw4bit adamw-torch-4bit adamw_torch_4bit",
                                 "4-bit block-wise AdamW (torchao AdamW4bit): a compiled fp32 step per tensor", false},
                                .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 4,
                                .step_bytes = 24, .same_memory_as = MP_ADAMW_8BIT},
