@@ -450,8 +450,8 @@ rc=$(exit_status)
 check "$([ "$rc" = 0 ]; echo $?)" "ranks: q quits with status 0"
 
 # ---------------------------------------------------------------- errors and exit codes
-"$memtop" >/dev/null 2>"$tmp/e1"; rc=$?
-check "$([ $rc = 2 ] && grep -q "^memtop: error: no metrics FILE" "$tmp/e1"; echo $?)" "no arguments: usage error, exit 2"
+"$memtop" --once >/dev/null 2>"$tmp/e1"; rc=$?
+check "$([ $rc = 2 ] && grep -q "^memtop: error: no metrics FILE" "$tmp/e1"; echo $?)" "options but nothing to follow: usage error, exit 2"
 "$memtop" --frobnicate x.csv >/dev/null 2>"$tmp/e1"; rc=$?
 check "$([ $rc = 2 ] && grep -q "unknown option '--frobnicate'" "$tmp/e1"; echo $?)" "unknown option: exit 2, quoted"
 "$memtop" --stale abc x.csv >/dev/null 2>"$tmp/e1"; rc=$?
@@ -542,6 +542,14 @@ print(f(v['current']), f(v['peak']), f(v['predicted']) if v['predicted'] is not 
 else
     echo "note: $bin/memtrain not built yet: the real-run part is skipped"
 fi
+
+# memtop with no arguments: what it can follow here, and how to start (exit 0)
+mkdir -p "$tmp/guide" && cp tests/data/memtop_ranks/run.rank0.csv "$tmp/guide/" && : >"$tmp/guide/other.csv"
+top_abs=$(cd "$(dirname "$memtop")" && pwd)/memtop
+(cd "$tmp/guide" && "$top_abs" >"$tmp/out" 2>"$tmp/err"); rc=$?
+if [ $rc -eq 0 ] && grep -q "memtop run.rank0.csv" "$tmp/out" && ! grep -q "other.csv" "$tmp/out" &&
+   grep -q "memtop -- memtrain --config plan.cfg" "$tmp/out"
+then ok "memtop alone lists the metrics files here and how to start"; else bad "memtop alone (exit $rc)"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -909,9 +909,37 @@ static int run_main(options *o, child *c, double budget)
     return rc;
 }
 
+/* memtop with nothing to follow: what it could follow here, and how to start.
+ * A metrics file is a *.csv whose first line is memtrain's (format v1). */
+static int guide(void)
+{
+    puts("memtop follows a memtrain run's memory, predicted against measured.");
+    DIR *d = opendir(".");
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".csv")) continue;
+        FILE *f = fopen(e->d_name, "r");
+        char line[64] = "";
+        if (f && fgets(line, sizeof line, f) && !strncmp(line, "# memtrain metrics", 18)) {
+            char shown[160];
+            printf("%-16smemtop %s\n", found++ ? "" : "metrics here:", mtop_clean(e->d_name, shown, sizeof shown));
+        }
+        if (f) fclose(f);
+        if (found == 10) break;
+    }
+    if (d) closedir(d);
+    if (!found) puts("metrics here:   none in this folder (memtrain --metrics FILE writes one)");
+    puts("run and follow: memtop -- memtrain --config plan.cfg\n"
+         "the planner:    memtop --plan --model llama-3.1-8b --gpu 24GB\n"
+         "everything:     memtop --help");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
+    if (argc == 1) return guide();
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc) return rc;
