@@ -39,7 +39,7 @@ static double sgemm_peak(void)
  * backward 4, Kaplan et al. 2020) plus attention's 12*L*T*C (QK^T and PV, three passes). */
 static double flops_per_token(const mt_config *c)
 {
-    double C = c->hidden, L = c->layers, F = c->ffn ? c->ffn : 4 * C, V = c->vocab, T = c->seq;
+    double C = c->shape.hidden, L = c->shape.layers, F = c->shape.ffn ? c->shape.ffn : 4 * C, V = c->shape.vocab, T = c->s.seq;
     double matmul_params = L * (4 * C * C + 2 * C * F) + V * C;
     return 6 * matmul_params + 12 * L * T * C;
 }
@@ -48,8 +48,8 @@ static void run(const char *name, int layers, int hidden, int heads, int vocab, 
 {
     mt_config c;
     mt_config_default(&c);
-    c.family = MT_GPT2, c.layers = layers, c.hidden = hidden, c.heads = heads, c.vocab = vocab;
-    c.max_pos = seq, c.seq = seq, c.batch = 4;
+    c.shape.family = MT_GPT2, c.shape.layers = layers, c.shape.hidden = hidden, c.shape.heads = heads, c.shape.vocab = vocab;
+    c.shape.max_pos = seq, c.s.seq = seq, c.s.batch = 4;
     char err[MT_ERR_LEN];
     mt_trainer *t;
     if (mt_config_finish(&c, err) || mt_trainer_create(&c, &t, err)) {

@@ -40,11 +40,11 @@ static size_t state_cap;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     for (int i = 0; i < NTRAINERS; i++) {
-        mt_run_keys k = {.steps = 20, .tied = -1};
-        mt_config_default(&k.c);
+        mt_config k;
+        mt_config_default(&k);
         char kerr[MT_KEYS_ERR_LEN], err[MT_ERR_LEN];
         FUZZ_ASSERT(!mt_config_parse(configs[i], strlen(configs[i]), "fuzz", &k, kerr), "config %d: %s", i, kerr);
-        FUZZ_ASSERT(!mt_config_finish(&k.c, err) && !mt_trainer_create(&k.c, &trainers[i], err), "trainer %d: %s", i,
+        FUZZ_ASSERT(!mt_config_finish(&k, err) && !mt_trainer_create(&k, &trainers[i], err), "trainer %d: %s", i,
                     err);
         size_t n = mt_trainer_state_size(trainers[i]);
         state_cap = n > state_cap ? n : state_cap;

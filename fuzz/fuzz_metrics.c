@@ -2,7 +2,8 @@
  * fuzz_metrics.c — feeds the bytes as a memtrain metrics file, line by line as
  * memtop's follower hands them over (split at '\n'), to mtop_parse_line, and
  * each line to mtop_csv_split; rows go into a small history, which is then
- * read back as the charts read it.
+ * read back as the charts read it; the header's settings are read through
+ * memtrain's key rows, as memtop's run plan reads them (mp_opt_read_kv).
  * Asserts: a skipped line's reason is one line, NUL-terminated and non-empty;
  * a row has its step; the split fields lie inside the line; the history's
  * series and ranges stay within their buffers (ASan/UBSan clean).
@@ -10,6 +11,10 @@
 #include "fuzz.h"
 #include "history.h"
 #include "metrics.h"
+#include "memtrain/memtrain_keys.h"
+#include "memtrain/shape.h"
+#include "settings/options.h"
+#include "settings/settings.h"
 
 #include <math.h>
 
@@ -60,6 +65,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     (void)mtop_history_step_seconds(&h, 4);
     (void)mtop_meta_setting(&p.meta, "batch");
+    /* the settings as memtop's run plan reads them: each word through memtrain's key rows
+     * (the settings' one reader); a value refused says why on one line */
+    memtrain_shape sh = {.tied = -1};
+    mp_settings s;
+    memset(&s, 0, sizeof s);
+    mp_opt_group g[3];
+    int ng = memtrain_key_groups(&sh, &s, true, g);
+    static char err[MP_OPT_ERR_LEN];
+    for (int i = 0; i < p.meta.nkv; i++) {
+        fuzz_clear_err(err, sizeof err);
+        int rc = mp_opt_read_kv(g, ng, mtop_meta_key(&p.meta, i), mtop_meta_value(&p.meta, i), NULL, err);
+        FUZZ_ASSERT(rc == 0 || rc == -1 || rc == -2, "mp_opt_read_kv returned %d", rc);
+        if (rc == -1) fuzz_check_err("mp_opt_read_kv", err, sizeof err);
+    }
     FUZZ_ASSERT(memchr(p.meta.model, 0, sizeof p.meta.model) && memchr(p.meta.settings, 0, sizeof p.meta.settings),
                 "meta text not NUL-terminated");
     mtop_history_free(&h);

@@ -42,5 +42,34 @@ def visit(n, path):
     return ok
 sys.exit(0 if all(visit(n, []) for n in graph) else 1)
 PY
-[ $bad -eq 0 ] && echo "ok   layering: planner/'s folders include only their own and lower floors, no circle"
+# trainer/: no circle between its parts (a part is a .c with its .h; model_impl.h and
+# model_setup.c are the model's): the model's buffers sit below the model
+python3 - <<'PY' || bad=1
+import glob, os, re, sys
+def part(f):
+    name = os.path.splitext(os.path.basename(f))[0]
+    return {"model_impl": "model", "model_setup": "model"}.get(name, name)
+graph = {}
+for f in glob.glob("trainer/*.[ch]"):
+    for inc in re.findall(r'^#include "([^"/]+)"', open(f).read(), re.M):
+        if os.path.exists("trainer/" + inc) and part(inc) != part(f):
+            graph.setdefault(part(f), set()).add(part(inc))
+state, ok = {}, True
+def visit(n, path):
+    global ok
+    if state.get(n) == 1:
+        print("layering: a circle among trainer/'s parts: " + " -> ".join(path + [n]))
+        ok = False
+        return
+    if state.get(n) == 2:
+        return
+    state[n] = 1
+    for m in sorted(graph.get(n, ())):
+        visit(m, path + [n])
+    state[n] = 2
+for n in sorted(graph):
+    visit(n, [])
+sys.exit(0 if ok else 1)
+PY
+[ $bad -eq 0 ] && echo "ok   layering: planner/'s folders include only their own and lower floors, no circle; none among trainer/'s parts"
 exit $bad

@@ -514,6 +514,13 @@ assert a+b==full, (a, b, full)
     has out "--lora-rank"
     expect 0 "memtrain --version" -- "$mt" --version
     has out "metrics format v1"
+    # the flash tile from memtrain's flag to the planner's prediction (issue 31): measured
+    # against memplan's prediction for the same config (tests/test_memtrain_tile.sh)
+    tile_out=$(sh tests/test_memtrain_tile.sh "$bin" 2>&1)
+    printf '%s\n' "$tile_out" | sed '$d'
+    tp=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    tf=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_memtrain_tile.sh did not finish"; fi
 fi
 
 # ---------------------------------------------------------------------------

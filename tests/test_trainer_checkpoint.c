@@ -23,8 +23,8 @@ static char err[MT_ERR_LEN];
 static void tiny(mt_config *c, mp_optimizer opt)
 {
     mt_config_default(c);
-    c->layers = 1, c->hidden = 16, c->heads = 2, c->vocab = 256, c->seq = 8, c->max_pos = 8, c->batch = 2;
-    c->optimizer = opt, c->opt.block = 64;
+    c->shape.layers = 1, c->shape.hidden = 16, c->shape.heads = 2, c->shape.vocab = 256, c->s.seq = 8, c->shape.max_pos = 8, c->s.batch = 2;
+    c->s.optimizer = opt, c->s.adam8_block = 64;
 }
 
 /* The image a trainer's checkpoint file holds (malloc'd), through the real writer. */
@@ -246,10 +246,9 @@ static void test_changes(void)
 /* The value a config line gives `data`, or NULL with err. */
 static const char *data_of(const char *line)
 {
-    static mt_run_keys k;
-    memset(&k, 0, sizeof k);
-    mt_config_default(&k.c);
-    return mt_config_parse(line, strlen(line), "c", &k, err) ? NULL : k.c.data_path;
+    static mt_config k;
+    mt_config_default(&k);
+    return mt_config_parse(line, strlen(line), "c", &k, err) ? NULL : k.own.data_path;
 }
 
 static void test_config_comments(void)

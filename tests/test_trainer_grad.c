@@ -127,17 +127,17 @@ static void make_tokens(int V)
 static void tiny(mt_config *c, mt_family fam)
 {
     mt_config_default(c);
-    c->family = fam;
-    c->layers = 2;
-    c->hidden = 16;
-    c->heads = 4;
-    c->kv_heads = fam == MT_LLAMA ? 2 : 0;
-    c->ffn = fam == MT_LLAMA ? 24 : 0;
-    c->vocab = 64;
-    c->seq = T_;
-    c->batch = B_;
-    c->max_pos = 12;
-    c->init_std = 0.2f; /* larger weights: larger, better-conditioned gradients */
+    c->shape.family = fam;
+    c->shape.layers = 2;
+    c->shape.hidden = 16;
+    c->shape.heads = 4;
+    c->shape.kv_heads = fam == MT_LLAMA ? 2 : 0;
+    c->shape.ffn = fam == MT_LLAMA ? 24 : 0;
+    c->shape.vocab = 64;
+    c->s.seq = T_;
+    c->s.batch = B_;
+    c->shape.max_pos = 12;
+    c->own.init_std = 0.2f; /* larger weights: larger, better-conditioned gradients */
 }
 
 static float loss_of(mt_model *m)
@@ -226,7 +226,7 @@ static mt_model *grad_model(mt_config *c)
         CHECK(0, "create: %s", mt_last_error());
         return NULL;
     }
-    make_tokens(c->vocab);
+    make_tokens(c->shape.vocab);
     return m;
 }
 
@@ -264,10 +264,10 @@ static void test_family(mt_family fam, mp_attention attn, mp_ce ce, int chunk, i
                                     MT_P_WFC, MT_P_WPROJ, MT_P_LNFW, MT_P_HEAD};
     mt_config c;
     tiny(&c, fam);
-    c.attention = attn;
-    c.ce = ce;
-    c.ce_chunk = chunk;
-    c.attn_tile = tile;
+    c.s.attention = attn;
+    c.s.ce = ce;
+    c.s.ce_chunk = chunk;
+    c.s.attn_tile = tile;
     mt_model *m = grad_model(&c);
     if (!m)
         return;
@@ -285,9 +285,9 @@ static void test_lora(mt_family fam, const char *label)
 {
     mt_config c;
     tiny(&c, fam);
-    c.lora_rank = 2;
-    c.lora_targets = MP_LORA_ALL;
-    c.lora_alpha = 4.0f;
+    c.s.lora_rank = 2;
+    c.s.lora_targets = MP_LORA_ALL;
+    c.own.lora_alpha = 4.0f;
     mt_model *m = grad_model(&c);
     if (!m)
         return;
@@ -296,7 +296,7 @@ static void test_lora(mt_family fam, const char *label)
     mt_rng_seed(&r, 5);
     const mt_lora_layout *lo = mt_model_lora(m);
     size_t per = lo->per_layer;
-    for (size_t l = 0; l < (size_t)c.layers; l++)
+    for (size_t l = 0; l < (size_t)c.shape.layers; l++)
         for (int k = 0; k < lo->n; k++)
             for (size_t i = 0; i < lo->mods[k].out * lo->r; i++)
                 mt_model_lora_set(m, l * per + lo->mods[k].b_off + i, 0.3f * mt_rng_normal(&r));

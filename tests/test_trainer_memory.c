@@ -86,12 +86,12 @@ static double cdiv(double a, double b) { return ceil(a / b); }
 static void predict(const mt_config *c, pred *p)
 {
     memset(p, 0, sizeof *p);
-    bool gpt2 = c->family == MT_GPT2, mixed = c->precision != MP_FP32;
-    bool lora = c->lora_rank > 0, qlora = c->quant != MP_QUANT_NONE, full_ft = !lora;
-    bool eager = c->attention == MP_ATTN_EAGER, chunked = c->ce == MP_CE_CHUNKED;
-    double B = c->batch, T = c->seq, N = B * T, C = c->hidden, L = c->layers, NH = c->heads;
-    double KV = c->kv_heads, HD = C / NH, F = c->ffn, V = c->vocab, maxpos = c->max_pos;
-    double r = c->lora_rank, QW = (NH + 2 * KV) * HD, AW = NH * HD, FW = gpt2 ? F : 2 * F;
+    bool gpt2 = c->shape.family == MT_GPT2, mixed = c->s.precision != MP_FP32;
+    bool lora = c->s.lora_rank > 0, qlora = c->s.quant != MP_QUANT_NONE, full_ft = !lora;
+    bool eager = c->s.attention == MP_ATTN_EAGER, chunked = c->s.ce == MP_CE_CHUNKED;
+    double B = c->s.batch, T = c->s.seq, N = B * T, C = c->shape.hidden, L = c->shape.layers, NH = c->shape.heads;
+    double KV = c->shape.kv_heads, HD = C / NH, F = c->shape.ffn, V = c->shape.vocab, maxpos = c->shape.max_pos;
+    double r = c->s.lora_rank, QW = (NH + 2 * KV) * HD, AW = NH * HD, FW = gpt2 ? F : 2 * F;
     double P = mixed ? 2 : 4, A = P;
 
     double n_lin = QW * C + C * AW + FW * C + C * F;
@@ -100,7 +100,7 @@ static void predict(const mt_config *c, pred *p)
                         (gpt2 ? 0 : V * C);
     double n_base = n_base_all - (qlora ? L * n_lin : 0);
     double mods = 0;
-    unsigned t = c->lora_targets;
+    unsigned t = c->s.lora_targets;
     if (lora) {
         if (gpt2) {
             if (t & (MP_LORA_Q | MP_LORA_K | MP_LORA_V)) mods += C + 3 * C;
@@ -132,19 +132,19 @@ static void predict(const mt_config *c, pred *p)
     double nf4 = 0;
     if (qlora) {
         double nb = cdiv(n_lin, 64), ng = cdiv(nb, 256);
-        nf4 = cdiv(n_lin, 2) + (c->quant == MP_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
+        nf4 = cdiv(n_lin, 2) + (c->s.quant == MP_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
     }
     p->persist[MT_WEIGHTS] = n_base * P + n_lora * P + L * nf4;
     p->persist[MT_MASTER] = mixed ? 4 * n_train : 0;
     p->persist[MT_GRADIENTS] = P * n_train;
-    if (c->zero == 2 && full_ft) /* ZeRO-2: one layer's gradients, the others', the fp32 shard (all: one rank) */
+    if (c->s.zero == 2 && full_ft) /* ZeRO-2: one layer's gradients, the others', the fp32 shard (all: one rank) */
         p->persist[MT_GRADIENTS] = P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec)) + 4 * n_train;
-    if (c->zero >= 3 && full_ft) { /* ZeRO-3 (one rank): the shard (all), two layer slots, the outer weights */
+    if (c->s.zero >= 3 && full_ft) { /* ZeRO-3 (one rank): the shard (all), two layer slots, the outer weights */
         p->persist[MT_GRADIENTS] = P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec)) + 4 * n_train;
         p->persist[MT_WEIGHTS] = P * n_base + 2 * P * (n_lin + n_vec) + P * (n_base - L * (n_lin + n_vec));
     }
-    double n = n_train, blk = c->opt.block;
-    switch (c->optimizer) {
+    double n = n_train, blk = c->s.adam8_block;
+    switch (c->s.optimizer) {
     case MP_ADAMW: p->persist[MT_OPTIMIZER] = 8 * n; break;
     case MP_ADAMW_8BIT: p->persist[MT_OPTIMIZER] = 2 * n + 8 * cdiv(n, blk); break;
     case MP_SGD_MOMENTUM: p->persist[MT_OPTIMIZER] = 4 * n; break;
@@ -152,21 +152,21 @@ static void predict(const mt_config *c, pred *p)
     }
 
     /* workspace */
-    double tile = c->attn_tile, ws = 0;
-    ws += eager ? 4 * T * T * (c->checkpointing == MP_CKPT_NONE ? 1 : 2)
+    double tile = c->s.attn_tile, ws = 0;
+    ws += eager ? 4 * T * T * (c->s.checkpointing == MP_CKPT_NONE ? 1 : 2)
                 : 4 * (2 * tile * tile + T + 2 * tile);
     ws += 4 * N * (2 * C + QW + AW + FW + F);
     if (lora)
         ws += 4 * N * r;
     if (chunked)
-        ws += 4 * fmin(c->ce_chunk, N) * V + 4 * N * C;
+        ws += 4 * fmin(c->s.ce_chunk, N) * V + 4 * N * C;
     if (mixed) {
         ws += 2 * 4 * fmax(fmax(1048576, C), fmax(AW, F));
         ws += 4 * fmax(n_vec, n_fvec) * (full_ft ? 2 : 1);
     }
     if (qlora)
         ws += P * n_lin;
-    if (c->optimizer == MP_ADAMW_8BIT)
+    if (c->s.optimizer == MP_ADAMW_8BIT)
         ws += 8 * blk;
     p->persist[MT_WORKSPACE] = ws;
 
@@ -180,8 +180,8 @@ static void predict(const mt_config *c, pred *p)
     for (int s = 0; s < NS; s++) {
         if (!el[s])
             continue;
-        bool saved = c->checkpointing == MP_CKPT_NONE ||
-                     (c->checkpointing == MP_CKPT_SELECTIVE && s != ATT);
+        bool saved = c->s.checkpointing == MP_CKPT_NONE ||
+                     (c->s.checkpointing == MP_CKPT_SELECTIVE && s != ATT);
         bool fp32 = stat[s] || !mixed;
         if (saved)
             saved_layer += el[s] * (stat[s] ? 4 : A);
@@ -195,11 +195,11 @@ static void predict(const mt_config *c, pred *p)
                  (chunked ? 0 : 4 * N * V + 4 * N);
 
     /* data */
-    double S = c->data_path[0] ? 0 : 327680, d = 2 * 4 * N;
-    if (c->loader == MP_LOAD_MEMORY)
+    double S = c->own.data_path[0] ? 0 : 327680, d = 2 * 4 * N;
+    if (c->s.loader == MP_LOAD_MEMORY)
         d += 2 * S;
     else
-        d += 65536 + 2 * c->shuffle_buffer * (T + 1) + (c->data_path[0] ? 0 : S);
+        d += 65536 + 2 * c->s.shuffle_buffer * (T + 1) + (c->own.data_path[0] ? 0 : S);
     p->persist[MT_DATA] = d;
     /* other: rope tables and pointer tables (+ structs, not predicted) */
     p->persist[MT_OTHER] = (gpt2 ? 0 : 2 * 4 * T * (HD / 2)) + 8 * (L + 1) + 8 * 20 * L +
@@ -285,18 +285,18 @@ static void check_config(mt_config *c, const char *label)
 static void base(mt_config *c, mt_family fam)
 {
     mt_config_default(c);
-    c->family = fam;
-    c->layers = 2;
-    c->hidden = 48;
-    c->heads = 4;
-    c->kv_heads = fam == MT_LLAMA ? 2 : 0;
-    c->vocab = 300;
-    c->seq = 24;
-    c->batch = 3;
-    c->max_pos = 40;
-    c->ce_chunk = 20;
-    c->attn_tile = 16;
-    c->shuffle_buffer = 7;
+    c->shape.family = fam;
+    c->shape.layers = 2;
+    c->shape.hidden = 48;
+    c->shape.heads = 4;
+    c->shape.kv_heads = fam == MT_LLAMA ? 2 : 0;
+    c->shape.vocab = 300;
+    c->s.seq = 24;
+    c->s.batch = 3;
+    c->shape.max_pos = 40;
+    c->s.ce_chunk = 20;
+    c->s.attn_tile = 16;
+    c->s.shuffle_buffer = 7;
 }
 
 int main(void)
@@ -311,81 +311,81 @@ int main(void)
             for (int ck = 0; ck < 3; ck++)
                 for (int at = 0; at < 2; at++) {
                     base(&c, (mt_family)fam);
-                    c.precision = precs[pr];
-                    c.checkpointing = (mp_ckpt)ck;
-                    c.attention = (mp_attention)at;
-                    c.ce = (ck + at) % 2 ? MP_CE_CHUNKED : MP_CE_FULL;
-                    c.optimizer = opts[(pr + ck + at) % 4];
-                    c.loader = (pr + at) % 2 ? MP_LOAD_STREAM : MP_LOAD_MEMORY;
+                    c.s.precision = precs[pr];
+                    c.s.checkpointing = (mp_ckpt)ck;
+                    c.s.attention = (mp_attention)at;
+                    c.s.ce = (ck + at) % 2 ? MP_CE_CHUNKED : MP_CE_FULL;
+                    c.s.optimizer = opts[(pr + ck + at) % 4];
+                    c.s.loader = (pr + at) % 2 ? MP_LOAD_STREAM : MP_LOAD_MEMORY;
                     snprintf(label, sizeof label, "%s %s %s-ckpt %s ce-%s %s %s",
-                             mt_family_name(c.family), mp_precision_name(c.precision),
-                             mp_ckpt_name(c.checkpointing), mp_attention_name(c.attention),
-                             mp_ce_name(c.ce), mp_optimizer_name(c.optimizer),
-                             mp_loader_name(c.loader));
+                             mt_family_name(c.shape.family), mp_precision_name(c.s.precision),
+                             mp_ckpt_name(c.s.checkpointing), mp_attention_name(c.s.attention),
+                             mp_ce_name(c.s.ce), mp_optimizer_name(c.s.optimizer),
+                             mp_loader_name(c.s.loader));
                     check_config(&c, label);
                 }
     /* LoRA and QLoRA */
     base(&c, MT_LLAMA);
-    c.lora_rank = 4;
-    c.lora_targets = MP_LORA_Q | MP_LORA_V | MP_LORA_DOWN;
+    c.s.lora_rank = 4;
+    c.s.lora_targets = MP_LORA_Q | MP_LORA_V | MP_LORA_DOWN;
     check_config(&c, "llama lora r=4 q,v,down fp32");
     base(&c, MT_GPT2);
-    c.lora_rank = 3;
-    c.lora_targets = MP_LORA_ALL;
-    c.precision = MP_MIXED_BF16;
-    c.checkpointing = MP_CKPT_FULL;
+    c.s.lora_rank = 3;
+    c.s.lora_targets = MP_LORA_ALL;
+    c.s.precision = MP_MIXED_BF16;
+    c.s.checkpointing = MP_CKPT_FULL;
     check_config(&c, "gpt2 lora r=3 all (fused qkv) mixed-bf16 full-ckpt");
     base(&c, MT_LLAMA);
-    c.lora_rank = 8;
-    c.lora_targets = MP_LORA_ALL;
-    c.quant = MP_QUANT_NF4;
-    c.precision = MP_MIXED_BF16;
+    c.s.lora_rank = 8;
+    c.s.lora_targets = MP_LORA_ALL;
+    c.s.quant = MP_QUANT_NF4;
+    c.s.precision = MP_MIXED_BF16;
     check_config(&c, "llama qlora nf4 r=8 all mixed-bf16");
     base(&c, MT_LLAMA);
-    c.lora_rank = 2;
-    c.lora_targets = MP_LORA_ATTN;
-    c.quant = MP_QUANT_NF4_DQ;
-    c.optimizer = MP_ADAMW_8BIT;
-    c.opt.block = 64;
-    c.checkpointing = MP_CKPT_SELECTIVE;
-    c.ce = MP_CE_CHUNKED;
+    c.s.lora_rank = 2;
+    c.s.lora_targets = MP_LORA_ATTN;
+    c.s.quant = MP_QUANT_NF4_DQ;
+    c.s.optimizer = MP_ADAMW_8BIT;
+    c.s.adam8_block = 64;
+    c.s.checkpointing = MP_CKPT_SELECTIVE;
+    c.s.ce = MP_CE_CHUNKED;
     check_config(&c, "llama qlora nf4-dq r=2 attn adamw-8bit(64) selective chunked fp32");
     base(&c, MT_GPT2);
-    c.accum = 3;
-    c.optimizer = MP_ADAMW_8BIT;
-    c.opt.block = 100;
+    c.s.accum = 3;
+    c.s.optimizer = MP_ADAMW_8BIT;
+    c.s.adam8_block = 100;
     check_config(&c, "gpt2 accum=3 adamw-8bit block 100");
     /* ZeRO-2 on one process: the layer slot, the other gradients, the fp32 shard */
     base(&c, MT_GPT2);
-    c.zero = 2;
-    c.accum = 2;
+    c.s.zero = 2;
+    c.s.accum = 2;
     check_config(&c, "gpt2 zero=2 accum=2 fp32");
     base(&c, MT_LLAMA);
-    c.zero = 2;
-    c.precision = MP_MIXED_BF16;
-    c.checkpointing = MP_CKPT_FULL;
+    c.s.zero = 2;
+    c.s.precision = MP_MIXED_BF16;
+    c.s.checkpointing = MP_CKPT_FULL;
     check_config(&c, "llama zero=2 mixed-bf16 full-ckpt");
     base(&c, MT_GPT2);
-    c.zero = 2;
-    c.precision = MP_MIXED_FP16;
-    c.ce = MP_CE_CHUNKED;
-    c.optimizer = MP_ADAMW_8BIT;
+    c.s.zero = 2;
+    c.s.precision = MP_MIXED_FP16;
+    c.s.ce = MP_CE_CHUNKED;
+    c.s.optimizer = MP_ADAMW_8BIT;
     check_config(&c, "gpt2 zero=2 mixed-fp16 chunked adamw-8bit");
     /* ZeRO-3 on one process: the shard is every parameter (and every master weight), plus the two
      * layer slots and the outer weights */
     base(&c, MT_GPT2);
-    c.zero = 3;
-    c.accum = 2;
+    c.s.zero = 3;
+    c.s.accum = 2;
     check_config(&c, "gpt2 zero=3 accum=2 fp32");
     base(&c, MT_LLAMA);
-    c.zero = 3;
-    c.checkpointing = MP_CKPT_FULL;
-    c.optimizer = MP_SGD_MOMENTUM;
+    c.s.zero = 3;
+    c.s.checkpointing = MP_CKPT_FULL;
+    c.s.optimizer = MP_SGD_MOMENTUM;
     check_config(&c, "llama zero=3 full-ckpt sgd-momentum fp32");
     base(&c, MT_GPT2);
-    c.zero = 3;
-    c.precision = MP_MIXED_FP16;
-    c.ce = MP_CE_CHUNKED;
+    c.s.zero = 3;
+    c.s.precision = MP_MIXED_FP16;
+    c.s.ce = MP_CE_CHUNKED;
     check_config(&c, "gpt2 zero=3 mixed-fp16 chunked");
     CHECK(nconf == 47, "%d configurations checked", nconf);
     return check_summary();

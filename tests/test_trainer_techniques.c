@@ -25,16 +25,16 @@ static char err[MT_ERR_LEN];
 static void small(mt_config *c, mt_family fam)
 {
     mt_config_default(c);
-    c->family = fam;
-    c->layers = 2;
-    c->hidden = 32;
-    c->heads = 4;
-    c->kv_heads = fam == MT_LLAMA ? 2 : 0;
-    c->vocab = 256;
-    c->seq = 16;
-    c->batch = 4;
-    c->max_pos = 32;
-    c->init_std = 0.1f;
+    c->shape.family = fam;
+    c->shape.layers = 2;
+    c->shape.hidden = 32;
+    c->shape.heads = 4;
+    c->shape.kv_heads = fam == MT_LLAMA ? 2 : 0;
+    c->shape.vocab = 256;
+    c->s.seq = 16;
+    c->s.batch = 4;
+    c->shape.max_pos = 32;
+    c->own.init_std = 0.1f;
 }
 
 static mt_model *make(mt_config *c)
@@ -106,16 +106,16 @@ static void test_ckpt(mt_family fam, mp_attention attn, mp_precision prec, const
     for (int k = 0; k < 3; k++) {
         mt_config c;
         small(&c, fam);
-        c.attention = attn;
-        c.precision = prec;
-        c.checkpointing = (mp_ckpt)k;
+        c.s.attention = attn;
+        c.s.precision = prec;
+        c.s.checkpointing = (mp_ckpt)k;
         if (fam == MT_LLAMA) { /* LoRA inside recomputation too */
-            c.lora_rank = k == 0 ? 0 : 0;
+            c.s.lora_rank = k == 0 ? 0 : 0;
         }
         m[k] = make(&c);
         if (!m[k])
             return;
-        make_tokens(c.vocab, 64);
+        make_tokens(c.shape.vocab, 64);
         loss[k] = fb(m[k], 0, 1.0f);
         /* a second micro-batch accumulates into the same gradients */
         fb(m[k], 0, 1.0f);
@@ -135,9 +135,9 @@ static void test_ckpt_lora(void)
     for (int k = 0; k < 2; k++) {
         mt_config c;
         small(&c, MT_LLAMA);
-        c.lora_rank = 4;
-        c.lora_targets = MP_LORA_ALL;
-        c.checkpointing = k ? MP_CKPT_FULL : MP_CKPT_NONE;
+        c.s.lora_rank = 4;
+        c.s.lora_targets = MP_LORA_ALL;
+        c.s.checkpointing = k ? MP_CKPT_FULL : MP_CKPT_NONE;
         m[k] = make(&c);
         if (!m[k])
             return;
@@ -158,8 +158,8 @@ static void test_accum(void)
     mt_config c1, c2;
     small(&c1, MT_GPT2);
     small(&c2, MT_GPT2);
-    c1.batch = 4;
-    c2.batch = 2;
+    c1.s.batch = 4;
+    c2.s.batch = 2;
     mt_model *one = make(&c1), *two = make(&c2);
     if (!one || !two)
         return;
@@ -179,11 +179,11 @@ static void test_accum(void)
     mt_config t1, t2;
     small(&t1, MT_GPT2);
     small(&t2, MT_GPT2);
-    t1.batch = 4;
-    t2.batch = 2;
-    t2.accum = 2;
-    t1.optimizer = t2.optimizer = MP_SGD;
-    t1.opt.lr = t2.opt.lr = 0.1f;
+    t1.s.batch = 4;
+    t2.s.batch = 2;
+    t2.s.accum = 2;
+    t1.s.optimizer = t2.s.optimizer = MP_SGD;
+    t1.own.opt.lr = t2.own.opt.lr = 0.1f;
     mt_trainer *a, *b;
     if (mt_config_finish(&t1, err) || mt_config_finish(&t2, err) ||
         mt_trainer_create(&t1, &a, err) || mt_trainer_create(&t2, &b, err)) {
@@ -212,7 +212,7 @@ static void pair_check(mt_config *base, void (*mod)(mt_config *), double tol, co
     mt_model *a = make(base), *b = make(&c2);
     if (!a || !b)
         return;
-    make_tokens(base->vocab, 64);
+    make_tokens(base->shape.vocab, 64);
     float la = fb(a, 0, 1.0f), lb = fb(b, 0, 1.0f);
     double gd = grad_diff(b, a);
     CHECK(fabs(la - lb) <= tol * fabs(la) && gd <= tol,
@@ -223,13 +223,13 @@ static void pair_check(mt_config *base, void (*mod)(mt_config *), double tol, co
 
 static void mod_chunked(mt_config *c)
 {
-    c->ce = MP_CE_CHUNKED;
-    c->ce_chunk = 23; /* does not divide N = 64 */
+    c->s.ce = MP_CE_CHUNKED;
+    c->s.ce_chunk = 23; /* does not divide N = 64 */
 }
 static void mod_flash(mt_config *c)
 {
-    c->attention = MP_ATTN_FLASH;
-    c->attn_tile = 5; /* partial and diagonal tiles */
+    c->s.attention = MP_ATTN_FLASH;
+    c->s.attn_tile = 5; /* partial and diagonal tiles */
 }
 
 /* ---------- training runs ---------- */
@@ -260,13 +260,13 @@ static int run_steps(mt_config *c, int steps, float *first, float *last)
 static void trainer_cfg(mt_config *c)
 {
     small(c, MT_GPT2);
-    c->layers = 2;
-    c->hidden = 64;
-    c->seq = 32;
-    c->batch = 4;
-    c->max_pos = 32;
-    c->opt.lr = 3e-3f;
-    c->init_std = 0.02f;
+    c->shape.layers = 2;
+    c->shape.hidden = 64;
+    c->s.seq = 32;
+    c->s.batch = 4;
+    c->shape.max_pos = 32;
+    c->own.opt.lr = 3e-3f;
+    c->own.init_std = 0.02f;
 }
 
 static void test_precisions_and_optimizers(void)
@@ -282,40 +282,40 @@ static void test_precisions_and_optimizers(void)
     CHECK(f32 < f0 - 1.0f, "fp32 AdamW: loss %.3f -> %.3f in %d steps", f0, f32, steps);
 
     trainer_cfg(&c);
-    c.precision = MP_MIXED_BF16;
+    c.s.precision = MP_MIXED_BF16;
     int sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "mixed-bf16 AdamW: loss %.3f after %d steps, fp32 %.3f", l, steps, f32);
 
     trainer_cfg(&c);
-    c.precision = MP_MIXED_FP16;
+    c.s.precision = MP_MIXED_FP16;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "mixed-fp16 with loss scaling: loss %.3f, fp32 %.3f (%d steps skipped)", l, f32, sk);
 
     trainer_cfg(&c);
-    c.optimizer = MP_ADAMW_8BIT;
+    c.s.optimizer = MP_ADAMW_8BIT;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.05f * f32,
           "8-bit AdamW (block 256): loss %.3f after %d steps, fp32 AdamW %.3f", l, steps, f32);
 
     trainer_cfg(&c);
-    c.optimizer = MP_ADAMW_8BIT;
-    c.opt.block = 64;
-    c.precision = MP_MIXED_BF16;
+    c.s.optimizer = MP_ADAMW_8BIT;
+    c.s.adam8_block = 64;
+    c.s.precision = MP_MIXED_BF16;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && fabsf(l - f32) < 0.06f * f32,
           "8-bit AdamW (block 64) + mixed-bf16: loss %.3f, fp32 AdamW %.3f", l, f32);
 
     trainer_cfg(&c);
-    c.optimizer = MP_SGD_MOMENTUM;
-    c.opt.lr = 0.3f;
+    c.s.optimizer = MP_SGD_MOMENTUM;
+    c.own.opt.lr = 0.3f;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && l < f0 - 0.5f, "SGD with momentum: loss %.3f -> %.3f", f0, l);
 
     trainer_cfg(&c);
-    c.optimizer = MP_SGD;
-    c.opt.lr = 0.5f;
+    c.s.optimizer = MP_SGD;
+    c.own.opt.lr = 0.5f;
     sk = run_steps(&c, steps, &f0, &l);
     CHECK(sk >= 0 && l < f0 - 0.3f, "plain SGD: loss %.3f -> %.3f", f0, l);
 }
@@ -326,8 +326,8 @@ static void test_fp16_overflow_skips(void)
      * the scale halves until it fits. */
     mt_config c;
     trainer_cfg(&c);
-    c.precision = MP_MIXED_FP16;
-    c.loss_scale = 4194304.0f; /* 2^22 */
+    c.s.precision = MP_MIXED_FP16;
+    c.own.loss_scale = 4194304.0f; /* 2^22 */
     mt_trainer *t;
     if (mt_config_finish(&c, err) || mt_trainer_create(&c, &t, err)) {
         CHECK(0, "fp16 trainer: %s", err);
@@ -341,7 +341,7 @@ static void test_fp16_overflow_skips(void)
         skipped += r.skipped;
         scale = r.loss_scale;
     }
-    CHECK(skipped >= 1 && r.skipped_total == skipped && !r.skipped && scale < c.loss_scale,
+    CHECK(skipped >= 1 && r.skipped_total == skipped && !r.skipped && scale < c.own.loss_scale,
           "fp16: %d overflowing steps skipped, scale down to %g, training resumed", skipped,
           scale);
     mt_trainer_free(t);
@@ -351,12 +351,12 @@ static void test_loss_falls(void)
 {
     mt_config c;
     mt_config_default(&c);
-    c.layers = 4;
-    c.hidden = 64;
-    c.heads = 4;
-    c.seq = 64;
-    c.batch = 4;
-    c.opt.lr = 2e-3f;
+    c.shape.layers = 4;
+    c.shape.hidden = 64;
+    c.shape.heads = 4;
+    c.s.seq = 64;
+    c.s.batch = 4;
+    c.own.opt.lr = 2e-3f;
     float first, last;
     if (run_steps(&c, 100, &first, &last) < 0) {
         CHECK(0, "run: %s", err);
@@ -372,10 +372,10 @@ static void test_lora(mt_family fam, mp_precision prec)
 {
     mt_config cb, cl;
     small(&cb, fam);
-    cb.precision = prec;
+    cb.s.precision = prec;
     cl = cb;
-    cl.lora_rank = 4;
-    cl.lora_targets = MP_LORA_ALL;
+    cl.s.lora_rank = 4;
+    cl.s.lora_targets = MP_LORA_ALL;
     mt_model *base = make(&cb), *lora = make(&cl);
     if (!base || !lora)
         return;
@@ -401,9 +401,9 @@ static void test_qlora(bool dq)
     mt_config cb, cq;
     small(&cb, MT_LLAMA);
     cq = cb;
-    cq.lora_rank = 4;
-    cq.lora_targets = MP_LORA_ALL;
-    cq.quant = dq ? MP_QUANT_NF4_DQ : MP_QUANT_NF4;
+    cq.s.lora_rank = 4;
+    cq.s.lora_targets = MP_LORA_ALL;
+    cq.s.quant = dq ? MP_QUANT_NF4_DQ : MP_QUANT_NF4;
     mt_model *base = make(&cb), *q = make(&cq);
     if (!base || !q)
         return;
@@ -432,14 +432,14 @@ static void test_qlora(bool dq)
     /* and it trains */
     mt_config c;
     trainer_cfg(&c);
-    c.family = MT_LLAMA;
-    c.kv_heads = 2;
-    c.lora_rank = 8;
-    c.lora_targets = MP_LORA_ALL;
-    c.quant = cq.quant;
-    c.precision = MP_MIXED_BF16;
-    c.opt.lr = 1e-2f;
-    c.init_std = 0.1f;
+    c.shape.family = MT_LLAMA;
+    c.shape.kv_heads = 2;
+    c.s.lora_rank = 8;
+    c.s.lora_targets = MP_LORA_ALL;
+    c.s.quant = cq.s.quant;
+    c.s.precision = MP_MIXED_BF16;
+    c.own.opt.lr = 1e-2f;
+    c.own.init_std = 0.1f;
     float f0, f1;
     int sk = run_steps(&c, 30, &f0, &f1);
     CHECK(sk >= 0 && f1 < f0 - 0.3f, "QLoRA %s + mixed-bf16 trains: loss %.3f -> %.3f",
@@ -491,10 +491,10 @@ static void test_resume(mp_loader loader, mp_optimizer opt, mp_precision prec)
 {
     mt_config c;
     trainer_cfg(&c);
-    c.loader = loader;
-    c.shuffle_buffer = 8;
-    c.optimizer = opt;
-    c.precision = prec;
+    c.s.loader = loader;
+    c.s.shuffle_buffer = 8;
+    c.s.optimizer = opt;
+    c.s.precision = prec;
     mt_trainer *a, *b;
     if (mt_config_finish(&c, err) || mt_trainer_create(&c, &a, err) ||
         mt_trainer_create(&c, &b, err)) {

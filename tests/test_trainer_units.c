@@ -191,9 +191,14 @@ static void test_optimizers(void)
     for (size_t i = 0; i < n; i++)
         w[i] = wr[i] = mt_rng_normal(&r);
     mt_seg segs[2] = {{0, 500, true}, {500, n - 500, false}};
-    mt_opt_hparams hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.9f, 256};
+    mt_opt_hparams hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.9f};
+    /* the optimizer, its block and its state's element are the planner's settings */
+    mp_settings adamw, adamw8, sgdm;
+    mp_settings_default(&adamw, NULL);
+    adamw8 = sgdm = adamw;
+    adamw8.optimizer = MP_ADAMW_8BIT, adamw8.adam8_block = 256, sgdm.optimizer = MP_SGD_MOMENTUM;
     mt_optim o;
-    mt_optim_init(&o, MP_ADAMW, &hp, n, segs, 2);
+    mt_optim_init(&o, &adamw, &hp, n, segs, 2);
     double worst = 0;
     for (int step = 1; step <= 3; step++) {
         for (size_t i = 0; i < n; i++)
@@ -223,8 +228,8 @@ static void test_optimizers(void)
     for (size_t i = 0; i < n; i++)
         w[i] = w8[i] = mt_rng_normal(&r);
     mt_optim a, b;
-    mt_optim_init(&a, MP_ADAMW, &hp, n, segs, 2);
-    mt_optim_init(&b, MP_ADAMW_8BIT, &hp, n, segs, 2);
+    mt_optim_init(&a, &adamw, &hp, n, segs, 2);
+    mt_optim_init(&b, &adamw8, &hp, n, segs, 2);
     for (int step = 0; step < 50; step++) {
         for (size_t i = 0; i < n; i++)
             g[i] = w[i] - 0.5f; /* gradient of 0.5 (w - 0.5)^2 */
@@ -243,7 +248,7 @@ static void test_optimizers(void)
     CHECK(fabs(f8 - f32) < 0.05 * f32 && diff / n < 0.05,
           "8-bit AdamW tracks fp32 AdamW over 50 steps: objective %.4g vs %.4g, mean |dw| %.2g",
           f8, f32, diff / n);
-    CHECK(mt_optim_state_bytes(MP_ADAMW_8BIT, n, 256) == 2 * n + 2 * 4 * 4,
+    CHECK(mt_optim_state_bytes(&adamw8, n) == 2 * n + 2 * 4 * 4,
           "8-bit AdamW state: 2 bytes per parameter + 8 bytes per block of 256");
     mt_optim_free(&a);
     mt_optim_free(&b);
@@ -255,7 +260,7 @@ static void test_optimizers(void)
     mt_from_f32(g16, MT_BF16, gv, 4);
     mt_seg one = {0, 4, false};
     hp.lr = 0.1f;
-    mt_optim_init(&o, MP_SGD_MOMENTUM, &hp, 4, &one, 1);
+    mt_optim_init(&o, &sgdm, &hp, 4, &one, 1);
     mt_optim_step(&o, m32, g16, MT_BF16, 1.0f, w16, MT_BF16, true);
     mt_from_f32(g16, MT_BF16, gv, 4);
     mt_optim_step(&o, m32, g16, MT_BF16, 1.0f, w16, MT_BF16, true);
@@ -362,23 +367,23 @@ static void test_config(void)
     mt_config c;
     char err[MT_ERR_LEN];
     mt_config_default(&c);
-    c.family = MT_LLAMA;
-    c.hidden = 96;
-    c.heads = 6;
-    c.kv_heads = 4;
+    c.shape.family = MT_LLAMA;
+    c.shape.hidden = 96;
+    c.shape.heads = 6;
+    c.shape.kv_heads = 4;
     CHECK(mt_config_finish(&c, err) != 0 && strstr(err, "kv_heads"), "GQA needs NH %% KV == 0: %s", err);
     mt_config_default(&c);
-    c.quant = MP_QUANT_NF4;
+    c.s.quant = MP_QUANT_NF4;
     CHECK(mt_config_finish(&c, err) != 0 && strstr(err, "LoRA"), "NF4 needs LoRA: %s", err);
     mt_config_default(&c);
-    c.seq = 100;
-    c.max_pos = 64;
+    c.s.seq = 100;
+    c.shape.max_pos = 64;
     CHECK(mt_config_finish(&c, err) != 0, "gpt2 seq beyond max_pos is refused: %s", err);
     mt_config_default(&c);
-    c.family = MT_LLAMA;
-    c.hidden = 128;
-    CHECK(mt_config_finish(&c, err) == 0 && c.ffn == 384 && c.kv_heads == c.heads,
-          "llama defaults: F = 8C/3 rounded to 64 (%d), KV = NH", c.ffn);
+    c.shape.family = MT_LLAMA;
+    c.shape.hidden = 128;
+    CHECK(mt_config_finish(&c, err) == 0 && c.shape.ffn == 384 && c.shape.kv_heads == c.shape.heads,
+          "llama defaults: F = 8C/3 rounded to 64 (%d), KV = NH", c.shape.ffn);
     unsigned bits;
     CHECK(mp_lora_targets_parse("q,v,down", &bits) == 0 &&
               bits == (MP_LORA_Q | MP_LORA_V | MP_LORA_DOWN) &&

@@ -3,6 +3,8 @@
  * process; per-rank shards and a manifest for a data-parallel run.
  */
 #include "checkpoint.h"
+#include "config_keys.h"
+#include "settings/options.h"
 
 #include "dist.h"
 #include "common/errors.h"
@@ -55,72 +57,47 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 
 /* ---------- the settings record ---------- */
 
-typedef enum {
-    S_INT, S_FLOAT, S_U64, S_FAMILY, S_PRECISION, S_OPTIMIZER, S_CKPT, S_ATTENTION, S_CE, S_QUANT, S_LOADER,
-    S_TARGETS, S_PATH
-} setting_kind;
+/* Every config key a run's state or course depends on, its value as the config's
+ * rows write it (config_keys.c; the data file as its real path): the keys in
+ * their rows' order but these, which are not the run's record: tied follows the
+ * family, steps is how far the run goes (a resume goes further), ranks is the
+ * header's rank count. */
+static const char *const unrecorded[] = {"tied", "steps", "ranks", NULL};
+/* The keys a resume may change when --resume-changed names them; every other
+ * shapes the saved state (the state's own fingerprint, train.c, and the zero
+ * stage), so no resume can change it. */
+static const char *const course[] = {"accum", "checkpointing", "attention", "attn-tile", "ce", "ce-chunk", "lora-alpha",
+                                     "overlap", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", NULL};
 
-/* Every config key a run's state or course depends on. `shapes`: the saved state's
- * layout depends on it (the state's own fingerprint, train.c, and the zero stage), so
- * no resume can change it; the others may change when --resume-changed names them. */
-static const struct setting {
+static bool named(const char *const *list, const char *key)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, key)) return true;
+    return false;
+}
+
+#define MAX_SETTINGS 48
+static struct setting {
     const char *key;
     bool shapes;
-    setting_kind kind;
-    size_t off;
-} settings[] = {
-#define AT(f) offsetof(mt_config, f)
-    {"family", true, S_FAMILY, AT(family)},
-    {"layers", true, S_INT, AT(layers)},
-    {"hidden", true, S_INT, AT(hidden)},
-    {"heads", true, S_INT, AT(heads)},
-    {"kv-heads", true, S_INT, AT(kv_heads)},
-    {"ffn", true, S_INT, AT(ffn)},
-    {"vocab", true, S_INT, AT(vocab)},
-    {"max-pos", true, S_INT, AT(max_pos)},
-    {"precision", true, S_PRECISION, AT(precision)},
-    {"optimizer", true, S_OPTIMIZER, AT(optimizer)},
-    {"adam8-block", true, S_INT, AT(opt.block)},
-    {"batch", true, S_INT, AT(batch)},
-    {"seq", true, S_INT, AT(seq)},
-    {"lora-rank", true, S_INT, AT(lora_rank)},
-    {"lora-targets", true, S_TARGETS, AT(lora_targets)},
-    {"quant", true, S_QUANT, AT(quant)},
-    {"loader", true, S_LOADER, AT(loader)},
-    {"shuffle-buffer", true, S_INT, AT(shuffle_buffer)},
-    {"zero", true, S_INT, AT(zero)},
-    {"accum", false, S_INT, AT(accum)},
-    {"checkpointing", false, S_CKPT, AT(checkpointing)},
-    {"attention", false, S_ATTENTION, AT(attention)},
-    {"attn-tile", false, S_INT, AT(attn_tile)},
-    {"ce", false, S_CE, AT(ce)},
-    {"ce-chunk", false, S_INT, AT(ce_chunk)},
-    {"lora-alpha", false, S_FLOAT, AT(lora_alpha)},
-    {"overlap", false, S_INT, AT(overlap)},
-    {"data", false, S_PATH, AT(data_path)},
-    {"lr", false, S_FLOAT, AT(opt.lr)},
-    {"weight-decay", false, S_FLOAT, AT(opt.weight_decay)},
-    {"momentum", false, S_FLOAT, AT(opt.momentum)},
-    {"seed", false, S_U64, AT(seed)},
-    {"loss-scale", false, S_FLOAT, AT(loss_scale)},
-#undef AT
-};
-#define NSETTINGS (sizeof settings / sizeof *settings)
+} settings[MAX_SETTINGS];
+static size_t nsettings;
+
+/* The record's keys, from the config's rows (once). */
+static void record_keys(void)
+{
+    if (nsettings) return;
+    for (const mp_opt *r = mt_config_keys(); r->name && nsettings < MAX_SETTINGS; r++)
+        if (!named(unrecorded, r->name)) settings[nsettings++] = (struct setting){r->name, !named(course, r->name)};
+}
+#define NSETTINGS (record_keys(), nsettings)
 
 static const struct setting *setting_find(const char *key, size_t len)
 {
+    record_keys();
     for (size_t i = 0; i < NSETTINGS; i++)
         if (strlen(settings[i].key) == len && !strncmp(settings[i].key, key, len)) return &settings[i];
     return NULL;
-}
-
-/* The shortest decimal that reads back as the same float (0.001, not 0.00100000005). */
-static void put_float(char *out, size_t cap, float v)
-{
-    for (int prec = 1; prec <= 9; prec++) {
-        snprintf(out, cap, "%.*g", prec, (double)v);
-        if (strtof(out, NULL) == v) return;
-    }
 }
 
 /* A path as one line of the record: control bytes and '\' as \xNN, so that two
@@ -140,22 +117,8 @@ static void put_path(char *out, size_t cap, const char *path)
 
 static void setting_value(const mt_config *c, const struct setting *s, char *out, size_t cap)
 {
-    const char *f = (const char *)c + s->off;
-    switch (s->kind) {
-    case S_INT: snprintf(out, cap, "%d", *(const int *)f); break;
-    case S_FLOAT: put_float(out, cap, *(const float *)f); break;
-    case S_U64: snprintf(out, cap, "%" PRIu64, *(const uint64_t *)f); break;
-    case S_FAMILY: snprintf(out, cap, "%s", mt_family_name(*(const mt_family *)f)); break;
-    case S_PRECISION: snprintf(out, cap, "%s", mp_precision_name(*(const mp_precision *)f)); break;
-    case S_OPTIMIZER: snprintf(out, cap, "%s", mp_optimizer_name(*(const mp_optimizer *)f)); break;
-    case S_CKPT: snprintf(out, cap, "%s", mp_ckpt_name(*(const mp_ckpt *)f)); break;
-    case S_ATTENTION: snprintf(out, cap, "%s", mp_attention_name(*(const mp_attention *)f)); break;
-    case S_CE: snprintf(out, cap, "%s", mp_ce_name(*(const mp_ce *)f)); break;
-    case S_QUANT: snprintf(out, cap, "%s", mp_quant_name(*(const mp_quant *)f)); break;
-    case S_LOADER: snprintf(out, cap, "%s", mp_loader_name(*(const mp_loader *)f)); break;
-    case S_TARGETS: mp_lora_targets_name(*(const unsigned *)f, out, cap); break;
-    case S_PATH: put_path(out, cap, f); break;
-    }
+    if (!strcmp(s->key, "data")) put_path(out, cap, c->own.data_path);
+    else if (!mt_config_value(c, s->key, out, cap)) out[0] = 0;
 }
 
 #define VALUE_MAX (4 * MT_PATH_LEN + 8)
@@ -209,9 +172,11 @@ int mt_checkpoint_changes_check(const char *list, char *err)
         char quoted[200], one[200];
         snprintf(one, sizeof one, "%.*s", (int)(n < 150 ? n : 150), p);
         if (!s) {
-            snprintf(err, MT_ERR_LEN, "--resume-changed '%s': not a setting a checkpoint records (lr, weight-decay, "
-                     "momentum, seed, data, loss-scale, accum, checkpointing, attention, attn-tile, ce, ce-chunk, "
-                     "lora-alpha, overlap)", mp_quote(one, quoted, sizeof quoted));
+            char names[400] = "";
+            for (size_t i = 0, used = 0; course[i] && used < sizeof names; i++)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", course[i]);
+            snprintf(err, MT_ERR_LEN, "--resume-changed '%s': not a setting a checkpoint records (%s)",
+                     mp_quote(one, quoted, sizeof quoted), names);
             return -1;
         }
         if (s->shapes) {
@@ -242,8 +207,8 @@ static bool record_line(const char **at, const char *end, const char **key, size
 static int compare_settings(const mt_config *c, const char *rec, size_t len, const char *name, const char *changed,
                             char *err)
 {
-    const char *found[NSETTINGS] = {0};
-    size_t flen[NSETTINGS] = {0}, count = 0;
+    const char *found[MAX_SETTINGS] = {0};
+    size_t flen[MAX_SETTINGS] = {0}, count = 0;
     for (const char *at = rec, *end = rec + len; at < end;) {
         const char *key, *val;
         size_t klen, vlen;
@@ -324,7 +289,7 @@ static uint8_t *image_of(mt_trainer *t, size_t *len, uint64_t *checksum, char *e
         return NULL;
     }
     ckpt_header h = {.version = CKPT_VERSION, .header_bytes = sizeof h, .step = (uint64_t)mt_trainer_steps(t),
-                     .config_hash = config_hash(c), .rank = c->rank, .ranks = c->ranks, .zero = c->zero,
+                     .config_hash = config_hash(c), .rank = c->rank, .ranks = c->ranks, .zero = c->s.zero,
                      .settings_len = rlen, .payload_len = n};
     memcpy(h.magic, CKPT_MAGIC, 8);
     memcpy(buf, &h, sizeof h);
@@ -370,9 +335,9 @@ int mt_checkpoint_load_image(mt_trainer *t, const uint8_t *image, size_t len, co
         return REFUSE("checkpoint '%.200s' was written by rank %" PRId32 " of %" PRId32 "; this is rank %d of %d",
                       name, h.rank, h.ranks, c->rank, c->ranks);
     if (h.reserved) return REFUSE("checkpoint '%.200s' is damaged (its header's reserved word is not 0)", name);
-    if (h.zero != c->zero)
+    if (h.zero != c->s.zero)
         return REFUSE("checkpoint '%.200s' was written for a different configuration (another zero stage): zero = "
-                      "%" PRId32 " there, %d in this run", name, h.zero, c->zero);
+                      "%" PRId32 " there, %d in this run", name, h.zero, c->s.zero);
     if (h.step > MT_MAX_STEPS)
         return REFUSE("checkpoint '%.200s': step %lld is out of range (0 to %d)", name, (long long)h.step,
                       MT_MAX_STEPS);
@@ -681,7 +646,7 @@ static int commit_manifest(mt_trainer *t, const char *dir, const shard_report *a
     const mt_config *c = mt_trainer_config(t);
     mt_manifest *m = calloc(1, sizeof *m);
     if (!m) return REFUSE("out of memory for a checkpoint manifest");
-    m->step = mt_trainer_steps(t), m->ranks = c->ranks, m->zero = c->zero, m->config_hash = config_hash(c);
+    m->step = mt_trainer_steps(t), m->ranks = c->ranks, m->zero = c->s.zero, m->config_hash = config_hash(c);
     int rc = 0;
     for (int r = 0; !rc && r < c->ranks; r++) {
         if (!all[r].ok) rc = REFUSE("rank %d: %s", r, all[r].err);
@@ -726,9 +691,9 @@ static int check_sharded(const mt_trainer *t, const char *dir, const mt_manifest
     if (m->ranks != c->ranks)
         return REFUSE("checkpoint '%.200s' was written by %d ranks; this run has %d (resume on the same rank count)",
                       dir, m->ranks, c->ranks);
-    if (m->zero != c->zero)
+    if (m->zero != c->s.zero)
         return REFUSE("checkpoint '%.200s' was written for a different configuration (another zero stage): zero = "
-                      "%d there, %d in this run", dir, m->zero, c->zero);
+                      "%d there, %d in this run", dir, m->zero, c->s.zero);
     for (int r = 0; r < m->ranks; r++) {
         char path[1200];
         struct stat st;

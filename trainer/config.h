@@ -18,69 +18,63 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "memtrain/memtrain_inventory.h"
+#include "memtrain/shape.h"
 #include "model/model.h"
 #include "settings/settings.h"
 #include "optim.h"
 
-/* The model's architecture family (a shape, not a training setting). */
-typedef enum { MT_GPT2, MT_LLAMA, MT_NFAMILY } mt_family;
-/* The settings (precision, optimizer, checkpointing, attention, loss, quantisation,
- * loader, LoRA targets) are the planner's enums and vocabulary (memplan.h):
- * memtrain implements the values whose row says so (mp_value.memtrain). */
+/* The model's architecture family (a shape, not a training setting): the
+ * planner's memtrain_family (memtrain/shape.h), by memtrain's names. */
+typedef memtrain_family mt_family;
+#define MT_GPT2 MEMTRAIN_GPT2
+#define MT_LLAMA MEMTRAIN_LLAMA
+#define MT_NFAMILY MEMTRAIN_NFAMILY
 
 #define MT_PATH_LEN 512
 /* The most optimizer steps a run takes (--steps) and a checkpoint may be at. */
 #define MT_MAX_STEPS 100000000
 
-typedef struct mt_config {
-    /* model */
-    mt_family family;  /* gpt2: LayerNorm+bias, GELU, learned positions, biases, tied head;
-                          llama: RMSNorm, SwiGLU, rotary, GQA, no biases, untied head */
-    int layers;        /* L */
-    int hidden;        /* C */
-    int heads;         /* NH */
-    int kv_heads;      /* KV; 0: NH (gpt2 always NH) */
-    int ffn;           /* F; 0: 4C (gpt2), or 8C/3 rounded up to a multiple of 64 (llama) */
-    int vocab;         /* V; the trainer's byte tokenizer needs V >= 256 */
-    int max_pos;       /* learned position rows (gpt2); 0: T */
-    /* batch */
-    int batch;         /* B */
-    int seq;           /* T */
-    int accum;         /* micro-batches per optimizer step */
-    /* techniques */
-    mp_precision precision; /* fp32, or mixed: 16-bit storage, fp32 master weights and math */
-    mp_attention attention;
-    int attn_tile;     /* flash tile edge, default 64 */
-    mp_ckpt checkpointing;
-    mp_ce ce;
-    int ce_chunk;      /* rows (tokens) per cross-entropy chunk, default 1024 */
-    mp_optimizer optimizer;
-    mt_opt_hparams opt; /* lr, betas, eps, weight decay, momentum, 8-bit block */
-    int lora_rank;     /* 0: full fine-tuning */
-    unsigned lora_targets;
-    float lora_alpha;  /* scale = alpha / r; 0: alpha = 2r */
-    mp_quant quant;    /* frozen base storage for LoRA (QLoRA: nf4 or nf4-dq) */
-    float loss_scale;  /* fp16 initial loss scale, default 65536 */
-    int loss_scale_window; /* double after this many good steps, default 2000 */
-    /* data */
-    mp_loader loader;
-    int shuffle_buffer; /* sequences in the streaming shuffle buffer, default 256 */
+/* What only memtrain has: the data, the run's length, the initialisation and the
+ * optimizer's hyper-parameters (config keys of their own, trainer/config_keys.c). */
+typedef struct mt_own {
     char data_path[MT_PATH_LEN]; /* "": the built-in corpus */
-    /* data parallel: this process's rank of `ranks` (set by the launcher, not a key) */
-    int rank, ranks;
-    int overlap;       /* ZeRO-0/1: 1 (default) sums the gradients while the backward runs, 0 after it */
-    int zero;          /* 0: all state replicated; 1: optimizer state sharded (ZeRO-1); 2: and the
-                          gradients, reduce-scattered layer by layer (ZeRO-2, full fine-tuning);
-                          3: and the parameters, gathered layer by layer (ZeRO-3) */
-    /* misc */
+    int64_t steps;     /* optimizer steps (default 20) */
     uint64_t seed;
     float init_std;    /* default 0.02 */
+    mt_opt_hparams opt; /* lr, betas, eps, weight decay, momentum */
+    float lora_alpha;  /* scale = alpha / r; 0: alpha = 2r */
+    float loss_scale;  /* fp16 initial loss scale, default 65536 */
+    int loss_scale_window; /* double after this many good steps, default 2000 */
+    int overlap;       /* ZeRO-0/1: 1 (default) sums the gradients while the backward runs, 0 after it */
+    unsigned given;    /* MP_PIN_* of the settings a key named (ranks: MP_PIN_GPUS) */
+} mt_own;
+
+/* One training configuration: the model's shape, the planner's settings record
+ * (every setting the planner also plans with: precision, optimizer and its block,
+ * checkpointing, attention and its tile, batch, sequence, loss, LoRA,
+ * quantisation, loader, ZeRO stage; gpus: the ranks), memtrain's own keys, and
+ * the launch. memtrain implements the settings' values whose vocabulary row says
+ * so (mp_value.memtrain). */
+typedef struct mt_config {
+    memtrain_shape shape;
+    mp_settings s;
+    mt_own own;
+    /* data parallel: this process's rank of `ranks` (set by the launcher, not a key;
+     * s.gpus is set to ranks) */
+    int rank, ranks;
 } mt_config;
 
-/* Defaults: a tiny gpt2 (L=2, C=64, NH=4, V=256, T=64, B=4), fp32, AdamW lr 1e-3. */
+/* Defaults: a tiny gpt2 (L=2, C=64, NH=4, V=256, T=64, B=4), fp32, AdamW lr 1e-3,
+ * the planner's defaults for the rest (mp_settings_default). */
 void mt_config_default(mt_config *c);
 /* Fill derived values and validate; 0, or -1 with a message in err (MT_ERR_LEN). */
 int mt_config_finish(mt_config *c, char *err);
+/* The planner's model of the config's shape (after mt_config_finish). */
+int mt_config_model(const mt_config *c, mp_model *m, char *err);
+/* Every buffer's size: the inventory's dimensions of the config's model and
+ * settings (memtrain_dims_from, as the planner's prediction sizes them). */
+int mt_config_dims(const mt_config *c, memtrain_dims *inv, char *err);
 
 const char *mt_family_name(mt_family f);
 int mt_family_parse(const char *s, mt_family *f);

@@ -109,16 +109,16 @@ static const mp_opt run_rows[] = {
  * (config_keys.c: the rows and the config file's lines). */
 
 /* Apply one key = value. `where` names a config file's line, or is NULL for --key. */
-static int apply_key(mt_run_keys *k, const char *key, const char *v, const char *where)
+static int apply_key(mt_config *c, const char *key, const char *v, const char *where)
 {
     char err[MT_KEYS_ERR_LEN];
-    return mt_config_key(k, key, v, where, err) ? usage_error("%s", err) : 0;
+    return mt_config_key(c, key, v, where, err) ? usage_error("%s", err) : 0;
 }
 
-static int read_config(const char *path, mt_run_keys *k)
+static int read_config(const char *path, mt_config *c)
 {
     char err[MT_KEYS_ERR_LEN];
-    return mt_config_read(path, k, err) ? usage_error("%s", err) : 0;
+    return mt_config_read(path, c, err) ? usage_error("%s", err) : 0;
 }
 
 static void usage(FILE *f)
@@ -140,26 +140,17 @@ static void usage(FILE *f)
 
 /* ---------- the planner's prediction for this config ---------- */
 
-static int predict(const mt_config *c, bool tied, mp_estimate *e, char *name, size_t name_len, char *err)
+/* The planner's estimate of this very record: the config's settings are the
+ * planner's (mt_config.s), its shape the planner's model; only the framework
+ * profile is named here. */
+static int predict(const mt_config *c, mp_estimate *e, char *name, size_t name_len, char *err)
 {
     mp_model m;
-    memset(&m, 0, sizeof m);
-    m.layers = c->layers, m.hidden = c->hidden, m.heads = c->heads, m.kv_heads = c->kv_heads;
-    m.ffn = c->ffn, m.vocab = c->vocab, m.max_pos = c->max_pos;
-    if (mp_memtrain_model(&m, c->family == MT_GPT2 ? "gpt2" : "llama", tied, c->seq, err)) return -1;
+    if (memtrain_shape_model(&c->shape, c->s.seq, &m, err)) return -1;
     snprintf(name, name_len, "%s", m.name);
-    mp_settings s;
-    mp_settings_default(&s, &m);
+    mp_settings s = c->s;
     s.framework = mp_framework_find("memtrain", err);
     if (!s.framework) return -1;
-    s.precision = c->precision, s.optimizer = c->optimizer, s.adam8_block = c->opt.block;
-    s.checkpointing = c->checkpointing, s.attention = c->attention;
-    s.batch = c->batch, s.accum = c->accum, s.seq = c->seq;
-    s.ce = c->ce, s.ce_chunk = c->ce_chunk;
-    s.lora_rank = c->lora_rank, s.lora_targets = c->lora_targets;
-    s.quant = c->quant, s.loader = c->loader;
-    s.shuffle_buffer = c->shuffle_buffer;
-    s.gpus = c->ranks, s.zero = c->zero;
     return mp_estimate_run(&m, &s, NULL, e, err);
 }
 
@@ -213,25 +204,20 @@ static FILE *metrics_create(const char *path, bool *created)
 /* Whether the rows so far reached the file (a full disk shows at the flush). */
 static bool metrics_ok(FILE *f) { return fflush(f) == 0 && !ferror(f); }
 
-static void metrics_header(FILE *f, const mt_config *c, long steps, double limit, const char *model)
+/* The header: the settings line holds the model's shape and every setting the
+ * config gave, as the config's rows write them (memtop's run plan reads them
+ * back with the same rows, tui/run_plan.c); with several ranks, which rank's
+ * file this is. 0, or -1 when the settings cannot be written as words. */
+static int metrics_header(FILE *f, const mt_config *c, long steps, double limit, const char *model)
 {
+    char words[4096], err[MT_KEYS_ERR_LEN];
+    if (mt_config_header(c, words, sizeof words, err) < 0) return run_error(EXIT_RUNTIME, "%s", err);
     fprintf(f, "# memtrain metrics v1\n# model: %s\n", model);
-    fprintf(f, "# settings: family=%s precision=%s optimizer=%s checkpointing=%s attention=%s batch=%d "
-               "accum=%d seq=%d ce=%s lora-rank=%d quant=%s loader=%s",
-            mt_family_name(c->family), mp_precision_name(c->precision), mp_optimizer_name(c->optimizer),
-            mp_ckpt_name(c->checkpointing), mp_attention_name(c->attention), c->batch, c->accum, c->seq,
-            mp_ce_name(c->ce), c->lora_rank, mp_quant_name(c->quant), mp_loader_name(c->loader));
-    /* the model's shape, for memtop's what-if view on the run (tui/run_plan.c) */
-    char tg[64];
-    fprintf(f, " layers=%d hidden=%d heads=%d kv-heads=%d ffn=%d vocab=%d max-pos=%d tied=%d ce-chunk=%d"
-               " lora-targets=%s", c->layers, c->hidden, c->heads, c->kv_heads, c->ffn, c->vocab, c->max_pos,
-            c->family == MT_GPT2, c->ce_chunk, mp_lora_targets_name(c->lora_targets, tg, sizeof tg));
-    /* data parallel: which rank's file this is */
-    if (c->ranks > 1) fprintf(f, " zero=%d rank=%d ranks=%d", c->zero, c->rank, c->ranks);
-    fputc('\n', f);
+    fprintf(f, "# settings: %s\n", words);
     fprintf(f, "# steps: %ld\n# budget_bytes: %.0f\n# device: cpu\n", steps, limit);
     for (int i = 0; i < MP_NMETRIC; i++) csv_put(f, mp_metric_name(i), i == 0);
     fputc('\n', f);
+    return 0;
 }
 
 static void metrics_row(FILE *f, long step, double t, double loss, double tps, double lr,
@@ -298,7 +284,7 @@ static json_t *components_json(const double v[MP_NCOMP])
 
 /* The run's options and the config file, then the keys given as --KEY (the
  * command line wins over the file). -1: go on; else the exit status. */
-static int parse_args(int argc, char **argv, run_opts *o, mt_run_keys *k)
+static int parse_args(int argc, char **argv, run_opts *o, mt_config *k)
 {
     char err[MP_OPT_ERR_LEN];
     for (int pass = 0; pass < 2; pass++) {
@@ -379,7 +365,7 @@ static void print_table(const rank_stats *rs, const mp_estimate *pred)
 }
 
 /* One rank's report: the fields of the single-process report. */
-static json_t *report_json(const rank_stats *rs, const mp_estimate *pred, const run_result *res)
+static json_t *report_json(const mt_config *c, const rank_stats *rs, const mp_estimate *pred, const run_result *res)
 {
     const mt_mem_stats *st = &rs->st;
     double meas[MP_NCOMP];
@@ -405,21 +391,24 @@ static json_t *report_json(const rank_stats *rs, const mp_estimate *pred, const 
     json_object_set_new(r, "losses", json_deep_copy(res->losses));
     json_object_set_new(r, "diverged", json_boolean(res->nonfinite > 0));
     json_object_set_new(r, "exit_status", json_integer(res->rc));
+    /* the run's config, every key as the config's rows write it (the same on every rank) */
+    const mp_opt_group keys = {NULL, mt_config_keys(), (void *)c, NULL};
+    json_object_set_new(r, "settings", mp_opt_json(&keys, 1));
     return r;
 }
 
 /* The report: rank 0's fields at the top (a single process's report), and with
  * several ranks a `ranks` array of every rank's, rank first. */
-static int write_report(const char *path, const rank_stats *all, int ranks, const mp_estimate *pred,
-                        const run_result *res)
+static int write_report(const char *path, const mt_config *c, const rank_stats *all, int ranks,
+                        const mp_estimate *pred, const run_result *res)
 {
-    json_t *r = report_json(&all[0], pred, res);
+    json_t *r = report_json(c, &all[0], pred, res);
     if (ranks > 1) {
         json_t *arr = json_array();
         for (int k = 0; k < ranks; k++) {
             json_t *one = json_object();
             json_object_set_new(one, "rank", json_integer(k));
-            json_t *fields = report_json(&all[k], pred, res);
+            json_t *fields = report_json(c, &all[k], pred, res);
             json_object_update(one, fields);
             json_decref(fields);
             json_array_append_new(arr, one);
@@ -464,7 +453,7 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
         mt_mem_stats st;
         mt_trainer_mem(t, &st);
         if (mf) {
-            metrics_row(mf, r.step, el, r.loss, tokens / el, c->opt.lr, &st, pred);
+            metrics_row(mf, r.step, el, r.loss, tokens / el, c->own.opt.lr, &st, pred);
             if (!metrics_ok(mf)) {
                 res->rc = run_error(EXIT_RUNTIME, "cannot write metrics '%s': %s", metrics_path, strerror(errno));
                 break;
@@ -518,14 +507,16 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
         if (res->nonfinite)
             printf("  the run diverged: %ld of %ld losses were not finite, the first at step %ld\n", res->nonfinite,
                    res->done, res->first_nonfinite);
-        if (ranks > 1) printf("  %d ranks, ZeRO-%d, global batch %d x %d x %d\n", ranks, c->zero, ranks, c->batch, c->accum);
+        if (ranks > 1)
+            printf("  %d ranks, ZeRO-%d, global batch %d x %lld x %lld\n", ranks, c->s.zero, ranks, (long long)c->s.batch,
+                   (long long)c->s.accum);
         for (int k = 0; k < ranks; k++) {
             if (ranks > 1) printf("\n  rank %d", k);
             print_table(&all[k], pred);
         }
     }
     if (rank == 0 && o->report) {
-        int e = write_report(o->report, all, ranks, pred, res);
+        int e = write_report(o->report, c, all, ranks, pred, res);
         if (!rc) rc = e;
     }
     free(all);
@@ -556,38 +547,35 @@ static int output_dir_ok(const char *what, const char *path, bool is_dir)
 static int run(int argc, char **argv, int rank, int ranks)
 {
     run_opts o = {0};
-    mt_run_keys keys = {.steps = 20, .tied = -1};
-    mt_config_default(&keys.c);
+    mt_config c;
+    mt_config_default(&c);
     size_t baseline_rss = mt_rss_bytes();
-    int parsed = parse_args(argc, argv, &o, &keys);
+    int parsed = parse_args(argc, argv, &o, &c);
     if (parsed >= 0) return parsed;
-    mt_config c = keys.c;
-    c.rank = rank, c.ranks = ranks;
     char err[MT_ERR_LEN];
     /* the config's global batch is ranks x batch x accum: another launch would change it */
-    if (keys.ranks && keys.ranks != ranks)
-        return usage_error("the config is planned for ranks = '%lld' (global batch %lld x %d x %d), launched as %d: "
-                           "use mpirun -np %lld", (long long)keys.ranks, (long long)keys.ranks, c.batch, c.accum,
-                           ranks, (long long)keys.ranks);
-    if (!mt_dist_built() && c.zero > 0)
+    long long planned = (long long)c.s.gpus;
+    if ((c.own.given & MP_PIN_GPUS) && planned != ranks)
+        return usage_error("the config is planned for ranks = '%lld' (global batch %lld x %lld x %lld), launched as %d: "
+                           "use mpirun -np %lld", planned, planned, (long long)c.s.batch, (long long)c.s.accum,
+                           ranks, planned);
+    c.rank = rank, c.ranks = ranks;
+    if (!mt_dist_built() && c.s.zero > 0)
         return usage_error("zero = '%d' needs MPI, and this memtrain was built without it (install libopenmpi-dev, "
-                           "rebuild, launch with mpirun)", c.zero);
+                           "rebuild, launch with mpirun)", c.s.zero);
     if (mt_config_finish(&c, err)) return usage_error("%s", err);
     if (ranks > MT_CHECKPOINT_MAX_RANKS && (o.save_dir || o.resume_dir))
         return usage_error("'%s' with '%d' ranks: checkpoints hold at most %d ranks' shards",
                            o.save_dir ? "--save" : "--resume", ranks, MT_CHECKPOINT_MAX_RANKS);
-    bool family_tied = c.family == MT_GPT2;
-    if (keys.tied >= 0 && keys.tied != family_tied)
-        return usage_error("tied = %d does not match memtrain's %s family (%s head)", keys.tied, mt_family_name(c.family),
-                           family_tied ? "tied" : "untied");
     /* the byte tokenizer's tokens index the embeddings */
-    if (c.vocab < MT_TOKENS)
-        return usage_error("vocab = %d: memtrain's byte tokenizer needs at least %d", c.vocab, MT_TOKENS);
+    if (c.shape.vocab < MT_TOKENS)
+        return usage_error("vocab = %d: memtrain's byte tokenizer needs at least %d", c.shape.vocab, MT_TOKENS);
     char derr[MT_ERR_LEN];
-    if (mt_data_check(c.data_path, c.loader, (size_t)c.batch, (size_t)c.seq, ranks, derr, sizeof derr))
+    const char *data = c.own.data_path;
+    if (mt_data_check(data, c.s.loader, (size_t)c.s.batch, (size_t)c.s.seq, ranks, derr, sizeof derr))
         return usage_error("%s", derr);
-    if (c.data_path[0] && access(c.data_path, R_OK))
-        return usage_error("cannot read data file '%s': %s", c.data_path, strerror(errno));
+    if (data[0] && access(data, R_OK))
+        return usage_error("cannot read data file '%s': %s", data, strerror(errno));
     if ((o.report && output_dir_ok("--report", o.report, false)) ||
         (o.metrics && output_dir_ok("--metrics", o.metrics, false)) ||
         (o.save_dir && output_dir_ok("--save", o.save_dir, true)))
@@ -601,7 +589,7 @@ static int run(int argc, char **argv, int rank, int ranks)
     mp_estimate pred;
     char perr[MP_ERR_LEN];
     char model_name[MP_NAME_LEN];
-    if (predict(&c, family_tied, &pred, model_name, sizeof model_name, perr)) return usage_error("%s", perr);
+    if (predict(&c, &pred, model_name, sizeof model_name, perr)) return usage_error("%s", perr);
     char a[32], b[32];
     if (o.mem_limit > 0 && pred.total_bytes > o.mem_limit) {
         return run_error(EXIT_MEMLIMIT, "the plan is predicted to need %s, above --mem-limit %s: not starting",
@@ -616,10 +604,10 @@ static int run(int argc, char **argv, int rank, int ranks)
         return run_error(EXIT_USAGE, "%s", err);
     }
     /* --steps counts the steps already taken: a checkpoint past it leaves nothing to run */
-    if (mt_trainer_steps(t) > keys.steps) {
+    if (mt_trainer_steps(t) > c.own.steps) {
         mt_trainer_free(t);
         return usage_error("checkpoint '%s' is at step %ld, past --steps %lld (which counts the steps already taken)",
-                           o.resume_dir, mt_trainer_steps(t), (long long)keys.steps);
+                           o.resume_dir, mt_trainer_steps(t), (long long)c.own.steps);
     }
     FILE *mf = NULL;
     char metrics_path[1024];
@@ -636,7 +624,11 @@ static int run(int argc, char **argv, int rank, int ranks)
         return EXIT_USAGE;
     }
     if (mf) {
-        metrics_header(mf, &c, keys.steps, o.mem_limit, model_name);
+        if (metrics_header(mf, &c, c.own.steps, o.mem_limit, model_name)) {
+            fclose(mf);
+            mt_trainer_free(t);
+            return EXIT_RUNTIME;
+        }
         if (!metrics_ok(mf)) {
             int e = errno;
             fclose(mf);
@@ -648,7 +640,7 @@ static int run(int argc, char **argv, int rank, int ranks)
     signal(SIGTERM, on_signal);
 
     run_result res = {.losses = json_array()};
-    train_loop(t, &o, keys.steps, &pred, mf, metrics_path, &res);
+    train_loop(t, &o, c.own.steps, &pred, mf, metrics_path, &res);
     int rc = conclude(t, &o, &pred, &res, baseline_rss);
     json_decref(res.losses);
     if (mf) fclose(mf);

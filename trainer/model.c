@@ -351,7 +351,7 @@ static void layer_fwd(mt_model *m, size_t l, const layer_w *w, layer_a *a, float
     mt_round_f32(qkv, adt, N * QW);
     /* atty (N,AW) = attention(q, k, v) */
     mt_attn_dims ad = attn_dims(m);
-    if (m->cfg.attention == MP_ATTN_FLASH)
+    if (m->cfg.s.attention == MP_ATTN_FLASH)
         mt_attn_flash_fwd(atty, a->s[MT_S_LSE], qkv, &ad, m->attn_ws);
     else
         mt_attn_eager_fwd(atty, a->s[MT_S_ATT], qkv, &ad, adt, m->attn_ws);
@@ -435,7 +435,7 @@ static void layer_bwd(mt_model *m, size_t l, const layer_w *w, const layer_g *g,
     grads_progress(m);
     /* attention: dqkv (N,QW) */
     mt_attn_dims ad = attn_dims(m);
-    if (m->cfg.attention == MP_ATTN_FLASH)
+    if (m->cfg.s.attention == MP_ATTN_FLASH)
         mt_attn_flash_bwd(dqkv, datty, a->s[MT_S_QKV], a->s[MT_S_ATTY], a->s[MT_S_LSE], &ad,
                           m->attn_ws);
     else
@@ -504,7 +504,9 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
     const mt_dims *d = &m->d;
     size_t N = d->N, C = d->C;
     memtrain_dims inv; /* the sizes of what the forward allocates */
-    mt_model_inventory(m, &inv);
+    char why[MT_ERR_LEN];
+    if (mt_config_dims(&m->cfg, &inv, why) != 0)
+        return mt_error("model: %s", why);
     m->inputs = inputs;
     m->targets = targets;
     m->dscale = dscale;
@@ -556,7 +558,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
     /* head and loss */
     int ht = head_tensor(m);
     double sum;
-    if (m->cfg.ce == MP_CE_FULL) {
+    if (m->cfg.s.ce == MP_CE_FULL) {
         m->logits = mt_row_alloc(&inv, MEMTRAIN_LOGITS);
         m->ce_lse = mt_row_alloc(&inv, MEMTRAIN_CE_LSE);
         if (!m->logits || !m->ce_lse)
@@ -566,7 +568,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
     } else {
         sum = mt_ce_chunked(dscale != 0.0f ? m->dlnf : NULL, m->ce_buf, lnf32, targets,
                             pw(m, ht, 0), pg(m, ht, 0), &m->tiles, N, C, d->V,
-                            (size_t)m->cfg.ce_chunk, dscale / (float)N);
+                            (size_t)m->cfg.s.ce_chunk, dscale / (float)N);
         mt_free(m->lnf); /* the head's gradients are done: lnf is not needed any more */
         m->lnf = NULL;
     }
@@ -591,7 +593,7 @@ int mt_model_backward(mt_model *m)
 
     /* head: dl (N,C) = d loss / d lnf */
     float *dl;
-    if (m->cfg.ce == MP_CE_FULL) {
+    if (m->cfg.s.ce == MP_CE_FULL) {
         float *lnf32 = m->lnf;
         if (m->mixed) {
             mt_to_f32(m->out32, m->lnf, m->adt, N * C);
@@ -645,7 +647,7 @@ int mt_model_backward(mt_model *m)
             x = m->x32;
         }
         acts_view(m, l, &a, x);
-        if (m->cfg.checkpointing == MP_CKPT_FULL)
+        if (m->cfg.s.checkpointing == MP_CKPT_FULL)
             layer_fwd(m, l, &w, &a, NULL); /* recompute the layer's activations */
         else if (m->mixed)
             restore_slots(m, l);

@@ -175,7 +175,7 @@ static inline mt_gref lora_gref(const mt_model *m, size_t l, size_t off)
 static inline int head_tensor(const mt_model *m) { return m->gpt2 ? MT_P_WTE : MT_P_HEAD; }
 static inline mt_attn_dims attn_dims(const mt_model *m)
 {
-    mt_attn_dims a = {m->d.B, m->d.T, m->d.NH, m->d.KV, m->d.HD, (size_t)m->cfg.attn_tile};
+    mt_attn_dims a = {m->d.B, m->d.T, m->d.NH, m->d.KV, m->d.HD, (size_t)m->cfg.s.attn_tile};
     return a;
 }
 

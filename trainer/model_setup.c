@@ -8,6 +8,7 @@
 #include "model_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,13 +35,13 @@ typedef struct init_stream {
 static void init_stream_start(init_stream *s, const mt_model *m, int t, size_t l)
 {
     const mt_config *c = &m->cfg;
-    mt_rng_seed(&s->rng, c->seed * 1000003ULL + (uint64_t)t * 7919ULL + (uint64_t)l * 104729ULL);
+    mt_rng_seed(&s->rng, c->own.seed * 1000003ULL + (uint64_t)t * 7919ULL + (uint64_t)l * 104729ULL);
     s->loaded = 0;
     s->normal = m->info[t].matrix;
     s->constant = (t == MT_P_LN1W || t == MT_P_LN2W || t == MT_P_LNFW) ? 1.0f : 0.0f;
-    s->std = c->init_std;
+    s->std = c->own.init_std;
     if (t == MT_P_WO || t == MT_P_WPROJ) /* residual projections, GPT-2 style */
-        s->std = c->init_std / sqrtf(2.0f * (float)c->layers);
+        s->std = c->own.init_std / sqrtf(2.0f * (float)c->shape.layers);
 }
 
 /* Value i of the stream (i must not go back to an earlier chunk). */
@@ -124,7 +125,7 @@ static int init_params(mt_model *m)
         for (int k = 0; k < m->lora.n; k++) {
             const mt_lora_mod *md = &m->lora.mods[k];
             mt_rng rng;
-            mt_rng_seed(&rng, m->cfg.seed * 7777ULL + l * 131ULL + (uint64_t)k * 17ULL + 5ULL);
+            mt_rng_seed(&rng, m->cfg.own.seed * 7777ULL + l * 131ULL + (uint64_t)k * 17ULL + 5ULL);
             float bound = 1.0f / sqrtf((float)md->in);
             size_t a0 = l * m->lora.per_layer + md->a_off;
             size_t b0 = l * m->lora.per_layer + md->b_off;
@@ -221,6 +222,53 @@ static void param_table(mt_model *m)
     }
 }
 
+/* ---------- the model's buffers: rows of the inventory (model_buffers.c) ---------- */
+
+_Static_assert(MT_S_LORA == MEMTRAIN_LORA_U - MEMTRAIN_LN1 && MT_S_ATT == MEMTRAIN_ATT - MEMTRAIN_LN1 &&
+                   MT_S_FCG == MEMTRAIN_FCG - MEMTRAIN_LN1 && MT_NSLOT == MEMTRAIN_NSLOTS,
+               "the slots are the inventory's slot rows, in order");
+
+/* Where the model keeps each row it allocates (MEMTRAIN_BY_MODEL), and whether
+ * the buffer starts zeroed. */
+#define KEPT_IN(field) {true, false, offsetof(mt_model, field)}
+#define ZEROED_IN(field) {true, true, offsetof(mt_model, field)}
+static const mt_row_field row_fields[MEMTRAIN_NROWS] = {
+    [MEMTRAIN_PARAMS] = KEPT_IN(params),     [MEMTRAIN_MASTER] = KEPT_IN(master),
+    [MEMTRAIN_PARAM_SHARD] = ZEROED_IN(pshard), [MEMTRAIN_PARAM_LAYER] = KEPT_IN(wslots),
+    [MEMTRAIN_PARAM_OUTER] = KEPT_IN(wouter), [MEMTRAIN_MASTER_SHARD] = ZEROED_IN(mshard),
+    [MEMTRAIN_GRADS] = ZEROED_IN(grads),     [MEMTRAIN_NF4] = ZEROED_IN(nf4),
+    [MEMTRAIN_GRAD_LAYER] = ZEROED_IN(glayer), [MEMTRAIN_GRAD_OUTER] = ZEROED_IN(gouter),
+    [MEMTRAIN_DEQ] = KEPT_IN(deq),           [MEMTRAIN_LW] = KEPT_IN(lw),
+    [MEMTRAIN_LMASTER] = KEPT_IN(lmaster),   [MEMTRAIN_LGRAD] = ZEROED_IN(lgrad),
+    [MEMTRAIN_TILE_W] = KEPT_IN(tiles.w),    [MEMTRAIN_TILE_G] = KEPT_IN(tiles.g),
+    [MEMTRAIN_WVEC] = KEPT_IN(wvec),         [MEMTRAIN_GVEC] = KEPT_IN(gvec),
+    [MEMTRAIN_ATTN_WS] = KEPT_IN(attn_ws),   [MEMTRAIN_DRES] = KEPT_IN(dres),
+    [MEMTRAIN_DLN] = KEPT_IN(dln),           [MEMTRAIN_DQKV] = KEPT_IN(dqkv),
+    [MEMTRAIN_DATTY] = KEPT_IN(datty),       [MEMTRAIN_DFCH] = KEPT_IN(dfch),
+    [MEMTRAIN_DFCG] = KEPT_IN(dfcg),         [MEMTRAIN_DU] = KEPT_IN(du),
+    [MEMTRAIN_CE_BUF] = KEPT_IN(ce_buf),     [MEMTRAIN_DLNF] = KEPT_IN(dlnf),
+    [MEMTRAIN_X32] = KEPT_IN(x32),           [MEMTRAIN_OUT32] = KEPT_IN(out32),
+    [MEMTRAIN_ROPE_COS] = KEPT_IN(rope_cos), [MEMTRAIN_ROPE_SIN] = KEPT_IN(rope_sin),
+    [MEMTRAIN_RES_TABLE] = ZEROED_IN(res),   [MEMTRAIN_SAVED_TABLE] = ZEROED_IN(saved),
+};
+
+/* The NF4 stores of every layer (the rows quant.c allocates), at their place in the walk. */
+static int nf4_stores(void *model)
+{
+    mt_model *m = model;
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++)
+        if (mt_nf4_init(&m->nf4[l], m->qn, m->cfg.s.quant == MP_QUANT_NF4_DQ) != 0)
+            return -1;
+    return 0;
+}
+
+static void free_buffers(mt_model *m)
+{
+    for (size_t l = 0; m->nf4 && l < m->d.L; l++)
+        mt_nf4_free(&m->nf4[l]);
+    mt_buffers_free(m, row_fields, m->scr);
+}
+
 /* ---------- the activation-slot policy (the inventory's slot rows) ---------- */
 
 static void slot_policy(mt_model *m, const memtrain_dims *inv)
@@ -241,7 +289,7 @@ static void slot_policy(mt_model *m, const memtrain_dims *inv)
 static int check_layout(const mt_model *m, const memtrain_dims *inv)
 {
     mt_attn_dims ad = attn_dims(m);
-    size_t attn = mt_attn_ws_floats(&ad, m->cfg.attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
+    size_t attn = mt_attn_ws_floats(&ad, m->cfg.s.attention == MP_ATTN_FLASH, m->saved_slot[MT_S_ATT]);
     size_t ranks = m->cfg.ranks > 1 ? (size_t)m->cfg.ranks : 1;
     const struct {
         int row;
@@ -255,8 +303,8 @@ static int check_layout(const mt_model *m, const memtrain_dims *inv)
                 {MEMTRAIN_LW, m->nlora},
                 {MEMTRAIN_LORA_U, m->lora.n ? m->d.N * m->d.r : 0},
                 {MEMTRAIN_ATTN_WS, attn},
-                {MEMTRAIN_GRAD_LAYER, m->cfg.zero >= 2 && m->base_trainable ? m->nlayer_g : 0},
-                {MEMTRAIN_GRAD_OUTER, m->cfg.zero >= 2 && m->base_trainable ? m->nouter_g : 0}};
+                {MEMTRAIN_GRAD_LAYER, m->cfg.s.zero >= 2 && m->base_trainable ? m->nlayer_g : 0},
+                {MEMTRAIN_GRAD_OUTER, m->cfg.s.zero >= 2 && m->base_trainable ? m->nouter_g : 0}};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (memtrain_elems(inv, need[i].row) != need[i].want)
             return mt_error("model: the inventory's %s has %zu elements, the model needs %zu",
@@ -277,41 +325,45 @@ int mt_model_create(const mt_config *c, mt_model **out)
         return -1;
     m->cfg = *c;
     mt_dims *d = &m->d;
-    d->B = (size_t)c->batch;
-    d->T = (size_t)c->seq;
+    d->B = (size_t)c->s.batch;
+    d->T = (size_t)c->s.seq;
     d->N = d->B * d->T;
-    d->C = (size_t)c->hidden;
-    d->L = (size_t)c->layers;
-    d->NH = (size_t)c->heads;
-    d->KV = (size_t)c->kv_heads;
+    d->C = (size_t)c->shape.hidden;
+    d->L = (size_t)c->shape.layers;
+    d->NH = (size_t)c->shape.heads;
+    d->KV = (size_t)c->shape.kv_heads;
     d->HD = d->C / d->NH;
-    d->F = (size_t)c->ffn;
-    d->V = (size_t)c->vocab;
-    d->maxpos = (size_t)c->max_pos;
+    d->F = (size_t)c->shape.ffn;
+    d->V = (size_t)c->shape.vocab;
+    d->maxpos = (size_t)c->shape.max_pos;
     d->QW = (d->NH + 2 * d->KV) * d->HD;
     d->AW = d->NH * d->HD;
-    m->gpt2 = c->family == MT_GPT2;
+    m->gpt2 = c->shape.family == MT_GPT2;
     d->FW = m->gpt2 ? d->F : 2 * d->F;
-    d->r = (size_t)c->lora_rank;
-    m->mixed = c->precision != MP_FP32;
-    m->pdt = m->adt = c->precision == MP_MIXED_BF16 ? MT_BF16
-                      : c->precision == MP_MIXED_FP16 ? MT_F16
+    d->r = (size_t)c->s.lora_rank;
+    m->mixed = c->s.precision != MP_FP32;
+    m->pdt = m->adt = c->s.precision == MP_MIXED_BF16 ? MT_BF16
+                      : c->s.precision == MP_MIXED_FP16 ? MT_F16
                                                     : MT_F32;
-    m->qlora = c->quant != MP_QUANT_NONE;
-    m->base_trainable = c->lora_rank == 0;
-    m->zero3 = c->zero >= 3 && m->base_trainable;
-    mt_lora_layout_make(&m->lora, c->family, c->lora_targets, d->r, c->lora_alpha, d->C, d->NH,
+    m->qlora = c->s.quant != MP_QUANT_NONE;
+    m->base_trainable = c->s.lora_rank == 0;
+    m->zero3 = c->s.zero >= 3 && m->base_trainable;
+    mt_lora_layout_make(&m->lora, c->shape.family, c->s.lora_targets, d->r, c->own.lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
     m->nlora = d->L * m->lora.per_layer;
     memtrain_dims inv;
-    mt_model_inventory(m, &inv);
+    char why[MT_ERR_LEN];
+    if (mt_config_dims(c, &inv, why) != 0) {
+        mt_error("model: %s", why);
+        goto fail;
+    }
     param_table(m);
     m->plo = 0, m->pn = m->nbase;
     if (m->zero3)
         mt_dist_shard(m->nbase, c->rank, c->ranks > 1 ? c->ranks : 1, &m->plo, &m->pn);
     mt_model_params_changed(m);
     slot_policy(m, &inv);
-    if (check_layout(m, &inv) != 0 || mt_model_alloc_buffers(m, &inv) != 0)
+    if (check_layout(m, &inv) != 0 || mt_buffers_alloc(&inv, m, row_fields, m->scr, nf4_stores) != 0)
         goto fail;
     m->tiles.n = memtrain_elems(&inv, MEMTRAIN_TILE_W);
     if (m->nlora)
@@ -333,7 +385,7 @@ void mt_model_free(mt_model *m)
         return;
     if (m->res && m->saved)
         mt_model_release(m);
-    mt_model_free_buffers(m);
+    free_buffers(m);
     mt_free(m);
     mt_mem_trim(); /* hand cached blocks back to the system */
 }

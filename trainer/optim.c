@@ -9,6 +9,7 @@
 #include "alloc.h"
 #include "simd.h"
 #include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 /* ---------- 8-bit code maps ----------
  *
@@ -114,55 +115,56 @@ uint8_t mt_q8_unsigned_code(float x)
 
 /* ---------- sizes, init ---------- */
 
-static size_t nblocks_of(size_t n, int block) { return (n + (size_t)block - 1) / (size_t)block; }
+static size_t nblocks_of(size_t n, size_t block) { return (n + block - 1) / block; }
 
-size_t mt_optim_state_bytes(mp_optimizer k, size_t n, int block)
+size_t mt_optim_state_bytes(const mp_settings *s, size_t n)
 {
-    switch (k) {
-    case MP_ADAMW: return 2 * n * sizeof(float);
-    case MP_ADAMW_8BIT: return 2 * n + 2 * nblocks_of(n, block) * sizeof(float);
-    case MP_SGD_MOMENTUM: return n * sizeof(float);
-    default: return 0;
-    }
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    size_t states = (size_t)od->states, blocks = od->low_bit ? nblocks_of(n, (size_t)s->adam8_block) : 0;
+    return states * (n * (size_t)mp_state_value_bytes(s) + blocks * sizeof(float));
 }
 
-size_t mt_optim_scratch_bytes(mp_optimizer k, int block)
-{
-    return k == MP_ADAMW_8BIT ? 2 * (size_t)block * sizeof(float) : 0;
-}
+/* The bytes a kernel stores a state value in: 8-bit codes, or fp32. */
+static size_t kernel_value_bytes(mp_optimizer k) { return k == MP_ADAMW_8BIT ? sizeof(uint8_t) : sizeof(float); }
 
-int mt_optim_init(mt_optim *o, mp_optimizer kind, const mt_opt_hparams *hp, size_t n,
+int mt_optim_init(mt_optim *o, const mp_settings *s, const mt_opt_hparams *hp, size_t n,
                   const mt_seg *segs, size_t nsegs)
 {
     memset(o, 0, sizeof *o);
+    mp_optimizer kind = s->optimizer;
     o->kind = kind;
     o->hp = *hp;
-    if (o->hp.block <= 0)
-        o->hp.block = 256;
+    o->block = s->adam8_block > 0 ? (size_t)s->adam8_block : 256;
+    o->value_bytes = (size_t)mp_state_value_bytes(s);
     o->n = n;
     o->segs = segs;
     o->nsegs = nsegs;
+    /* the planner sizes the state from its rows; the kernels below store what they store */
+    if (mp_optimizer_desc_of(kind)->states > 0 && o->value_bytes != kernel_value_bytes(kind))
+        return mt_error("optimizer %s keeps %zu-byte state values (the planner's rows), memtrain's kernel %zu",
+                        mp_optimizer_name(kind), o->value_bytes, kernel_value_bytes(kind));
+    size_t vb = o->value_bytes;
     switch (kind) {
     case MP_ADAMW:
-        o->m = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
-        o->v = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
+        o->m = mt_calloc(MT_OPTIMIZER, n * vb);
+        o->v = mt_calloc(MT_OPTIMIZER, n * vb);
         if (!o->m || !o->v)
             goto fail;
         break;
     case MP_ADAMW_8BIT:
         build_maps();
-        o->nblocks = nblocks_of(n, o->hp.block);
-        o->m8 = mt_alloc(MT_OPTIMIZER, n);
-        o->v8 = mt_calloc(MT_OPTIMIZER, n);
+        o->nblocks = nblocks_of(n, o->block);
+        o->m8 = mt_alloc(MT_OPTIMIZER, n * vb);
+        o->v8 = mt_calloc(MT_OPTIMIZER, n * vb);
         o->m_amax = mt_calloc_n(MT_OPTIMIZER, o->nblocks, sizeof(float));
         o->v_amax = mt_calloc_n(MT_OPTIMIZER, o->nblocks, sizeof(float));
-        o->scratch = mt_alloc_n(MT_WORKSPACE, 2 * (size_t)o->hp.block, sizeof(float));
+        o->scratch = mt_alloc_n(MT_WORKSPACE, 2 * o->block, sizeof(float));
         if (!o->m8 || !o->v8 || !o->m_amax || !o->v_amax || !o->scratch)
             goto fail;
         memset(o->m8, 127, n); /* signed code 127 is zero */
         break;
     case MP_SGD_MOMENTUM:
-        o->m = mt_calloc_n(MT_OPTIMIZER, n, sizeof(float));
+        o->m = mt_calloc(MT_OPTIMIZER, n * vb);
         if (!o->m)
             goto fail;
         break;
@@ -291,7 +293,7 @@ void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale
 #define WOFF(p) (w16 ? (char *)w16 + (p) * wsz : NULL)
 
     if (o->kind == MP_ADAMW_8BIT) {
-        size_t bs = (size_t)o->hp.block;
+        size_t bs = o->block;
         float *mb = o->scratch, *vb = o->scratch + bs;
         for (size_t blk = 0; blk < o->nblocks; blk++) {
             size_t i0 = blk * bs, cnt_b = o->n - i0 < bs ? o->n - i0 : bs;
@@ -341,7 +343,9 @@ void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale
 
 size_t mt_optim_state_size(const mt_optim *o)
 {
-    return sizeof(int64_t) + mt_optim_state_bytes(o->kind, o->n, o->hp.block);
+    /* the state as allocated: mt_optim_state_bytes for the settings it was made from */
+    size_t states = (size_t)mp_optimizer_desc_of(o->kind)->states;
+    return sizeof(int64_t) + states * (o->n * o->value_bytes + o->nblocks * sizeof(float));
 }
 
 #define PUT(ptr, bytes)                        \

@@ -27,9 +27,10 @@
 #include "precision.h"
 
 
+/* memtrain's own hyper-parameters; the optimizer, its 8-bit block and its
+ * state's element size are the planner's settings (mp_settings). */
 typedef struct mt_opt_hparams {
     float lr, beta1, beta2, eps, weight_decay, momentum;
-    int block; /* 8-bit block size (default 256) */
 } mt_opt_hparams;
 
 typedef struct mt_seg {
@@ -45,18 +46,22 @@ typedef struct mt_optim {
     float *m, *v;            /* adamw; m is the momentum buffer for sgd-momentum */
     uint8_t *m8, *v8;        /* adamw-8bit codes */
     float *m_amax, *v_amax;  /* adamw-8bit block scales */
-    size_t nblocks;
+    size_t block, nblocks;   /* adamw-8bit: values per block scale (--adam8-block), blocks */
+    size_t value_bytes;      /* bytes of one state value: the planner's (mp_state_value_bytes) */
     float *scratch;          /* adamw-8bit: 2*block floats (MT_WORKSPACE) */
     const mt_seg *segs;      /* owned by the caller, sorted, covering [0, n) */
     size_t nsegs;
 } mt_optim;
 
-/* Bytes of optimizer state (MT_OPTIMIZER) for n parameters. */
-size_t mt_optim_state_bytes(mp_optimizer k, size_t n, int block);
-/* Bytes of optimizer scratch (MT_WORKSPACE). */
-size_t mt_optim_scratch_bytes(mp_optimizer k, int block);
+/* Bytes of optimizer state (MT_OPTIMIZER) for n parameters under the settings:
+ * the optimizer row's states of n values of mp_state_value_bytes each, and a
+ * low-bit optimizer's fp32 scale per state per --adam8-block values. */
+size_t mt_optim_state_bytes(const mp_settings *s, size_t n);
 
-int mt_optim_init(mt_optim *o, mp_optimizer kind, const mt_opt_hparams *hp, size_t n,
+/* The settings' optimizer over n values: its kind, block and state size are the
+ * settings' (a state size the kernel does not store is refused); 0, or -1 with
+ * mt_last_error(). */
+int mt_optim_init(mt_optim *o, const mp_settings *s, const mt_opt_hparams *hp, size_t n,
                   const mt_seg *segs, size_t nsegs);
 void mt_optim_free(mt_optim *o);
 void mt_optim_step(mt_optim *o, float *w, void *grad, mt_dtype gdt, float gscale, void *w16,

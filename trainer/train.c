@@ -79,12 +79,12 @@ static int dist_setup(mt_trainer *t, const mt_group *g)
 {
     const mt_config *c = &t->cfg;
     t->shard_lo = 0, t->shard_n = g->n;
-    if (c->zero >= 1 && c->ranks >= 2) {
+    if (c->s.zero >= 1 && c->ranks >= 2) {
         mt_dist_shard(g->n, c->rank, c->ranks, &t->shard_lo, &t->shard_n);
         if (shard_segments(t, g) != 0)
             return -1;
     }
-    if (c->zero >= 2) {
+    if (c->s.zero >= 2) {
         t->gtotal = g->n;
         if (!(t->gshard = mt_calloc(MT_GRADIENTS, t->shard_n * sizeof(float))))
             return -1;
@@ -144,15 +144,15 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
     if (!t)
         return fail(err, "trainer");
     t->cfg = *cfg;
-    if (cfg->vocab < 256) {
-        mt_error("vocab (%d) must be at least 256 for the byte tokenizer", cfg->vocab);
+    if (cfg->shape.vocab < 256) {
+        mt_error("vocab (%d) must be at least 256 for the byte tokenizer", cfg->shape.vocab);
         mt_free(t);
         return fail(err, "config");
     }
-    size_t N = (size_t)cfg->batch * (size_t)cfg->seq;
-    mt_rng_seed(&t->rng, cfg->seed ^ 0x747261696eULL);
-    mt_scaler_init(&t->scaler, mp_precision_desc_of(cfg->precision)->loss_scaling, cfg->loss_scale,
-                   cfg->loss_scale_window);
+    size_t N = (size_t)cfg->s.batch * (size_t)cfg->s.seq;
+    mt_rng_seed(&t->rng, cfg->own.seed ^ 0x747261696eULL);
+    mt_scaler_init(&t->scaler, mp_precision_desc_of(cfg->s.precision)->loss_scaling, cfg->own.loss_scale,
+                   cfg->own.loss_scale_window);
     if (mt_model_create(cfg, &t->model) != 0) {
         fail(err, "model");
         goto out;
@@ -163,14 +163,14 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
         fail(err, "data parallel");
         goto out;
     }
-    if (mt_optim_init(&t->opt, cfg->optimizer, &cfg->opt, t->shard_n, t->shard_segs ? t->shard_segs : g.segs,
+    if (mt_optim_init(&t->opt, &cfg->s, &cfg->own.opt, t->shard_n, t->shard_segs ? t->shard_segs : g.segs,
                       t->shard_segs ? t->shard_nsegs : g.nsegs) != 0) {
         fail(err, "optimizer");
         goto out;
     }
     t->opt_ready = true;
-    if (mt_data_open(&t->data, cfg->data_path, cfg->loader, (size_t)cfg->batch,
-                     (size_t)cfg->seq, (size_t)cfg->shuffle_buffer, cfg->seed) != 0) {
+    if (mt_data_open(&t->data, cfg->own.data_path, cfg->s.loader, (size_t)cfg->s.batch,
+                     (size_t)cfg->s.seq, (size_t)cfg->s.shuffle_buffer, cfg->own.seed) != 0) {
         fail(err, "data");
         goto out;
     }
@@ -222,7 +222,7 @@ static int update(mt_trainer *t, const mt_group *g, float scale)
     float *w = g->master ? g->master : (float *)g->w;
     char *w16 = g->master ? (char *)g->w + lo * es : NULL;
     bool whole = t->shard_n == g->n;
-    if (t->cfg.zero >= 3) { /* ZeRO-3: g->w is the shard; the next forward gathers the layers */
+    if (t->cfg.s.zero >= 3) { /* ZeRO-3: g->w is the shard; the next forward gathers the layers */
         /* mixed precision: the master shard, and the 16-bit shard from it */
         mt_optim_step(&t->opt, g->master ? g->master : (float *)g->w, t->gshard, MT_F32, 1.0f / scale,
                       g->master ? g->w : NULL, g->dt, true);
@@ -254,7 +254,7 @@ static bool grads_finite(mt_trainer *t, const mt_group *g)
 int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
 {
     memset(r, 0, sizeof *r);
-    int accum = t->cfg.accum, ranks = t->cfg.ranks;
+    int accum = t->cfg.s.accum, ranks = t->cfg.ranks;
     float scale = t->scaler.scale;
     double sum = 0.0;
     /* ZeRO-0/1 over several ranks: the ring all-reduce (ring.h) of the gradients,
@@ -270,7 +270,7 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
         /* each rank's gradient is 1/ranks of the mean: the all-reduce's sum is the mean */
         if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss) != 0)
             return fail(err, "forward");
-        bool overlap = ring && t->cfg.overlap && k == accum - 1;
+        bool overlap = ring && t->cfg.own.overlap && k == accum - 1;
         mt_model_set_grad_ready(t->model, overlap ? grad_ready : NULL, t);
         int rc = mt_model_backward(t->model);
         mt_model_set_grad_ready(t->model, NULL, NULL);
@@ -279,7 +279,7 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
         sum += loss;
     }
     if (ring) {
-        if ((!t->cfg.overlap && mt_ring_queue(g.grad, g.n) != 0) || mt_ring_finish(&r->allreduce_wait_s) != 0)
+        if ((!t->cfg.own.overlap && mt_ring_queue(g.grad, g.n) != 0) || mt_ring_finish(&r->allreduce_wait_s) != 0)
             return fail(err, "data parallel");
     }
     if (ranks > 1)
@@ -298,7 +298,7 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     r->loss_scale = scale;
     r->step = t->step;
     r->skipped_total = t->scaler.skipped;
-    r->tokens = (size_t)t->cfg.batch * (size_t)t->cfg.seq * (size_t)accum * (size_t)ranks;
+    r->tokens = (size_t)t->cfg.s.batch * (size_t)t->cfg.s.seq * (size_t)accum * (size_t)ranks;
     return 0;
 }
 
@@ -339,10 +339,10 @@ void mt_trainer_mem(const mt_trainer *t, mt_mem_stats *s)
 
 static uint64_t fingerprint(const mt_config *c)
 {
-    int64_t v[] = {c->family,     c->layers,       c->hidden,    c->heads,  c->kv_heads,
-                   c->ffn,        c->vocab,        c->max_pos,   c->batch,  c->seq,
-                   c->precision,  c->optimizer,    c->opt.block, c->lora_rank,
-                   (int64_t)c->lora_targets,      c->quant,     c->loader, c->shuffle_buffer};
+    int64_t v[] = {c->shape.family,     c->shape.layers,       c->shape.hidden,    c->shape.heads,  c->shape.kv_heads,
+                   c->shape.ffn,        c->shape.vocab,        c->shape.max_pos,   c->s.batch,  c->s.seq,
+                   c->s.precision,  c->s.optimizer,    c->s.adam8_block, c->s.lora_rank,
+                   (int64_t)c->s.lora_targets,      c->s.quant,     c->s.loader, c->s.shuffle_buffer};
     uint64_t h = 1469598103934665603ULL;
     const unsigned char *p = (const unsigned char *)v;
     for (size_t i = 0; i < sizeof v; i++) {

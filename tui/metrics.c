@@ -1,6 +1,7 @@
 /* metrics.c — the v1 metrics parser: comments, header mapping, rows with valid bits. */
 #include "metrics.h"
 #include "common/errors.h"
+#include "settings/options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -126,7 +127,8 @@ static void name_bad(mtop_parser *p, const char *what, const char *value, const 
     if (header && !p->meta.bad[0]) copy(p->meta.bad, sizeof p->meta.bad, p->reason);
 }
 
-/* The settings a multi-rank run is told apart by, and their ranges. */
+/* The settings a multi-rank run is told apart by, and their ranges (the ZeRO
+ * stage's is its settings row's). */
 static const struct {
     const char *key;
     int64_t lo, hi;
@@ -134,8 +136,19 @@ static const struct {
 } count_settings[] = {
     {"rank", 0, INT_MAX - 1, "not a rank (a whole number, 0 to 2147483646)"},
     {"ranks", 1, INT_MAX, "not a number of ranks (a whole number, 1 to 2147483647)"},
-    {"zero", 0, 3, "not a ZeRO stage (0 to 3)"},
+    {"zero", -1, -1, "not a ZeRO stage (%lld to %lld)"},
 };
+
+/* A count setting's range: its own, or its settings row's (lo < 0). */
+static void count_range(size_t i, int64_t *lo, int64_t *hi, char *rule, size_t len)
+{
+    *lo = count_settings[i].lo, *hi = count_settings[i].hi;
+    if (*lo < 0) {
+        const mp_opt *row = mp_opt_find(mp_settings_opts, count_settings[i].key);
+        *lo = (int64_t)row->lo, *hi = (int64_t)row->hi;
+    }
+    snprintf(rule, len, count_settings[i].rule, (long long)*lo, (long long)*hi);
+}
 
 const char *mtop_meta_key(const mtop_meta *m, int i) { return m->kvtext + m->kv[i].key; }
 const char *mtop_meta_value(const mtop_meta *m, int i) { return m->kvtext + m->kv[i].val; }
@@ -157,11 +170,14 @@ static bool parse_settings(mtop_parser *p, const char *text)
     copy(m->kvtext, sizeof m->kvtext, text);
     m->nkv = 0;
     m->rank = m->ranks = m->zero = -1;
-    for (char *save = NULL, *tok = strtok_r(m->kvtext, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq || eq == tok) continue;
-        *eq = 0;
-        const char *val = eq + 1;
+    /* the words as the settings' one reader splits them (settings/options.h); a word
+     * without a key is not a setting */
+    mp_kv_reader r;
+    mp_kv_start(&r, m->kvtext, strlen(m->kvtext), MP_KV_WORDS);
+    const char *tok, *val;
+    char why[MP_OPT_ERR_LEN];
+    while (mp_kv_next(&r, &tok, &val, why) == 1) {
+        if (!val) continue;
         if (mtop_meta_setting(m, tok)) { /* which one would a reader take? */
             name_bad(p, "settings", tok, "the same setting twice", true);
             return false;
@@ -175,11 +191,13 @@ static bool parse_settings(mtop_parser *p, const char *text)
         m->nkv++;
         for (size_t i = 0; i < sizeof count_settings / sizeof *count_settings; i++) {
             if (strcmp(tok, count_settings[i].key) != 0) continue;
-            int64_t x;
-            if (!mtop_parse_count(val, count_settings[i].lo, count_settings[i].hi, &x)) {
+            int64_t x, lo, hi;
+            char rule[80];
+            count_range(i, &lo, &hi, rule, sizeof rule);
+            if (!mtop_parse_count(val, lo, hi, &x)) {
                 char what[16];
                 snprintf(what, sizeof what, "%s=", tok);
-                name_bad(p, what, val, count_settings[i].rule, true);
+                name_bad(p, what, val, rule, true);
                 return false;
             }
             *(i == 0 ? &m->rank : i == 1 ? &m->ranks : &m->zero) = x;

@@ -14,6 +14,7 @@
 #include "profiles/profiles.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
+#include "settings/options.h"
 
 #define RUN 1u
 #define WHATIF 2u
@@ -110,15 +111,19 @@ static mp_quant next_quant(const mp_model *m, mp_quant q)
     return q;
 }
 
+/* The largest value a setting's row takes. */
+static int64_t row_hi(const char *name) { return (int64_t)mp_opt_find(mp_settings_opts, name)->hi; }
+
 bool mtop_whatif_apply(mtop_whatif *w, mtop_action a)
 {
     mp_settings *s = &w->s;
     switch (a) {
-    case MTOP_ACT_BATCH_UP: s->batch++; break;
+    /* within the ranges of the settings' rows, as a flag would be read */
+    case MTOP_ACT_BATCH_UP: if (s->batch < row_hi("batch")) s->batch++; break;
     case MTOP_ACT_BATCH_DOWN: if (s->batch > 1) s->batch--; break;
-    case MTOP_ACT_ACCUM_UP: s->accum++; break;
+    case MTOP_ACT_ACCUM_UP: if (s->accum < row_hi("accum")) s->accum++; break;
     case MTOP_ACT_ACCUM_DOWN: if (s->accum > 1) s->accum--; break;
-    case MTOP_ACT_SEQ_UP: if (s->seq <= (1 << 22)) s->seq *= 2; break;
+    case MTOP_ACT_SEQ_UP: if (2 * s->seq <= row_hi("seq")) s->seq *= 2; break;
     case MTOP_ACT_SEQ_DOWN: if (s->seq > 1) s->seq /= 2; break;
     case MTOP_ACT_PRECISION: s->precision = (mp_precision)((s->precision + 1) % MP_NPRECISION); break;
     case MTOP_ACT_OPTIMIZER: s->optimizer = (mp_optimizer)((s->optimizer + 1) % MP_NOPTIMIZER); break;
@@ -170,24 +175,17 @@ static const char *verdict(const mtop_whatif *w)
     return w->fits ? "fits" : "does not fit";
 }
 
+/* The knobs the keys turn, by their settings rows' names, written as the rows write them. */
+#define NKNOBS 10
+static const char *const knob_names[NKNOBS] = {"batch", "accum", "seq", "precision", "optimizer",
+                                               "checkpointing", "lora-rank", "quant", "attention", "ce"};
 static void knobs(const mtop_whatif *w, const char **names, char vals[][48])
 {
-    const mp_settings *s = &w->s;
-    int i = 0;
-#define K(nm, ...) (names[i] = nm, snprintf(vals[i], 48, __VA_ARGS__), i++)
-    K("batch", "%lld", (long long)s->batch);
-    K("accum", "%lld", (long long)s->accum);
-    K("seq", "%lld", (long long)s->seq);
-    K("precision", "%s", mp_precision_name(s->precision));
-    K("optimizer", "%s", mp_optimizer_name(s->optimizer));
-    K("checkpointing", "%s", mp_ckpt_name(s->checkpointing));
-    K("lora-rank", "%lld", (long long)s->lora_rank);
-    K("quant", "%s", mp_quant_name(s->quant));
-    K("attention", "%s", mp_attention_name(s->attention));
-    K("ce", "%s", mp_ce_name(s->ce));
-#undef K
+    for (int i = 0; i < NKNOBS; i++) {
+        names[i] = knob_names[i];
+        if (!mp_opt_format(mp_opt_find(mp_settings_opts, names[i]), &w->s, vals[i], 48)) vals[i][0] = 0;
+    }
 }
-#define NKNOBS 10
 
 char *mtop_whatif_json(const mtop_whatif *w)
 {

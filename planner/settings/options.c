@@ -5,6 +5,7 @@
 #include "common/units.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,11 +359,12 @@ static const char *shortest_double(double v, char *buf, size_t len)
     }
     return buf;
 }
+/* (read as the reader reads a float row: strtod, then to float) */
 static const char *shortest_float(float v, char *buf, size_t len)
 {
     for (int prec = 1; prec <= 9; prec++) {
         snprintf(buf, len, "%.*g", prec, (double)v);
-        if (strtof(buf, NULL) == v) break;
+        if ((float)strtod(buf, NULL) == v) break;
     }
     return buf;
 }
@@ -522,6 +524,31 @@ int mp_opt_write_kv(const mp_opt_group *g, int ngroups, mp_kv_form form, char *b
         }
     }
     return (int)used;
+}
+
+json_t *mp_opt_json(const mp_opt_group *g, int ngroups)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < ngroups; k++) {
+        int count = 0;
+        if (g[k].only) while (g[k].only[count]) count++;
+        else while (g[k].rows[count].name) count++;
+        for (int j = 0; j < count; j++) {
+            const mp_opt *r = g[k].only ? mp_opt_find(g[k].rows, g[k].only[j]) : &g[k].rows[j];
+            if (!r) continue;
+            char v[MP_OPT_VALUE_LEN];
+            const char *text = mp_opt_format(r, g[k].base, v, sizeof v);
+            json_t *x;
+            if (!text) x = json_null();
+            else if (r->kind == MP_OPT_INT) x = json_integer((json_int_t)strtoll(text, NULL, 10));
+            else if (r->kind == MP_OPT_FLAG || r->kind == MP_OPT_BOOL) x = json_boolean(text[0] == '1');
+            else if (r->kind == MP_OPT_ENUM || r->kind == MP_OPT_STRING || r->kind == MP_OPT_CUSTOM) x = json_string(text);
+            else x = json_real(strtod(text, NULL));
+            /* a string that is not UTF-8 (a path) cannot be a JSON string: null */
+            json_object_set_new(o, r->name, x ? x : json_null());
+        }
+    }
+    return o;
 }
 
 void mp_kv_start(mp_kv_reader *r, char *text, size_t len, mp_kv_form form)

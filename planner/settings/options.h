@@ -158,6 +158,12 @@ typedef enum {
  * in the form (a line break; a blank in a word). */
 int mp_opt_write_kv(const mp_opt_group *g, int ngroups, mp_kv_form form, char *buf, size_t len, char *err);
 
+/* The same keys and values as a JSON object (a jansson json_t *, new reference):
+ * integers and reals as numbers, flags and bools as true/false, the others as
+ * the text the writer writes; a row with nothing written is null. */
+struct json_t;
+struct json_t *mp_opt_json(const mp_opt_group *g, int ngroups);
+
 /* Reads pairs from a text in place (NULs are written into it; text[len] must
  * be writable). */
 typedef struct mp_kv_reader {
