@@ -4,7 +4,7 @@
 # of a higher one; no library file includes the umbrella memplan.h (each includes
 # the headers it uses); no header includes itself through others (no circle).
 # Prints one line per breach; exit 1 on any.
-floors="common model profiles settings memtrain estimate emit search cmd"
+floors="common model profiles settings memtrain estimate emit search check cmd"
 floor() { i=0; for f in $floors; do i=$((i + 1)); [ "$f" = "$1" ] && { echo $i; return; }; done; echo 0; }
 bad=0
 for file in planner/*/*.[ch]; do

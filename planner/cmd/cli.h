@@ -100,6 +100,7 @@ int cmd_estimate(cli *c);
 int cmd_list(int argc, char **argv); /* argv[0] is the program */
 /* memplan calibrate MEASUREMENTS.csv ... (calibrate.c): argv[0] is the program. */
 int cmd_calibrate(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* ---------- table, ladder, sweep, plot (grid.c, table.c, ladder.c, sweep.c, plot.c) ---------- */
 

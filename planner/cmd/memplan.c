@@ -21,6 +21,8 @@ static const cli_command commands[] = {
      "every combination the search estimates, best first", CLI_GRID},
     {"plot", cmd_plot, NULL, "MODEL [--gpu G] [--ladder] [TECHNIQUES] [-o FILE.svg]",
      "an SVG of the plan and its alternatives, or of the ladder", CLI_SVG},
+    {"check", NULL, cmd_check, "FILE... [--gpu G] [--gpus N] [--model M] [--format text|json|csv]",
+     "the configs a run already has: do they fit, and what to change", 0},
     {"calibrate", NULL, cmd_calibrate,
      "MEASUREMENTS.csv [--framework BASE] [--name NAME] [-o OUT.csv] [--format text|json]",
      "a framework profile fitted to measured runs", 0},

@@ -1,0 +1,92 @@
+/* reader.h — what a config format is for memplan check (one file per format,
+ * a row in check.c's table): how to know it, its keys (each one row: what it
+ * sets, or that it is known and sets nothing memplan counts, or that it
+ * changes memory in a way memplan does not model), its defaults and `auto`s,
+ * and how to say a setting in its words. */
+#ifndef MP_CHECK_READER_H
+#define MP_CHECK_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check/check.h"
+#include "check/doc.h"
+#include "settings/settings.h"
+
+/* What the keys of one run's files say, read file by file. */
+typedef struct ck_state {
+    mp_check *c;                 /* origins and unknown keys go here */
+    const char *file;            /* the file being read, as named */
+    mp_settings s;               /* the settings so far (mp_settings_default, then keys) */
+    unsigned given;              /* MP_PIN_* of the settings a key set */
+    char model_ref[1024];        /* the model a file names (a Hub id, a folder, a builder) */
+    char named[CK_MAX_FILES][1024]; /* files a file names (a DeepSpeed JSON) */
+    int nnamed;
+    int64_t procs;               /* processes a file says (accelerate num_processes), 0: none */
+    const mp_gpu *gpu;           /* the budget's GPU, for what depends on it (bf16: auto) */
+    /* what a format reads before it can decide (its finish() resolves them) */
+    int precision16;             /* 0 none, 1 bf16, 2 fp16 asked; -1 bf16: auto */
+    bool pure16, engine_masters; /* 16-bit weights kept (no upcast); an engine keeps fp32 masters (DeepSpeed) */
+    bool deepspeed, fsdp;        /* the run shards through DeepSpeed or FSDP */
+    int quant_bits;              /* a quantised base: 4 or 8 */
+    bool double_quant;
+    bool lora;                   /* an adapter is trained */
+    char lora_modules[512];      /* the target modules as the file names them, comma-separated */
+    char lora_key[96];           /* the key that named them */
+} ck_state;
+
+/* One key of a format, by its dotted path. read NULL: known, and nothing memplan
+ * counts (learning rate, logging); else it sets settings (ck_set records the
+ * origin) or refuses with err. */
+typedef struct ck_key {
+    const char *key;
+    int (*read)(ck_state *st, const ck_node *v, const char *key, char *err);
+} ck_key;
+
+typedef struct ck_format {
+    const char *name;            /* "axolotl", "trainer", "deepspeed"... */
+    const char *framework;       /* the profile its stack is estimated with; NULL: the run's other file's */
+    /* how surely a file's keys are this format: 0 not at all; the highest wins */
+    int (*detect)(const ck_node *root);
+    const ck_key *keys;          /* ended by a row with key NULL */
+    /* maps whose keys are this format's too, read whole ("fsdp_config") */
+    const char *const *sections;
+    /* after the keys: defaults and `auto`, as the tool resolves them; 0 or -1 with err */
+    int (*finish)(ck_state *st, char *err);
+    /* a setting's value in the format's words ("micro_batch_size: 1"); 0, or -1: it has none */
+    int (*spell)(const char *setting, const mp_settings *s, char *buf, size_t len);
+} ck_format;
+
+/* The formats (one file each). */
+extern const ck_format ck_format_trainer, ck_format_deepspeed, ck_format_accelerate;
+
+/* Record that `setting` is `value`, from `key` of the file read (how: why, when
+ * not as written; NULL otherwise). */
+void ck_set(ck_state *st, const char *setting, const char *value, const char *key, const char *how);
+/* A key's value that is not what the key takes: one line naming both. */
+int ck_bad(const char *key, const ck_node *v, const char *want, char *err);
+/* Keys that change memory in ways memplan does not model: a refusal naming the key. */
+int ck_refuse(const char *key, const char *why, char *err);
+
+/* Shared readers of values (shared.c): */
+int ck_read_batch(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_accum(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_seq(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_checkpointing(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_lora_rank(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_lora_dropout(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_optimizer(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_model(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_deepspeed_ref(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_compile(ck_state *st, const ck_node *v, const char *key, char *err);
+/* PEFT's target_modules (a list or a comma string, "all-linear") into s.lora_targets. */
+int ck_read_lora_targets(ck_state *st, const ck_node *v, const char *key, char *err);
+/* attn_implementation's words: sdpa and flash_attention_2 tile, eager stores the scores. */
+int ck_read_attn_implementation(ck_state *st, const ck_node *v, const char *key, char *err);
+/* The Trainer's bf16/fp16 flags into st->precision16 (and "auto" for axolotl's bf16). */
+int ck_read_bf16(ck_state *st, const ck_node *v, const char *key, char *err);
+int ck_read_fp16(ck_state *st, const ck_node *v, const char *key, char *err);
+/* The precision the 16-bit flags, the weights kept and the engine make, recorded. */
+void ck_resolve_precision(ck_state *st, const char *key_bf16, const char *why);
+
+#endif

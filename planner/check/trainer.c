@@ -1,0 +1,247 @@
+/* trainer.c — transformers' TrainingArguments and TRL's configs as YAML or JSON
+ * (`trl sft --config`, alignment-handbook's recipes): the keys that change
+ * memory, and their defaults, as tests/data/engines/trainer_config_keys.csv
+ * tabulates them from transformers@00349ae8 training_args.py and
+ * trl@f2cd5771 (main) / trl@accf7383 (v0.19.1, alignment-handbook's):
+ * ModelConfig's model and PEFT keys, SFTConfig's sequence and packing,
+ * _BaseConfig's defaults (gradient_checkpointing and bf16 on). */
+#include "check/reader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "model/family.h"
+#include "settings/vocabulary.h"
+
+/* A TRL config, not a bare TrainingArguments: TRL's own keys are there. */
+static bool trl_keys(const ck_node *root)
+{
+    static const char *const keys[] = {"use_peft", "max_seq_length", "max_length", "packing", "dataset_text_field",
+                                       "lora_r", "torch_dtype", "dtype", "model_name_or_path", "dataset_mixture",
+                                       "dataset_name", "chat_template", "load_in_4bit"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (ck_get(root, keys[i])) return true;
+    return false;
+}
+
+static int detect(const ck_node *root)
+{
+    static const char *const keys[] = {"per_device_train_batch_size", "gradient_accumulation_steps",
+                                       "learning_rate", "num_train_epochs", "output_dir", "max_steps"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) n += ck_get(root, keys[i]) != NULL;
+    return n ? 1 + n + trl_keys(root) : 0;
+}
+
+/* ---------- the model, as TRL's ModelConfig loads it ---------- */
+
+static int read_dtype(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    const char *t = ck_text(v);
+    if (ck_null(v)) return 0;
+    if (!t) return ck_bad(key, v, "want bfloat16, float16, float32 or auto", err);
+    /* the weights as loaded: 16-bit ones are trained as they are (no fp32 copy) */
+    if (!strcmp(t, "bfloat16") || !strcmp(t, "float16") || !strcmp(t, "auto")) st->pure16 = true;
+    else if (!strcmp(t, "float32")) st->pure16 = false;
+    else return ck_bad(key, v, "want bfloat16, float16, float32 or auto", err);
+    return 0;
+}
+
+static int read_use_peft(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    st->lora = on;
+    return 0;
+}
+
+static int read_lora_r(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    int64_t r;
+    if (ck_int(v, &r) || r < 1 || r > 1 << 16) return ck_bad(key, v, "want a rank from 1 to 65536", err);
+    st->s.lora_rank = r; /* applied only with use_peft (finish) */
+    return 0;
+}
+
+static int read_4bit(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    if (on) st->quant_bits = 4;
+    return 0;
+}
+
+static int read_8bit(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    if (on && st->quant_bits == 4) return ck_refuse(key, "4-bit and 8-bit at once (transformers refuses both)", err);
+    if (on) st->quant_bits = 8;
+    return 0;
+}
+
+static int read_quant_type(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    const char *t = ck_text(v);
+    if (!t || (strcmp(t, "nf4") && strcmp(t, "fp4"))) return ck_bad(key, v, "want nf4 or fp4", err);
+    return 0; /* FP4 stores the same 4 bits and scales as NF4 */
+}
+
+static int read_nested_quant(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    st->double_quant = on;
+    return 0;
+}
+
+/* ---------- the Trainer's sharding ---------- */
+
+/* TrainingArguments fsdp: "full_shard auto_wrap", "shard_grad_op", "offload" */
+static int read_fsdp(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    const char *t = ck_text(v);
+    if (ck_null(v) || (t && !*t)) return 0;
+    char words[256] = "";
+    if (v->kind == CK_LIST)
+        for (const ck_node *i = v->child; i; i = i->next)
+            snprintf(words + strlen(words), sizeof words - strlen(words), " %s", ck_text(i) ? ck_text(i) : "");
+    else if (t) snprintf(words, sizeof words, " %s", t);
+    else return ck_bad(key, v, "want FSDP's options", err);
+    st->fsdp = true;
+    st->s.zero = strstr(words, "shard_grad_op") ? 2 : strstr(words, "no_shard") ? 0 : 3;
+    if (strstr(words, "offload")) st->s.offload = MP_OFFLOAD_PARAMS;
+    char z[8];
+    snprintf(z, sizeof z, "%d", st->s.zero);
+    st->given |= MP_PIN_ZERO;
+    ck_set(st, "zero", z, key, "FSDP's sharding strategy as a ZeRO stage");
+    return 0;
+}
+
+static int refuse_liger(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on) || !on) return 0;
+    return ck_refuse(key, "Liger's fused kernels (its loss never holds the logits)", err);
+}
+
+static int read_activation_offloading(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    st->s.offload_activations = on;
+    ck_set(st, "offload-activations", on ? "on" : "off", key, NULL);
+    return 0;
+}
+
+/* Preference training holds a reference model or its log-probs, and pairs. */
+static int refuse_preference(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    return ck_refuse(key, "a preference-training key (DPO, ORPO, KTO: chosen and rejected pairs, a reference "
+                          "model)", err);
+}
+
+static const ck_key keys[] = {
+    /* the model */
+    {"model_name_or_path", ck_read_model}, {"torch_dtype", read_dtype}, {"dtype", read_dtype},
+    {"attn_implementation", ck_read_attn_implementation}, {"model_revision", NULL}, {"trust_remote_code", NULL},
+    /* PEFT */
+    {"use_peft", read_use_peft}, {"lora_r", read_lora_r}, {"lora_alpha", NULL}, {"lora_dropout", ck_read_lora_dropout},
+    {"lora_target_modules", ck_read_lora_targets}, {"lora_task_type", NULL},
+    {"load_in_4bit", read_4bit}, {"load_in_8bit", read_8bit}, {"bnb_4bit_quant_type", read_quant_type},
+    {"use_bnb_nested_quant", read_nested_quant},
+    /* the step */
+    {"per_device_train_batch_size", ck_read_batch}, {"gradient_accumulation_steps", ck_read_accum},
+    {"max_seq_length", ck_read_seq}, {"max_length", ck_read_seq}, {"packing", NULL}, {"padding_free", NULL},
+    {"bf16", ck_read_bf16}, {"fp16", ck_read_fp16}, {"tf32", NULL},
+    {"optim", ck_read_optimizer}, {"optim_args", NULL},
+    {"gradient_checkpointing", ck_read_checkpointing}, {"gradient_checkpointing_kwargs", NULL},
+    {"torch_compile", ck_read_compile}, {"torch_compile_backend", NULL}, {"torch_compile_mode", NULL},
+    {"use_liger_kernel", refuse_liger}, {"activation_offloading", read_activation_offloading},
+    {"fsdp", read_fsdp}, {"fsdp_config", NULL}, {"deepspeed", ck_read_deepspeed_ref},
+    /* preference training: not modelled */
+    {"beta", refuse_preference}, {"max_prompt_length", refuse_preference},
+    {"precompute_ref_log_probs", refuse_preference}, {"ref_model_init_kwargs", refuse_preference},
+    /* known, and nothing memplan counts */
+    {"learning_rate", NULL}, {"lr_scheduler_type", NULL}, {"lr_scheduler_kwargs", NULL}, {"warmup_ratio", NULL},
+    {"warmup_steps", NULL}, {"weight_decay", NULL}, {"adam_beta1", NULL}, {"adam_beta2", NULL},
+    {"adam_epsilon", NULL}, {"max_grad_norm", NULL}, {"num_train_epochs", NULL}, {"max_steps", NULL},
+    {"seed", NULL}, {"data_seed", NULL}, {"output_dir", NULL}, {"overwrite_output_dir", NULL},
+    {"logging_steps", NULL}, {"logging_strategy", NULL}, {"logging_first_step", NULL}, {"log_level", NULL},
+    {"report_to", NULL}, {"run_name", NULL}, {"save_strategy", NULL}, {"save_steps", NULL},
+    {"save_total_limit", NULL}, {"save_only_model", NULL}, {"eval_strategy", NULL}, {"evaluation_strategy", NULL},
+    {"eval_steps", NULL}, {"do_eval", NULL}, {"do_train", NULL}, {"per_device_eval_batch_size", NULL},
+    {"push_to_hub", NULL}, {"hub_model_id", NULL}, {"hub_strategy", NULL}, {"hub_private_repo", NULL},
+    {"remove_unused_columns", NULL}, {"dataloader_num_workers", NULL}, {"dataloader_pin_memory", NULL},
+    {"dataset_text_field", NULL}, {"dataset_name", NULL}, {"dataset_config", NULL}, {"dataset_mixture", NULL},
+    {"dataset_num_proc", NULL}, {"dataset_kwargs", NULL}, {"chat_template", NULL}, {"use_cache", NULL},
+    {"auto_find_batch_size", NULL}, {"ddp_timeout", NULL}, {"ddp_find_unused_parameters", NULL},
+    {"completion_only_loss", NULL}, {"assistant_only_loss", NULL}, {"eos_token", NULL}, {"pad_token", NULL},
+    {"model_init_kwargs", NULL}, {"torch_empty_cache_steps", NULL}, {"include_tokens_per_second", NULL},
+    {NULL, NULL},
+};
+
+static int finish(ck_state *st, char *err)
+{
+    const mp_model *m = &st->c->model;
+    bool trl = st->s.lora_rank || st->lora || st->quant_bits; /* keys only TRL reads */
+    /* TRL's configs check the model's layers and train in bf16 unless told otherwise
+     * (trl base_config.py @f2cd5771: gradient_checkpointing=True; bf16 = not fp16) */
+    if (!(st->given & MP_PIN_CKPT)) {
+        st->s.checkpointing = MP_CKPT_NONE;
+        ck_set(st, "checkpointing", "none", "(default)", "TrainingArguments' default: off");
+    }
+    if (!st->lora) st->s.lora_rank = 0;
+    else {
+        if (!st->s.lora_rank) st->s.lora_rank = 16; /* ModelConfig lora_r */
+        char r[16];
+        snprintf(r, sizeof r, "%lld", (long long)st->s.lora_rank);
+        ck_set(st, "lora-rank", r, "use_peft, lora_r", NULL);
+        st->given |= MP_PIN_LORA;
+        /* no target_modules: PEFT's default for the architecture (peft/utils/constants.py
+         * TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: q_proj and v_proj for Llama-likes) */
+        if (!st->lora_modules[0]) {
+            st->s.lora_targets = MP_LORA_Q | MP_LORA_V;
+            ck_set(st, "lora-targets", "q,v", "(default)", "PEFT's default target_modules for the architecture");
+        }
+    }
+    if (st->quant_bits) {
+        if (!st->lora) return ck_refuse("load_in_4bit", "a quantised base trained without an adapter", err);
+        st->s.quant = st->quant_bits == 8 ? MP_QUANT_INT8 : st->double_quant ? MP_QUANT_NF4_DQ : MP_QUANT_NF4;
+        st->given |= MP_PIN_QUANT;
+        ck_set(st, "quant", mp_quant_name(st->s.quant), st->quant_bits == 8 ? "load_in_8bit" : "load_in_4bit",
+               st->quant_bits == 4 && !st->double_quant ? "use_bnb_nested_quant off: NF4 without quantised scales" : NULL);
+    }
+    /* transformers picks SDPA where the modeling file declares it */
+    if (!(st->given & MP_PIN_ATTENTION)) {
+        const mp_family *f = mp_family_of(m->family);
+        st->s.attention = f && f->sdpa ? MP_ATTN_FLASH : MP_ATTN_EAGER;
+        ck_set(st, "attention", mp_attention_name(st->s.attention), "(default)",
+               "transformers' default: SDPA where the model declares it");
+    }
+    (void)trl;
+    ck_resolve_precision(st, st->precision16 == 2 ? "fp16" : "bf16",
+                         st->pure16 && !st->engine_masters ? "the weights load in 16 bits (torch_dtype)" : NULL);
+    return 0;
+}
+
+static int spell(const char *setting, const mp_settings *s, char *buf, size_t len)
+{
+    if (!strcmp(setting, "batch"))
+        snprintf(buf, len, "per_device_train_batch_size: %lld, gradient_accumulation_steps: %lld", (long long)s->batch,
+                 (long long)s->accum);
+    else if (!strcmp(setting, "checkpointing")) snprintf(buf, len, "gradient_checkpointing: true");
+    else if (!strcmp(setting, "attention")) snprintf(buf, len, "attn_implementation: sdpa");
+    else if (!strcmp(setting, "optimizer")) snprintf(buf, len, "optim: adamw_bnb_8bit");
+    else if (!strcmp(setting, "seq")) snprintf(buf, len, "max_length: %lld", (long long)s->seq);
+    else if (!strcmp(setting, "lora")) snprintf(buf, len, "use_peft: true, lora_r: %lld, lora_target_modules: all-linear",
+                                               (long long)s->lora_rank);
+    else if (!strcmp(setting, "quant")) snprintf(buf, len, "load_in_4bit: true, use_bnb_nested_quant: true");
+    else return -1;
+    return 0;
+}
+
+const ck_format ck_format_trainer = {
+    .name = "trainer", .framework = "hf", .detect = detect, .keys = keys, .finish = finish, .spell = spell,
+};
