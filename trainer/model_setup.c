@@ -19,6 +19,7 @@
 #include "rng.h"
 #include "model/model.h"
 #include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 /* ---------- creation ---------- */
 
@@ -345,6 +346,12 @@ int mt_model_create(const mt_config *c, mt_model **out)
     m->pdt = m->adt = c->s.precision == MP_MIXED_BF16 ? MT_BF16
                       : c->s.precision == MP_MIXED_FP16 ? MT_F16
                                                     : MT_F32;
+    /* the storage the planner's precision row sizes every P and A buffer with */
+    if (mt_dtype_size(m->adt) != (size_t)mp_element_bytes(c->s.precision)) {
+        mt_error("model: precision %s stores %zu-byte values here, %g by the planner's row",
+                 mp_precision_name(c->s.precision), mt_dtype_size(m->adt), mp_element_bytes(c->s.precision));
+        goto fail;
+    }
     m->qlora = c->s.quant != MP_QUANT_NONE;
     m->base_trainable = c->s.lora_rank == 0;
     m->zero3 = c->s.zero >= 3 && m->base_trainable;
