@@ -31,6 +31,7 @@ typedef struct ck_state {
     int quant_bits;              /* a quantised base: 4 or 8 */
     bool double_quant;
     bool lora;                   /* an adapter is trained */
+    bool trl;                    /* the Trainer's config is TRL's (its ModelConfig and SFT keys): TRL's defaults */
     char lora_modules[512];      /* the target modules as the file names them, comma-separated */
     char lora_key[96];           /* the key that named them */
 } ck_state;

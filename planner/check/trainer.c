@@ -52,8 +52,39 @@ static int read_use_peft(ck_state *st, const ck_node *v, const char *key, char *
 {
     bool on;
     if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
-    st->lora = on;
+    st->lora = on, st->trl = true;
     return 0;
+}
+
+/* TRL's ModelConfig and SFTConfig keys: a TRL config, with TRL's defaults */
+static int read_trl_model(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    st->trl = true;
+    return ck_read_model(st, v, key, err);
+}
+
+static int read_trl_seq(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    st->trl = true;
+    return ck_null(v) ? 0 : ck_read_seq(st, v, key, err);
+}
+
+static int refuse_flag(const ck_node *v, const char *key, const char *why, char *err)
+{
+    bool on;
+    if (ck_null(v) || (!ck_bool(v, &on) && !on)) return 0;
+    return ck_refuse(key, why, err);
+}
+
+static int refuse_dora(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    return refuse_flag(v, key, "DoRA's magnitude vectors and their activations", err);
+}
+
+static int refuse_modules_to_save(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v) || (v->kind == CK_LIST && !v->child)) return 0;
+    return ck_refuse(key, "modules trained in full beside the adapter", err);
 }
 
 static int read_lora_r(ck_state *st, const ck_node *v, const char *key, char *err)
@@ -144,16 +175,17 @@ static int refuse_preference(ck_state *st, const ck_node *v, const char *key, ch
 
 static const ck_key keys[] = {
     /* the model */
-    {"model_name_or_path", ck_read_model}, {"torch_dtype", read_dtype}, {"dtype", read_dtype},
+    {"model_name_or_path", read_trl_model}, {"torch_dtype", read_dtype}, {"dtype", read_dtype},
     {"attn_implementation", ck_read_attn_implementation}, {"model_revision", NULL}, {"trust_remote_code", NULL},
     /* PEFT */
     {"use_peft", read_use_peft}, {"lora_r", read_lora_r}, {"lora_alpha", NULL}, {"lora_dropout", ck_read_lora_dropout},
-    {"lora_target_modules", ck_read_lora_targets}, {"lora_task_type", NULL},
+    {"lora_target_modules", ck_read_lora_targets}, {"lora_task_type", NULL}, {"use_dora", refuse_dora},
+    {"lora_modules_to_save", refuse_modules_to_save},
     {"load_in_4bit", read_4bit}, {"load_in_8bit", read_8bit}, {"bnb_4bit_quant_type", read_quant_type},
     {"use_bnb_nested_quant", read_nested_quant},
     /* the step */
     {"per_device_train_batch_size", ck_read_batch}, {"gradient_accumulation_steps", ck_read_accum},
-    {"max_seq_length", ck_read_seq}, {"max_length", ck_read_seq}, {"packing", NULL}, {"padding_free", NULL},
+    {"max_seq_length", read_trl_seq}, {"max_length", read_trl_seq}, {"packing", NULL}, {"padding_free", NULL},
     {"bf16", ck_read_bf16}, {"fp16", ck_read_fp16}, {"tf32", NULL},
     {"optim", ck_read_optimizer}, {"optim_args", NULL},
     {"gradient_checkpointing", ck_read_checkpointing}, {"gradient_checkpointing_kwargs", NULL},
@@ -185,12 +217,23 @@ static const ck_key keys[] = {
 static int finish(ck_state *st, char *err)
 {
     const mp_model *m = &st->c->model;
-    bool trl = st->s.lora_rank || st->lora || st->quant_bits; /* keys only TRL reads */
-    /* TRL's configs check the model's layers and train in bf16 unless told otherwise
-     * (trl base_config.py @f2cd5771: gradient_checkpointing=True; bf16 = not fp16) */
+    /* TrainingArguments' micro-batch default (training_args.py): 8 */
+    if (!(st->given & MP_PIN_BATCH)) {
+        st->s.batch = 8, st->given |= MP_PIN_BATCH;
+        ck_set(st, "batch", "8", "(default)", "TrainingArguments' per_device_train_batch_size");
+    }
+    /* TRL's configs checkpoint the model's layers and train in bf16 unless told
+     * otherwise (trl base_config.py @f2cd5771: gradient_checkpointing=True, bf16 =
+     * not fp16), and SFT cuts sequences at 1024 tokens (sft_config.py: max_length) */
     if (!(st->given & MP_PIN_CKPT)) {
-        st->s.checkpointing = MP_CKPT_NONE;
-        ck_set(st, "checkpointing", "none", "(default)", "TrainingArguments' default: off");
+        st->s.checkpointing = st->trl ? MP_CKPT_FULL : MP_CKPT_NONE;
+        ck_set(st, "checkpointing", mp_ckpt_name(st->s.checkpointing), "(default)",
+               st->trl ? "TRL's default: on" : "TrainingArguments' default: off");
+    }
+    if (st->trl && !st->precision16) st->precision16 = 1;
+    if (st->trl && !(st->given & MP_PIN_SEQ)) {
+        st->s.seq = 1024, st->given |= MP_PIN_SEQ;
+        ck_set(st, "seq", "1024", "(default)", "TRL SFTConfig's max_length");
     }
     if (!st->lora) st->s.lora_rank = 0;
     else {
@@ -220,7 +263,6 @@ static int finish(ck_state *st, char *err)
         ck_set(st, "attention", mp_attention_name(st->s.attention), "(default)",
                "transformers' default: SDPA where the model declares it");
     }
-    (void)trl;
     ck_resolve_precision(st, st->precision16 == 2 ? "fp16" : "bf16",
                          st->pure16 && !st->engine_masters ? "the weights load in 16 bits (torch_dtype)" : NULL);
     return 0;
