@@ -41,7 +41,10 @@ static int read_mixed(ck_state *st, const ck_node *v, const char *key, char *err
     if (ck_null(v) || (t && !strcmp(t, "no"))) return 0;
     if (t && !strcmp(t, "fp8")) return ck_refuse(key, "fp8 training (Transformer Engine, MS-AMP)", err);
     if (!t || (strcmp(t, "bf16") && strcmp(t, "fp16"))) return ck_bad(key, v, "want no, bf16 or fp16", err);
-    if (!st->precision16) st->precision16 = !strcmp(t, "bf16") ? 1 : 2; /* a Trainer's own flags win */
+    if (!st->precision16) { /* a Trainer's own flags win */
+        st->precision16 = !strcmp(t, "bf16") ? 1 : 2;
+        snprintf(st->precision_key, sizeof st->precision_key, "%s", key);
+    }
     return 0;
 }
 
@@ -96,26 +99,14 @@ static int read_zero_stage(ck_state *st, const ck_node *v, const char *key, char
     return 0;
 }
 
-static int read_ds_device(ck_state *st, const ck_node *v, const char *key, mp_offload to, char *err)
-{
-    const char *d = ck_text(v);
-    if (ck_null(v) || (d && !strcmp(d, "none"))) return 0;
-    if (!d || strcmp(d, "cpu")) return d && !strcmp(d, "nvme") ? ck_refuse(key, "NVMe offload", err)
-                                                               : ck_bad(key, v, "want cpu, nvme or none", err);
-    if (to > st->s.offload) st->s.offload = to;
-    st->given |= MP_PIN_OFFLOAD;
-    ck_set(st, "offload", mp_offload_name(st->s.offload), key, NULL);
-    return 0;
-}
-
 static int read_ds_optimizer(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return read_ds_device(st, v, key, MP_OFFLOAD_OPTIMIZER, err);
+    return ck_read_offload_device(st, v, key, MP_OFFLOAD_OPTIMIZER, err);
 }
 
 static int read_ds_param(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return read_ds_device(st, v, key, MP_OFFLOAD_PARAMS, err);
+    return ck_read_offload_device(st, v, key, MP_OFFLOAD_PARAMS, err);
 }
 
 static const ck_key keys[] = {
@@ -151,6 +142,9 @@ static int finish(ck_state *st, char *err)
         snprintf(p, sizeof p, "%lld", (long long)st->procs);
         ck_set(st, "gpus", p, "num_processes", NULL);
     }
+    /* DeepSpeed's ZeRO and bf16 optimizers keep fp32 master partitions of 16-bit weights
+     * (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py, bf16_optimizer.py) */
+    if (st->deepspeed) st->engine_masters = true;
     if (st->fsdp) {
         st->engine_masters = true; /* FSDP's MixedPrecision keeps fp32 sharded parameters */
         if (!(st->given & MP_PIN_ZERO)) {

@@ -3,6 +3,7 @@
  * verdict, and the smallest changes that fit in the file's own words. */
 #include "check/check.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "common/errors.h"
 #include "search/search.h"
 #include "model/family.h"
+#include "settings/options.h"
 #include "settings/vocabulary.h"
 
 /* The formats, most specific first where two could claim a file (a TRL
@@ -271,6 +273,54 @@ static int verdict(mp_check *c, const mp_check_opts *o, char *err)
     return 0;
 }
 
+static void add_note(mp_check *c, const char *fmt, ...)
+{
+    if (c->nnotes == CK_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->note[c->nnotes++], sizeof c->note[0], fmt, ap);
+    va_end(ap);
+}
+
+/* The settings given on the command line win over the files: each is a row of
+ * mp_settings_opts, copied over and recorded as where the value came from. */
+static int apply_command_line(ck_state *st, const mp_check_opts *o, char *err)
+{
+    for (int i = 0; i < o->nset; i++) {
+        const mp_opt *row = mp_opt_find(mp_settings_opts, o->set_names[i]);
+        if (!row) return snprintf(err, MP_ERR_LEN, "--%s is no setting", o->set_names[i]), -1;
+        mp_opt_copy(row, &st->s, o->set);
+        st->given |= row->pin;
+        char value[96], key[64];
+        snprintf(key, sizeof key, "--%s", row->name);
+        const char *file = st->file;
+        st->file = NULL;
+        ck_set(st, row->name, mp_opt_format(row, &st->s, value, sizeof value), key, "given on the command line");
+        st->file = file;
+    }
+    return 0;
+}
+
+/* Every setting that moves memory is shown, where the files said nothing too:
+ * memplan's default then, and the flag that states it. */
+static void report_unstated(ck_state *st)
+{
+    static const char *const shown[] = {"batch", "accum", "seq", "precision", "optimizer", "checkpointing",
+                                        "attention", "zero", "gpus"};
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        bool said = false;
+        for (int j = 0; j < st->c->norigins && !said; j++) said = !strcmp(st->c->origin[j].setting, shown[i]);
+        const mp_opt *row = mp_opt_find(mp_settings_opts, shown[i]);
+        if (said || !row) continue;
+        char value[96], how[64];
+        snprintf(how, sizeof how, "memplan's default: give --%s", row->name);
+        const char *file = st->file;
+        st->file = NULL;
+        ck_set(st, row->name, mp_opt_format(row, &st->s, value, sizeof value), "(not in the files)", how);
+        st->file = file;
+    }
+}
+
 int mp_check_run(const char *const *paths, int n, const mp_check_opts *o, mp_check *c, char *err)
 {
     memset(c, 0, sizeof *c);
@@ -304,16 +354,20 @@ int mp_check_run(const char *const *paths, int n, const mp_check_opts *o, mp_che
             if (engine == (pass == 0) && f->finish) st->file = c->file[i], rc = f->finish(st, err);
         }
     if (!rc) rc = resolve_lora_targets(st, err);
+    if (!rc) rc = ck_check_offload(st, err);
+    /* engines' files alone (a DeepSpeed JSON, an accelerate YAML): their 16-bit flag decides */
+    if (!rc && st->precision16 && !(st->given & MP_PIN_PRECISION))
+        ck_resolve_precision(st, st->precision_key[0] ? st->precision_key : "bf16", NULL);
+    if (!rc && st->procs > 0) st->s.gpus = st->procs;
+    if (!rc) rc = apply_command_line(st, o, err);
     if (!rc) {
-        if (o->gpus > 0) st->s.gpus = o->gpus;
-        else if (st->procs > 0) st->s.gpus = st->procs;
-        if (o->gpus > 0) {
-            char g[24];
-            snprintf(g, sizeof g, "%lld", (long long)o->gpus);
-            ck_set(st, "gpus", g, "--gpus", NULL);
-        }
+        report_unstated(st);
         c->s = st->s;
-        rc = mp_settings_check(&c->model, &c->s, err);
+        rc = mp_settings_runnable(&c->model, &c->s, err);
+        char idle[MP_ERR_LEN];
+        if (!rc && mp_settings_idle_sharding(&c->s, idle, sizeof idle))
+            add_note(c, "ZeRO-%d on one data-parallel GPU shards nothing (estimated as it runs); with --gpus N the "
+                        "shards are N times smaller", c->s.zero);
     }
     if (!rc) rc = verdict(c, o, err);
     free(st);

@@ -16,7 +16,7 @@
 #include "profiles/profiles.h"
 #include "settings/settings.h"
 
-enum { CK_MAX_FILES = 8, CK_MAX_ORIGINS = 48, CK_MAX_UNKNOWN = 64, CK_MAX_FIXES = 8 };
+enum { CK_MAX_FILES = 8, CK_MAX_ORIGINS = 48, CK_MAX_UNKNOWN = 64, CK_MAX_FIXES = 8, CK_MAX_NOTES = 4 };
 
 /* Where one setting came from. */
 typedef struct ck_origin {
@@ -38,7 +38,12 @@ typedef struct mp_check_opts {
     const char *model;        /* --model: the model when the files name none, or overriding them */
     const char *hf_config;    /* --hf-config likewise */
     const char *framework;    /* --framework: the stack's profile, overriding the format's */
-    int64_t gpus;             /* --gpus: processes when the files say none, 0: theirs or 1 */
+    /* settings given on the command line (--batch 4, --gpus 8): what the files
+     * leave to a launcher or say "auto" for, or overriding them; each named
+     * row of mp_settings_opts is copied from *set */
+    const mp_settings *set;
+    const char *const *set_names;
+    int nset;
     const mp_gpu *gpu;        /* the budget; NULL: settings and estimate only */
     double headroom;          /* fraction of the GPU kept free */
 } mp_check_opts;
@@ -52,8 +57,10 @@ typedef struct mp_check {
     mp_settings s;                   /* the run, as the files (and the defaults) say */
     ck_origin origin[CK_MAX_ORIGINS];
     int norigins;
-    char unknown[CK_MAX_UNKNOWN][64];/* keys read but not understood ("file: key") */
+    char unknown[CK_MAX_UNKNOWN][112];/* keys read but not understood ("file: key") */
     int nunknown;
+    char note[CK_MAX_NOTES][200];    /* what the reader should know about the run as stated */
+    int nnotes;
     /* the verdict (with a GPU) */
     mp_estimate e;
     bool fits;

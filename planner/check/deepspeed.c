@@ -43,28 +43,14 @@ static int read_stage(ck_state *st, const ck_node *v, const char *key, char *err
     return 0;
 }
 
-static int read_device(ck_state *st, const ck_node *v, const char *key, mp_offload to, char *err)
-{
-    const char *d = ck_text(v);
-    if (ck_null(v) || (d && !strcmp(d, "none"))) return 0;
-    if (!d || strcmp(d, "cpu")) {
-        if (d && !strcmp(d, "nvme")) return ck_refuse(key, "NVMe offload (ZeRO-Infinity's disk tier)", err);
-        return ck_bad(key, v, "want cpu, nvme or none", err);
-    }
-    if (to > st->s.offload) st->s.offload = to;
-    st->given |= MP_PIN_OFFLOAD;
-    ck_set(st, "offload", mp_offload_name(st->s.offload), key, NULL);
-    return 0;
-}
-
 static int read_offload_optimizer(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return read_device(st, v, key, MP_OFFLOAD_OPTIMIZER, err);
+    return ck_read_offload_device(st, v, key, MP_OFFLOAD_OPTIMIZER, err);
 }
 
 static int read_offload_param(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return read_device(st, v, key, MP_OFFLOAD_PARAMS, err);
+    return ck_read_offload_device(st, v, key, MP_OFFLOAD_PARAMS, err);
 }
 
 /* bf16.enabled / fp16.enabled: true, false, or "auto" (the Trainer's flag) */
@@ -76,7 +62,7 @@ static int read_enabled(ck_state *st, const ck_node *v, const char *key, int whi
         return 0;
     }
     if (ck_bool(v, &on)) return ck_bad(key, v, "want true, false or auto", err);
-    if (on) st->precision16 = which, st->engine_masters = true;
+    if (on) st->precision16 = which, st->engine_masters = true, snprintf(st->precision_key, sizeof st->precision_key, "%s", key);
     return 0;
 }
 

@@ -26,7 +26,11 @@ typedef struct ck_state {
     const mp_gpu *gpu;           /* the budget's GPU, for what depends on it (bf16: auto) */
     /* what a format reads before it can decide (its finish() resolves them) */
     int precision16;             /* 0 none, 1 bf16, 2 fp16 asked; -1 bf16: auto */
+    char precision_key[64];
+    unsigned offloaded;          /* 1 << MP_OFFLOAD_* for each offload a key asked */
+    char param_offload_key[96];      /* the key that asked (an engine's, when no trainer's file resolves it) */
     bool pure16, engine_masters; /* 16-bit weights kept (no upcast); an engine keeps fp32 masters (DeepSpeed) */
+    bool fp32_load;              /* the file loads the weights in fp32 (a LoRA base too) */
     bool deepspeed, fsdp;        /* the run shards through DeepSpeed or FSDP */
     int quant_bits;              /* a quantised base: 4 or 8 */
     bool double_quant;
@@ -80,6 +84,10 @@ int ck_read_optimizer(ck_state *st, const ck_node *v, const char *key, char *err
 int ck_read_model(ck_state *st, const ck_node *v, const char *key, char *err);
 int ck_read_deepspeed_ref(ck_state *st, const ck_node *v, const char *key, char *err);
 int ck_read_compile(ck_state *st, const ck_node *v, const char *key, char *err);
+/* DeepSpeed's offload device for the optimizer or the parameters (cpu or none). */
+int ck_read_offload_device(ck_state *st, const ck_node *v, const char *key, mp_offload to, char *err);
+/* Refuse what the offload keys together say that memplan does not model. */
+int ck_check_offload(const ck_state *st, char *err);
 /* PEFT's target_modules (a list or a comma string, "all-linear") into s.lora_targets. */
 int ck_read_lora_targets(ck_state *st, const ck_node *v, const char *key, char *err);
 /* attn_implementation's words: sdpa and flash_attention_2 tile, eager stores the scores. */

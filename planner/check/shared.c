@@ -152,6 +152,35 @@ int ck_read_deepspeed_ref(ck_state *st, const ck_node *v, const char *key, char 
     return 0;
 }
 
+/* DeepSpeed's offload device (its JSON's offload_*.device, accelerate's
+ * offload_*_device): cpu, or none; NVMe is ZeRO-Infinity's disk tier, not modelled */
+int ck_read_offload_device(ck_state *st, const ck_node *v, const char *key, mp_offload to, char *err)
+{
+    const char *d = ck_text(v);
+    if (ck_null(v) || (d && !strcmp(d, "none"))) return 0;
+    if (!d || strcmp(d, "cpu")) {
+        if (d && !strcmp(d, "nvme")) return ck_refuse(key, "NVMe offload (ZeRO-Infinity's disk tier)", err);
+        return ck_bad(key, v, "want cpu, nvme or none", err);
+    }
+    if (to == MP_OFFLOAD_PARAMS) snprintf(st->param_offload_key, sizeof st->param_offload_key, "%s", key);
+    st->offloaded |= 1u << to;
+    if (to > st->s.offload) st->s.offload = to;
+    st->given |= MP_PIN_OFFLOAD;
+    ck_set(st, "offload", mp_offload_name(st->s.offload), key, NULL);
+    return 0;
+}
+
+/* memplan's params offload is ZeRO-Infinity's both: parameters and the optimizer
+ * on the CPU. Parameters alone leave the optimizer on the GPU, which it does not model. */
+int ck_check_offload(const ck_state *st, char *err)
+{
+    if ((st->offloaded & (1u << MP_OFFLOAD_PARAMS)) && !(st->offloaded & (1u << MP_OFFLOAD_OPTIMIZER)))
+        return ck_refuse(st->param_offload_key,
+                         "parameters offloaded with the optimizer left on the GPU (memplan's params offload "
+                         "moves both)", err);
+    return 0;
+}
+
 int ck_read_compile(ck_state *st, const ck_node *v, const char *key, char *err)
 {
     bool on;
@@ -237,7 +266,7 @@ void ck_resolve_precision(ck_state *st, const char *key_bf16, const char *why)
     mp_precision p = MP_FP32;
     bool lora = st->s.lora_rank > 0;
     if (p16 && st->engine_masters) p = p16 == 1 ? MP_MIXED_BF16 : MP_MIXED_FP16;
-    else if (p16 && (st->pure16 || lora)) /* 16-bit weights (a LoRA base stays 16-bit); adapters fp32 */
+    else if (p16 && (st->pure16 || (lora && !st->fp32_load))) /* 16-bit weights (the tools load a LoRA base in 16 bits unless told); adapters fp32 */
         p = p16 == 1 ? (lora ? MP_MIXED_BF16 : MP_PURE_BF16) : (lora ? MP_MIXED_FP16 : MP_AMP_FP16);
     else if (p16) p = p16 == 1 ? MP_AMP_BF16 : MP_AMP_FP16;
     st->s.precision = p;

@@ -43,7 +43,7 @@ static int read_dtype(ck_state *st, const ck_node *v, const char *key, char *err
     if (!t) return ck_bad(key, v, "want bfloat16, float16, float32 or auto", err);
     /* the weights as loaded: 16-bit ones are trained as they are (no fp32 copy) */
     if (!strcmp(t, "bfloat16") || !strcmp(t, "float16") || !strcmp(t, "auto")) st->pure16 = true;
-    else if (!strcmp(t, "float32")) st->pure16 = false;
+    else if (!strcmp(t, "float32")) st->pure16 = false, st->fp32_load = true;
     else return ck_bad(key, v, "want bfloat16, float16, float32 or auto", err);
     return 0;
 }
@@ -230,7 +230,10 @@ static int finish(ck_state *st, char *err)
         ck_set(st, "checkpointing", mp_ckpt_name(st->s.checkpointing), "(default)",
                st->trl ? "TRL's default: on" : "TrainingArguments' default: off");
     }
-    if (st->trl && !st->precision16) st->precision16 = 1;
+    /* TRL's ModelConfig loads in float32 unless told (model_config.py @f2cd5771: dtype) */
+    if (st->trl && !st->pure16) st->fp32_load = true;
+    bool bf16_default = st->trl && !st->precision16;
+    if (bf16_default) st->precision16 = 1;
     if (st->trl && !(st->given & MP_PIN_SEQ)) {
         st->s.seq = 1024, st->given |= MP_PIN_SEQ;
         ck_set(st, "seq", "1024", "(default)", "TRL SFTConfig's max_length");
@@ -263,8 +266,10 @@ static int finish(ck_state *st, char *err)
         ck_set(st, "attention", mp_attention_name(st->s.attention), "(default)",
                "transformers' default: SDPA where the model declares it");
     }
-    ck_resolve_precision(st, st->precision16 == 2 ? "fp16" : "bf16",
-                         st->pure16 && !st->engine_masters ? "the weights load in 16 bits (torch_dtype)" : NULL);
+    ck_resolve_precision(st, bf16_default ? "(default)" : st->precision16 == 2 ? "fp16" : "bf16",
+                         st->pure16 && !st->engine_masters ? "the weights load in 16 bits (torch_dtype)"
+                         : bf16_default                    ? "TRL's default: bf16 unless fp16"
+                                                           : NULL);
     return 0;
 }
 

@@ -413,6 +413,8 @@ static int settle(cli *c)
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
     c->opts.host_budget_bytes = c->host_ram;
     c->opts.pinned = c->pinned;
+    /* the planner proposes no ZeRO stage that shards nothing (memplan check reads one a config states) */
+    if ((c->pinned & MP_PIN_ZERO) && mp_settings_idle_sharding(&c->s, err, sizeof err)) return cli_error("%s", err);
     /* The global batch is split evenly: each data-parallel rank takes the same
      * number of sequences (and, with the micro-batch pinned, whole micro-batches). */
     int64_t global = c->opts.global_batch, dp = mp_dp_degree(&c->s);

@@ -10,11 +10,14 @@
 #include "check/check.h"
 #include "common/errors.h"
 #include "common/units.h"
+#include "settings/options.h"
 #include "settings/vocabulary.h"
 
 typedef struct check_args {
     const char *model, *hf_config, *framework, *gpu;
-    int64_t gpus;
+    mp_settings set;          /* settings given as flags (--batch 4): they win over the files */
+    const char *set_names[64];
+    int nset;
     double headroom;
     int format;               /* 0 text, 1 json, 2 csv */
     bool help;
@@ -25,8 +28,6 @@ static const char *const check_formats[] = {"text", "json", "csv"};
 static const mp_vocab check_format_names = {.n = 3, .names = check_formats};
 static const mp_opt check_opts[] = {
     {"gpu", MP_OPT_STRING, ARG(gpu), .arg = "G", .help = "the GPU to fit on: a profile or a size (24GB)"},
-    {"gpus", MP_OPT_INT, ARG(gpus), .lo = 1, .hi = 4096, .arg = "N",
-     .help = "processes, when the files do not say (accelerate's num_processes does)"},
     {"model", MP_OPT_STRING, ARG(model), .arg = "NAME", .help = "the model, when the files name none memplan knows"},
     {"hf-config", MP_OPT_STRING, ARG(hf_config), .arg = "FILE", .help = "the model's config.json instead"},
     {"framework", MP_OPT_STRING, ARG(framework), .arg = "P", .help = "the stack's profile (default: the format's)"},
@@ -38,8 +39,8 @@ static const mp_opt check_opts[] = {
 };
 
 static const char check_usage[] =
-    "usage: memplan check FILE... [--gpu G] [--gpus N] [--model M | --hf-config F] [--framework P]\n"
-    "                     [--format text|json|csv]\n"
+    "usage: memplan check FILE... [--gpu G] [--model M | --hf-config F] [--framework P]\n"
+    "                     [--batch B --seq T --gpus N ...] [--format text|json|csv]\n"
     "Reads the training configs a run already has (axolotl, LLaMA-Factory, torchtune, a Trainer's or\n"
     "TRL's YAML or JSON, DeepSpeed JSON, accelerate YAML, memtrain), by content; several together\n"
     "when one names another. Says which settings it found and from which key, the memory per GPU,\n"
@@ -49,16 +50,19 @@ static const char check_usage[] =
 static int parse(int argc, char **argv, check_args *a, int *first)
 {
     *a = (check_args){.headroom = 0.10};
-    mp_opt_group g = {"options:", check_opts, a, NULL};
+    mp_settings_default(&a->set, NULL);
+    mp_opt_group g[2] = {{"options:", check_opts, a, NULL},
+                         {"settings the files leave to the launcher or to \"auto\", or to override them:",
+                          mp_settings_opts, &a->set, NULL}};
     mp_opt_parser p;
-    mp_opt_start(&p, &g, 1, NULL, argc, argv);
+    mp_opt_start(&p, g, 2, NULL, argc, argv);
     char err[MP_OPT_ERR_LEN];
     const mp_opt *row;
     int r;
     while ((r = mp_opt_next(&p, &row, err)) == MP_OPT_GIVEN)
         if (a->help) {
             fputs(check_usage, stdout);
-            mp_opt_help(stdout, &g, 1, 90);
+            mp_opt_help(stdout, g, 2, 90);
             return CLI_HELP;
         }
     if (r == MP_OPT_UNKNOWN) return cli_error("%s for memplan check (memplan check --help)", err);
@@ -66,6 +70,8 @@ static int parse(int argc, char **argv, check_args *a, int *first)
     if (optind >= argc) return cli_error("memplan check needs a config file: memplan check FILE... --gpu G");
     if (argc - optind > CK_MAX_FILES) return cli_error("memplan check reads at most %d files", CK_MAX_FILES);
     if (a->model && a->hf_config) return cli_error("give one of --model and --hf-config");
+    for (const mp_opt *o = mp_settings_opts; o->name; o++)
+        if (mp_opt_given(&p, o->name)) a->set_names[a->nset++] = o->name;
     *first = optind;
     return 0;
 }
@@ -79,13 +85,15 @@ static void print_text(const mp_check *c, const mp_gpu *gpu, const check_args *a
     printf("\nsettings  value            from the key                     in\n");
     for (int i = 0; i < c->norigins; i++) {
         const ck_origin *o = &c->origin[i];
-        printf("  %-14s %-16s %-32s %s%s%s\n", o->setting, o->value, o->key, o->file, o->how[0] ? ": " : "", o->how);
+        printf("  %-14s %-16s %-32s %s%s%s\n", o->setting, o->value, o->key, o->file,
+               o->how[0] && o->file[0] ? ": " : "", o->how);
     }
     if (c->nunknown) {
         printf("not read  ");
         for (int i = 0; i < c->nunknown; i++) printf("%s%s", i ? ", " : "", c->unknown[i]);
         printf(" (keys memplan does not know: none of its tables says they change memory)\n");
     }
+    for (int i = 0; i < c->nnotes; i++) printf("note      %s\n", c->note[i]);
     printf("\n  per GPU           at peak\n");
     for (int k = 0; k < MP_NCOMP; k++) printf("  %-12s %12s\n", mp_component_name(k), mp_fmt_gib(c->e.at_peak[k], x, sizeof x));
     printf("  allocated    %12s\n  reserved     %12s\n  device       %12s   (what nvidia-smi shows)\n",
@@ -121,6 +129,8 @@ static json_t *json_of(const mp_check *c, const mp_gpu *gpu, const check_args *a
                                                  "key", r->key, "file", r->file, "how", r->how));
     }
     for (int i = 0; i < c->nunknown; i++) json_array_append_new(unknown, json_string(c->unknown[i]));
+    json_t *notes = json_array();
+    for (int i = 0; i < c->nnotes; i++) json_array_append_new(notes, json_string(c->note[i]));
     for (int k = 0; k < MP_NCOMP; k++) json_object_set_new(comp, mp_component_name(k), json_real(c->e.at_peak[k]));
     for (int i = 0; i < c->nfixes; i++)
         json_array_append_new(fixes, json_pack("{s:s,s:s,s:f}", "change", c->fix[i].change, "setting",
@@ -129,6 +139,7 @@ static json_t *json_of(const mp_check *c, const mp_gpu *gpu, const check_args *a
     json_object_set_new(o, "model", json_pack("{s:s,s:s}", "name", c->model.name, "how", c->model_how));
     json_object_set_new(o, "settings", origins);
     json_object_set_new(o, "unknown_keys", unknown);
+    json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "components", comp);
     json_object_set_new(o, "allocated_bytes", json_real(c->e.total_bytes));
     json_object_set_new(o, "reserved_bytes", json_real(c->e.reserved_bytes));
@@ -183,8 +194,9 @@ int cmd_check(int argc, char **argv)
     char err[MP_ERR_LEN];
     mp_gpu gpu;
     if (a.gpu && mp_gpu_lookup(a.gpu, &gpu, err)) return cli_error("%s for --gpu", err);
-    mp_check_opts o = {.model = a.model, .hf_config = a.hf_config, .framework = a.framework, .gpus = a.gpus,
-                       .gpu = a.gpu ? &gpu : NULL, .headroom = a.headroom};
+    mp_check_opts o = {.model = a.model, .hf_config = a.hf_config, .framework = a.framework, .set = &a.set,
+                       .set_names = a.set_names, .nset = a.nset, .gpu = a.gpu ? &gpu : NULL,
+                       .headroom = a.headroom};
     mp_check *c = malloc(sizeof *c);
     if (!c) return cli_error("out of memory");
     if (mp_check_run((const char *const *)argv + first, argc - first, &o, c, err)) {

@@ -48,7 +48,26 @@ bool mp_runs_deepspeed(const mp_settings *s)
     return s->offload != MP_OFFLOAD_NONE || (ds_profile && (s->gpus > 1 || s->zero > 0));
 }
 
+/* ZeRO on one data-parallel GPU runs (DeepSpeed accepts it) but shards nothing:
+ * the planner never proposes it, a config that states it is read as it runs. */
+const char *mp_settings_idle_sharding(const mp_settings *s, char *buf, size_t len)
+{
+    int64_t dp = mp_dp_degree(s);
+    if (s->zero == 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
+        snprintf(buf, len, "ZeRO-3 on one GPU shards nothing: use --gpus 2 or more, or --offload params (ZeRO-Infinity)");
+    else if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
+        snprintf(buf, len, "ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
+    else return NULL;
+    return buf;
+}
+
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
+{
+    if (mp_settings_runnable(m, s, err)) return -1;
+    return mp_settings_idle_sharding(s, err, MP_ERR_LEN) ? -1 : 0;
+}
+
+int mp_settings_runnable(const mp_model *m, const mp_settings *s, char *err)
 {
 #define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
     if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
@@ -68,17 +87,13 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     if (s->pp > m->layers) BAD("--pp '%lld' exceeds the %lld layers", (long long)s->pp, (long long)m->layers);
     if (s->ep > 1 && (!m->experts || m->experts % s->ep))
         BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
-    int64_t dp = mp_dp_degree(s);
     if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
-    if (s->zero == 3 && dp < 2) BAD("ZeRO-3 shards parameters across data-parallel GPUs: it needs --gpus 2 or more");
     if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
         BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
     if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)
         BAD("--offload params needs --zero 3 (parameter offload is part of ZeRO-3/ZeRO-Infinity)");
     if (s->offload != MP_OFFLOAD_NONE && settings_framework(s)->kind == MP_FW_MEMTRAIN)
         BAD("memtrain runs on one CPU device and does not offload");
-    if (s->zero > 0 && s->zero < 3 && dp < 2 && s->offload == MP_OFFLOAD_NONE)
-        BAD("ZeRO-%d on one GPU shards nothing: use --gpus 2 or more, or --offload optimizer", s->zero);
     if (s->quant != MP_QUANT_NONE && s->lora_rank == 0)
         BAD("--quant %s stores a frozen base: quantised weights cannot be fully fine-tuned (add --lora-rank)",
             mp_quant_name(s->quant));

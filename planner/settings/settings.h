@@ -77,8 +77,13 @@ double mp_element_bytes(mp_precision p);
  * block scales apart), else the precision's state element (4, or 2 in pure bf16). */
 double mp_state_value_bytes(const mp_settings *s);
 
-/* Validate the combination (e.g. ZeRO-3 needs several GPUs); 0 if valid. */
+/* Validate the combination as the planner proposes runs: runnable, and no ZeRO
+ * stage idle on one GPU; 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
+/* Whether the combination runs at all (what a config someone has must pass). */
+int mp_settings_runnable(const mp_model *m, const mp_settings *s, char *err);
+/* A ZeRO stage on one data-parallel GPU shards nothing: the message, or NULL. */
+const char *mp_settings_idle_sharding(const mp_settings *s, char *buf, size_t len);
 /* Whether the plan runs under DeepSpeed: ZeRO-Offload is DeepSpeed's, and a
  * profile with DeepSpeed's reduce bucket (the deepspeed profile) shards with it; the estimate then counts DeepSpeed's
  * buckets whatever the framework profile. */
