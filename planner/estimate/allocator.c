@@ -31,6 +31,7 @@
  * that borders unmapped space as large as it could grow (get_free_block). */
 #include "estimate/allocator.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +56,9 @@ typedef struct block {
 
 /* The cached blocks of a pool in PyTorch's order (BlockComparatorSize: size,
  * then address), kept as a size-class index: the distinct sizes sorted, each
- * with a min-heap of its blocks by address. Best fit is a binary search over
- * the few sizes and the heap's top; a block goes in or out in O(log n), where
- * one sorted array of every block paid a memmove per insert. */
+ * with a min-heap of its blocks by address. Best fit is the request's own
+ * size when a block of it is cached (found by a hash of the sizes), else a
+ * binary search over the few sizes; a block goes in or out in O(log n). */
 typedef struct hent {
     double ptr;
     int id;
@@ -69,12 +70,21 @@ typedef struct sclass {
     int n, cap;
 } sclass;
 
-/* A class emptied stays listed, as the same sizes come back step after step;
- * they are swept out when they outnumber the others. */
+/* Classes live in slots that never move (their heaps stay with them when a
+ * class is emptied and its slot reused); `order` lists the listed classes'
+ * slots by size, `hash` finds a size's slot. A class emptied stays listed, as
+ * the same sizes come back step after step; they are swept out when they
+ * outnumber the others. */
 typedef struct pool {
-    sclass *cls;        /* by size, ascending */
-    int ncls, capcls;
+    sclass *slot;
+    int nslot, capslot;
+    int *spare_slot;    /* slots not listed */
+    int nspare, capspare;
+    int *order;         /* slots by size, ascending */
+    int ncls, caporder;
     int nempty;
+    int *hash;          /* slot + 1 by size, 0: none; hcap a power of two, at most half full */
+    int hcap;
     int tail;           /* expandable: the segment's unmapped end, -1 before the first request */
 } pool;
 
@@ -85,8 +95,6 @@ struct alloc_sim {
     int *spare;         /* ids of deleted blocks, reused */
     int nspare, capspare;
     pool pools[ALLOC_STREAMS][2]; /* per stream: small, large */
-    sclass *idle;       /* emptied classes' heap buffers, reused */
-    int nidle, capidle;
     double next_ptr;
     alloc_stats st;
 };
@@ -121,19 +129,64 @@ static void delete_block(alloc_sim *a, int id)
     if (grow((void **)&a->spare, &a->capspare, a->nspare + 1, sizeof(int))) a->spare[a->nspare++] = id;
 }
 
-/* the first class of at least `size` (lower_bound); without branches on the
- * comparisons, which a search over a handful of sizes mispredicts */
+static unsigned size_hash(double size, int hcap)
+{
+    uint64_t v;
+    memcpy(&v, &size, sizeof v);
+    /* sizes are round numbers, their low bits zero: fold the high ones down */
+    v ^= v >> 33;
+    v *= 0xff51afd7ed558ccdu;
+    v ^= v >> 33;
+    return (unsigned)v & (unsigned)(hcap - 1);
+}
+
+/* The slot of the listed class of this size, or -1. */
+static int class_of(const pool *p, double size)
+{
+    if (!p->hcap) return -1;
+    for (unsigned i = size_hash(size, p->hcap);; i = (i + 1) & (unsigned)(p->hcap - 1)) {
+        int e = p->hash[i];
+        if (!e) return -1;
+        if (p->slot[e - 1].size == size) return e - 1;
+    }
+}
+
+static void hash_add(pool *p, int slot)
+{
+    unsigned i = size_hash(p->slot[slot].size, p->hcap);
+    while (p->hash[i]) i = (i + 1) & (unsigned)(p->hcap - 1);
+    p->hash[i] = slot + 1;
+}
+
+/* The hash again from the listed classes, with room for `want` of them. */
+static bool hash_rebuild(pool *p, int want)
+{
+    int cap = p->hcap ? p->hcap : 64;
+    while (cap < 2 * want) cap *= 2;
+    if (cap != p->hcap) {
+        int *h = realloc(p->hash, (size_t)cap * sizeof *h);
+        if (!h) return false;
+        p->hash = h, p->hcap = cap;
+    }
+    memset(p->hash, 0, (size_t)p->hcap * sizeof *p->hash);
+    for (int i = 0; i < p->ncls; i++) hash_add(p, p->order[i]);
+    return true;
+}
+
+/* The first listed class of at least `size` (lower_bound), as a place in
+ * order; without branches on the comparisons, which a search over a handful
+ * of sizes mispredicts */
 static int class_at(const pool *p, double size)
 {
-    const sclass *base = p->cls;
+    const int *base = p->order;
     int n = p->ncls;
     if (n == 0) return 0;
     while (n > 1) {
         int half = n / 2;
-        base = base[half - 1].size < size ? base + half : base;
+        base = p->slot[base[half - 1]].size < size ? base + half : base;
         n -= half;
     }
-    return (int)(base - p->cls) + (base->size < size);
+    return (int)(base - p->order) + (p->slot[*base].size < size);
 }
 
 static void heap_set(alloc_sim *a, sclass *c, int i, hent e)
@@ -168,21 +221,36 @@ static void sift_down(alloc_sim *a, sclass *c, int i)
     heap_set(a, c, i, e);
 }
 
+/* A class of its own for a size not listed yet: its slot, or -1. */
+static int new_class(pool *p, double size)
+{
+    if (p->hcap < 2 * (p->ncls + 1) && !hash_rebuild(p, p->ncls + 1)) return -1;
+    if (!grow((void **)&p->order, &p->caporder, p->ncls + 1, sizeof(int))) return -1;
+    int slot;
+    if (p->nspare > 0) slot = p->spare_slot[--p->nspare];
+    else {
+        if (!grow((void **)&p->slot, &p->capslot, p->nslot + 1, sizeof(sclass))) return -1;
+        slot = p->nslot++;
+        p->slot[slot] = (sclass){0};
+    }
+    p->slot[slot].size = size;
+    p->slot[slot].n = 0;
+    int at = class_at(p, size);
+    memmove(p->order + at + 1, p->order + at, (size_t)(p->ncls - at) * sizeof *p->order);
+    p->order[at] = slot;
+    p->ncls++;
+    p->nempty++;
+    hash_add(p, slot);
+    return slot;
+}
+
 static bool cache_insert(alloc_sim *a, int id)
 {
     const block *k = &a->b[id];
     pool *p = &a->pools[k->stream][k->pool];
-    int ci = class_at(p, k->size);
-    if (ci == p->ncls || p->cls[ci].size != k->size) { /* a size not cached yet: a class of its own */
-        if (!grow((void **)&p->cls, &p->capcls, p->ncls + 1, sizeof(sclass))) return false;
-        memmove(p->cls + ci + 1, p->cls + ci, (size_t)(p->ncls - ci) * sizeof(sclass));
-        p->cls[ci] = a->nidle > 0 ? a->idle[--a->nidle] : (sclass){0};
-        p->cls[ci].size = k->size;
-        p->cls[ci].n = 0;
-        p->ncls++;
-        p->nempty++;
-    }
-    sclass *c = &p->cls[ci];
+    int slot = class_of(p, k->size);
+    if (slot < 0 && (slot = new_class(p, k->size)) < 0) return false;
+    sclass *c = &p->slot[slot];
     if (!grow((void **)&c->h, &c->cap, c->n + 1, sizeof(hent))) return false;
     if (c->n == 0) p->nempty--;
     c->h[c->n++] = (hent){k->ptr, id};
@@ -190,36 +258,39 @@ static bool cache_insert(alloc_sim *a, int id)
     return true;
 }
 
-/* Empty classes out; their buffers wait for new ones. */
-static void sweep(alloc_sim *a, pool *p)
+/* Empty classes out of the list; their slots wait for new sizes. */
+static void sweep(pool *p)
 {
     int kept = 0;
-    for (int c = 0; c < p->ncls; c++) {
-        if (p->cls[c].n > 0) p->cls[kept++] = p->cls[c];
-        else if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = p->cls[c];
-        else free(p->cls[c].h);
+    for (int i = 0; i < p->ncls; i++) {
+        int slot = p->order[i];
+        if (p->slot[slot].n > 0) p->order[kept++] = slot;
+        else if (grow((void **)&p->spare_slot, &p->capspare, p->nspare + 1, sizeof(int)))
+            p->spare_slot[p->nspare++] = slot;
+        /* else the slot is lost to reuse, not to the index */
     }
     p->ncls = kept;
     p->nempty = 0;
+    hash_rebuild(p, kept); /* same capacity or less: cannot fail */
 }
 
-/* The first class from ci on that holds a block. */
-static int nonempty_from(const pool *p, int ci)
+/* The first listed class from place i of order on that holds a block. */
+static int nonempty_from(const pool *p, int i)
 {
-    while (ci < p->ncls && p->cls[ci].n == 0) ci++;
-    return ci;
+    while (i < p->ncls && p->slot[p->order[i]].n == 0) i++;
+    return i;
 }
 
-/* Takes block id, of class ci of its pool, out of the cache. */
-static void cache_remove_at(alloc_sim *a, int id, int ci)
+/* Takes block id, of the class in `slot` of its pool, out of the cache. */
+static void cache_remove_from(alloc_sim *a, int id, int slot)
 {
     block *k = &a->b[id];
     pool *p = &a->pools[k->stream][k->pool];
-    sclass *c = &p->cls[ci];
+    sclass *c = &p->slot[slot];
     int i = k->hpos;
     k->hpos = -1;
     if (--c->n == 0) {
-        if (++p->nempty > 8 && 2 * p->nempty > p->ncls) sweep(a, p);
+        if (++p->nempty > 8 && 2 * p->nempty > p->ncls) sweep(p);
         return;
     }
     if (i == c->n) return; /* it was the last entry */
@@ -232,7 +303,7 @@ static void cache_remove_at(alloc_sim *a, int id, int ci)
 static void cache_remove(alloc_sim *a, int id)
 {
     const block *k = &a->b[id];
-    if (k->hpos >= 0) cache_remove_at(a, id, class_at(&a->pools[k->stream][k->pool], k->size));
+    if (k->hpos >= 0) cache_remove_from(a, id, class_of(&a->pools[k->stream][k->pool], k->size));
 }
 
 static double expandable_size(const alloc_sim *a, int id)
@@ -241,11 +312,12 @@ static double expandable_size(const alloc_sim *a, int id)
     return k->size + (k->next >= 0 && !a->b[k->next].mapped ? a->b[k->next].size : 0);
 }
 
-/* The next cached block after id (in class ci) in (size, address) order, -1 at
- * the end; *cj its class. A scan of the class: only the expandable walk asks. */
+/* The next cached block after id (in the class at place ci of order) in
+ * (size, address) order, -1 at the end; *cj its class's place. A scan of the
+ * class: only the expandable walk asks. */
 static int successor(const alloc_sim *a, const pool *p, int ci, int id, int *cj)
 {
-    const sclass *c = &p->cls[ci];
+    const sclass *c = &p->slot[p->order[ci]];
     double at = a->b[id].ptr;
     int best = -1;
     for (int i = 0; i < c->n; i++)
@@ -256,14 +328,22 @@ static int successor(const alloc_sim *a, const pool *p, int ci, int id, int *cj)
     }
     if ((ci = nonempty_from(p, ci + 1)) >= p->ncls) return -1;
     *cj = ci;
-    return p->cls[ci].h[0].id;
+    return p->slot[p->order[ci]].h[0].id;
 }
 
 static int get_free_block(alloc_sim *a, pool *p, double size)
 {
+    if (!a->expandable) { /* best fit: the request's own size when one is cached */
+        int slot = class_of(p, size);
+        if (slot >= 0 && p->slot[slot].n > 0) {
+            int id = p->slot[slot].h[0].id;
+            cache_remove_from(a, id, slot);
+            return id;
+        }
+    }
     int ci = nonempty_from(p, class_at(p, size));
     if (ci >= p->ncls) return -1;
-    int id = p->cls[ci].h[0].id;
+    int id = p->slot[p->order[ci]].h[0].id;
     /* expandable: walk on while the next candidate could grow less. A block
      * can grow only past its own size (unmapped space after it), and every
      * later candidate is at least as large, so the walk moves only from one
@@ -275,7 +355,7 @@ static int get_free_block(alloc_sim *a, pool *p, double size)
         if (next < 0 || !(expandable_size(a, next) < here)) break;
         id = next, ci = cj;
     }
-    cache_remove_at(a, id, ci);
+    cache_remove_from(a, id, p->order[ci]);
     return id;
 }
 
@@ -433,11 +513,15 @@ void alloc_sim_reset(alloc_sim *a, bool expandable)
     for (int k = 0; k < ALLOC_STREAMS; k++)
         for (int q = 0; q < 2; q++) {
             pool *p = &a->pools[k][q];
-            for (int c = 0; c < p->ncls; c++) {
-                if (grow((void **)&a->idle, &a->capidle, a->nidle + 1, sizeof(sclass))) a->idle[a->nidle++] = p->cls[c];
-                else free(p->cls[c].h);
+            p->nspare = 0;
+            if (grow((void **)&p->spare_slot, &p->capspare, p->nslot, sizeof(int)))
+                for (int i = p->nslot - 1; i >= 0; i--) p->spare_slot[p->nspare++] = i;
+            else { /* no room to list them spare: let them go */
+                for (int c = 0; c < p->nslot; c++) free(p->slot[c].h);
+                p->nslot = 0;
             }
             p->ncls = p->nempty = 0;
+            if (p->hcap) memset(p->hash, 0, (size_t)p->hcap * sizeof *p->hash);
             p->tail = -1;
         }
     a->expandable = expandable;
@@ -459,11 +543,9 @@ void alloc_sim_delete(alloc_sim *a)
     for (int k = 0; k < ALLOC_STREAMS; k++)
         for (int q = 0; q < 2; q++) {
             pool *p = &a->pools[k][q];
-            for (int c = 0; c < p->ncls; c++) free(p->cls[c].h);
-            free(p->cls);
+            for (int c = 0; c < p->nslot; c++) free(p->slot[c].h);
+            free(p->slot), free(p->spare_slot), free(p->order), free(p->hash);
         }
-    for (int c = 0; c < a->nidle; c++) free(a->idle[c].h);
-    free(a->idle);
     free(a);
 }
 

@@ -29,6 +29,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,9 +79,187 @@ typedef struct est_ctx {
     double dequant_head, dequant_layer; /* a 4-bit matmul's dequantised weight: the head's, a layer's largest */
     double w_lin_elt, w_rest_elt, w_adapter_elt; /* bytes per element as stored: linears, the rest, adapters */
     const mp_gpu *gpu;             /* the card, when one is named: its measured context */
-    act_breakdown ab;              /* one layer's activations, tensor by tensor */
+    mp_estimate_ctx *x;            /* what estimates of this model share (facts below), or NULL */
+    struct model_facts *mf;        /* x's facts of the model as run, or NULL */
+    const act_breakdown *ab;       /* one layer's activations, tensor by tensor */
     double layer_lump;             /* a layer's forward as one block where it is not the layer's own list */
 } est_ctx;
+
+/* ---------- what estimates of one model share ----------
+ * A search screens thousands of combinations of one model: the model's counts
+ * and layer shapes are the same for all of them, and a layer's activations
+ * the same for every combination that differs only in settings they do not
+ * read (the optimizer, checkpointing, ZeRO, offload, accumulation). Each is
+ * worked out once here, by the same functions, and read back. */
+
+/* Facts of the model as one stack runs it (estimate(): tied as given, or untied). */
+typedef struct model_facts {
+    bool have_params, have_linear_params, have_largest, have_layer_tensor, have_share;
+    mp_params params;
+    double linear_params, largest, layer_tensor, share;
+    bool have_lin[2];             /* by the layout's fused_qkv */
+    mp_linear lin[2][16];
+    int nlin[2];
+    struct { bool set; int64_t rank; unsigned targets; double v; } lora[4];
+    struct { bool set; int64_t ranks; tensor_split ts; } split[4];
+    int next_lora, next_split;
+} model_facts;
+
+/* The activations of the combinations last estimated, by their settings with
+ * the fields activations_per_layer does not read cleared (act_key). */
+#define ACT_SLOTS 32
+typedef struct act_slot {
+    bool used;
+    mp_settings key;
+    act_breakdown ab;
+} act_slot;
+
+struct mp_estimate_ctx {
+    mp_model m;                   /* the model, as given */
+    model_facts facts[2];         /* by as_run.tied */
+    act_slot act[ACT_SLOTS];
+};
+
+mp_estimate_ctx *mp_estimate_ctx_new(const mp_model *m)
+{
+    mp_estimate_ctx *x = calloc(1, sizeof *x);
+    if (x) x->m = *m;
+    return x;
+}
+
+void mp_estimate_ctx_free(mp_estimate_ctx *x)
+{
+    free(x);
+}
+
+const mp_model *mp_estimate_ctx_model(const mp_estimate_ctx *x)
+{
+    return &x->m;
+}
+
+static const mp_params *facts_params(est_ctx *c, mp_params *tmp)
+{
+    model_facts *f = c->mf;
+    if (!f) return mp_param_count(c->m, tmp), tmp;
+    if (!f->have_params) mp_param_count(c->m, &f->params), f->have_params = true;
+    return &f->params;
+}
+
+static double facts_linear_params(est_ctx *c)
+{
+    model_facts *f = c->mf;
+    if (!f) return linear_params(c->m);
+    if (!f->have_linear_params) f->linear_params = linear_params(c->m), f->have_linear_params = true;
+    return f->linear_params;
+}
+
+static double facts_lora_params(est_ctx *c, int64_t rank, unsigned targets)
+{
+    model_facts *f = c->mf;
+    if (!f) return mp_lora_params(c->m, rank, targets);
+    for (int i = 0; i < 4; i++)
+        if (f->lora[i].set && f->lora[i].rank == rank && f->lora[i].targets == targets) return f->lora[i].v;
+    int i = f->next_lora++ & 3;
+    f->lora[i].set = true, f->lora[i].rank = rank, f->lora[i].targets = targets;
+    return f->lora[i].v = mp_lora_params(c->m, rank, targets);
+}
+
+/* mp_model_linears of the model with fused_qkv set as given: at most 16, into *out. */
+static int facts_linears(est_ctx *c, bool fused, const mp_linear **out, mp_linear buf[16])
+{
+    model_facts *f = c->mf;
+    if (f && f->have_lin[fused]) {
+        *out = f->lin[fused];
+        return f->nlin[fused];
+    }
+    mp_model layout;
+    const mp_model *m = c->m;
+    if (m->fused_qkv != fused) layout = *m, layout.fused_qkv = fused, m = &layout;
+    mp_linear *to = f ? f->lin[fused] : buf;
+    int n = mp_model_linears(m, to, 16);
+    if (f) f->nlin[fused] = n, f->have_lin[fused] = true;
+    *out = to;
+    return n;
+}
+
+static void facts_split(est_ctx *c, int64_t ranks, tensor_split *ts)
+{
+    model_facts *f = c->mf;
+    if (!f) {
+        whole_tensor_split(c->m, ranks, ts);
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        if (f->split[i].set && f->split[i].ranks == ranks) {
+            *ts = f->split[i].ts;
+            return;
+        }
+    int i = f->next_split++ & 3;
+    whole_tensor_split(c->m, ranks, &f->split[i].ts);
+    f->split[i].set = true, f->split[i].ranks = ranks;
+    *ts = f->split[i].ts;
+}
+
+static double facts_layer_tensor(est_ctx *c)
+{
+    model_facts *f = c->mf;
+    if (!f) return largest_layer_tensor(c->m);
+    if (!f->have_layer_tensor) f->layer_tensor = largest_layer_tensor(c->m), f->have_layer_tensor = true;
+    return f->layer_tensor;
+}
+
+static double facts_share(est_ctx *c, double min_numel)
+{
+    model_facts *f = c->mf;
+    if (!f) return share_in_tensors_of_at_least(c->m, min_numel);
+    if (!f->have_share) f->share = share_in_tensors_of_at_least(c->m, min_numel), f->have_share = true;
+    return f->share; /* one threshold is ever asked (BNB_PAGED_MIN_NUMEL) */
+}
+
+/* The settings activations_per_layer reads: all but those cleared here (it
+ * reads none of them; activations.c). */
+static void act_key(mp_settings *k, const mp_settings *s)
+{
+    memcpy(k, s, sizeof *k);
+    k->optimizer = 0;
+    k->checkpointing = 0;
+    k->zero = 0;
+    k->offload = 0;
+    k->accum = 0;
+}
+
+static uint64_t act_hash(const mp_settings *k)
+{
+    const unsigned char *p = (const unsigned char *)k;
+    uint64_t h = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdu;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* One layer's activations under s: the memo's, or worked out into it. */
+static const act_breakdown *facts_activations(est_ctx *c, act_breakdown *own)
+{
+    if (!c->x) {
+        memset(own, 0, sizeof *own);
+        activations_per_layer(c->m, c->s, own);
+        return own;
+    }
+    mp_settings k;
+    act_key(&k, c->s);
+    act_slot *slot = &c->x->act[act_hash(&k) % ACT_SLOTS];
+    if (!slot->used || memcmp(&slot->key, &k, sizeof k) != 0) {
+        slot->key = k;
+        slot->used = true;
+        memset(&slot->ab, 0, sizeof slot->ab);
+        activations_per_layer(c->m, c->s, &slot->ab);
+    }
+    return &slot->ab;
+}
 
 /* ---------- terms (for --explain) ---------- */
 
@@ -96,8 +276,14 @@ static void term(const est_ctx *c, int comp, const char *name, double bytes, con
     va_end(ap);
     t->bytes = bytes;
 }
+/* Only with explain: the search's estimates skip the terms and their arguments. */
+#define TERM(c, ...)                              \
+    do {                                          \
+        if ((c)->explain) term((c), __VA_ARGS__); \
+    } while (0)
 
-static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
+
+static inline void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
 {
     if (e->nphases >= MP_MAX_PHASES) return;
     mp_phase *p = &e->phases[e->nphases++];
@@ -112,15 +298,16 @@ static void phase(mp_estimate *e, const char *name, const double comp[MP_NCOMP])
 /* ---------- the shared context ---------- */
 
 /* The largest trainable tensor: a LoRA factor (r x the wider side), or the model's own. */
-static double largest_trainable(const est_ctx *c)
+static double largest_trainable(est_ctx *c)
 {
     if (!c->lora) {
         tensor_split ts;
-        whole_tensor_split(c->m, 1, &ts);
+        facts_split(c, 1, &ts);
         return ts.largest / c->split;
     }
-    mp_linear lin[16];
-    int n = mp_model_linears(c->m, lin, 16);
+    mp_linear buf[16];
+    const mp_linear *lin;
+    int n = facts_linears(c, c->m->fused_qkv, &lin, buf);
     double widest = 0;
     for (int i = 0; i < n && i < 16; i++)
         if (lin[i].target & c->s->lora_targets) widest = fmax(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
@@ -139,10 +326,10 @@ static bool per_tensor_step(const mp_settings *s)
 /* With the step in the backward a tensor is stepped when its gradient is
  * whole: a layer's, or an untied head's (its backward comes first), while the
  * layers' backward runs; a tied embedding's only after the first layer's. */
-static double largest_stepped_in_layers(const est_ctx *c)
+static double largest_stepped_in_layers(est_ctx *c)
 {
     if (c->lora) return c->largest_held;
-    double n = largest_layer_tensor(c->m);
+    double n = facts_layer_tensor(c);
     if (!c->m->tied) n = fmax(n, (double)c->m->vocab * (double)c->m->hidden);
     return fmin(n / c->split, c->largest_held);
 }
@@ -155,7 +342,7 @@ static void zero1_split(est_ctx *c)
 {
     if (c->s->zero == 1 && c->fw->zero1_whole_tensors && !c->lora && c->split == 1 && c->dp >= 2) {
         tensor_split ts;
-        whole_tensor_split(c->m, (int64_t)c->dp, &ts);
+        facts_split(c, (int64_t)c->dp, &ts);
         if (ts.heaviest > 0) {
             c->zero_o = c->trainable / ts.heaviest;
             c->largest_held = ts.largest_held;
@@ -177,10 +364,12 @@ static double parallel_split(const est_ctx *c)
     return 1.0 / ((1 - expert_share) / shard_model + expert_share / (shard_model * ep_div));
 }
 
-static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_estimate *e, bool explain)
+static void est_setup(est_ctx *c, mp_estimate_ctx *x, const mp_model *m, const mp_settings *s, mp_estimate *e,
+                      bool explain)
 {
-    *c = (est_ctx){.m = m, .s = s, .fw = settings_framework(s), .e = e, .explain = explain};
-    mp_param_count(m, &e->params);
+    *c = (est_ctx){.m = m, .s = s, .fw = settings_framework(s), .e = e, .explain = explain, .x = x,
+                   .mf = x ? &x->facts[m->tied] : NULL};
+    e->params = *facts_params(c, &e->params);
     c->P = e->params.total;
     c->B = (double)s->batch, c->T = (double)s->seq, c->L = (double)m->layers;
     c->tp = (double)s->tp, c->pp = (double)s->pp;
@@ -189,8 +378,8 @@ static void est_setup(est_ctx *c, const mp_model *m, const mp_settings *s, mp_es
     c->prec = mp_precision_desc_of(s->precision);
     c->amp = c->prec->autocast, c->half = c->prec->stored_bytes == 2;
     if (c->lora) {
-        c->trainable = mp_lora_params(m, s->lora_rank, s->lora_targets);
-        c->frozen_lin = linear_params(m);
+        c->trainable = facts_lora_params(c, s->lora_rank, s->lora_targets);
+        c->frozen_lin = facts_linear_params(c);
         /* Lightning's bitsandbytes plugin swaps every nn.Linear, the head's too */
         if (framework_quantises_head(m, s)) c->frozen_lin += (double)m->vocab * (double)m->hidden;
         c->frozen_rest = c->P - c->frozen_lin;
@@ -257,15 +446,15 @@ static void weights_lora(est_ctx *c)
     double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + stats + adapters / c->zero_p;
     c->w_lin_elt = base_elt, c->w_rest_elt = rest_elt, c->w_adapter_elt = adapter_bytes(c);
-    term(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
+    TERM(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
          "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt - c->quant_stats_elt,
          s->quant != MP_QUANT_NONE ? mp_quant_name(s->quant) : (base_elt == 2 ? "16-bit" : "fp32"));
-    term(c, MP_WEIGHTS, "quantisation statistics", stats,
+    TERM(c, MP_WEIGHTS, "quantisation statistics", stats,
          "%.4g B a weight, whole on every GPU: bitsandbytes keeps them outside the sharded parameter",
          c->quant_stats_elt);
-    term(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
+    TERM(c, MP_WEIGHTS, "frozen base (embeddings, norms, head)", base_rest / c->zero_p,
          "%.0f params x %.0f B", c->frozen_rest / c->split, rest_elt);
-    term(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
+    TERM(c, MP_WEIGHTS, "LoRA adapters", adapters / c->zero_p,
          "%.0f params (rank %lld) x %.0f B", c->trainable, (long long)s->lora_rank, adapter_bytes(c));
 }
 
@@ -278,10 +467,10 @@ static void weights_autocast(est_ctx *c)
     /* the head's matrix is cast too, the embedding's when the head is tied */
     double head_matrix = (double)m->vocab * (double)m->hidden;
     double castable = c->lora ? (s->quant == MP_QUANT_NONE ? c->frozen_lin + head_matrix : 0) + c->trainable
-                              : linear_params(m) + head_matrix;
+                              : facts_linear_params(c) + head_matrix;
     c->cast_cache = castable * 2 / c->split / (s->zero >= 3 ? c->dp : 1);
     if (s->zero >= 3) c->cast_cache = 2.0 * (castable / c->L) * 2 / c->split; /* per layer in flight */
-    term(c, MP_WEIGHTS, "autocast 16-bit weight copies", c->cast_cache,
+    TERM(c, MP_WEIGHTS, "autocast 16-bit weight copies", c->cast_cache,
          "%.0f params x 2 B, cached from forward to backward", castable / c->split);
     /* Under full checkpointing the layers' copies are made without a graph:
      * they go when autocast's cache is cleared at the end of forward, and
@@ -320,7 +509,7 @@ static void fsdp_root_unit(est_ctx *c)
     const mp_params *p = &c->e->params;
     const double n = outside_blocks(p) + (double)c->m->hidden; /* the final norm's weight */
     c->root_gathered = n * c->w_rest_elt / c->split;
-    term(c, MP_WEIGHTS, "root unit kept whole (FSDP)", c->root_gathered,
+    TERM(c, MP_WEIGHTS, "root unit kept whole (FSDP)", c->root_gathered,
          "%.0f params x %.0f B: embeddings, final norm, head, gathered from forward to backward's end",
          n / c->split, c->w_rest_elt);
 }
@@ -337,14 +526,14 @@ static void est_weights(est_ctx *c)
         weights_lora(c);
     } else {
         c->weights = P * c->w_elt / split / c->zero_p;
-        term(c, MP_WEIGHTS, "parameters", c->weights, "%.0f params x %.0f B%s%s", P / split,
+        TERM(c, MP_WEIGHTS, "parameters", c->weights, "%.0f params x %.0f B%s%s", P / split,
              c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
     }
     if (s->offload == MP_OFFLOAD_PARAMS) {
         c->weights_host = c->weights - c->quant_stats;
         /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
         double in_flight = 2.0 * (P / L) * 2 / split;
-        term(c, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
+        TERM(c, MP_WEIGHTS, "parameters in flight (offload)", in_flight,
              "2 layers x %.0f params x 2 B", P / L / split);
         c->weights = in_flight + c->quant_stats; /* not parameters: they stay */
     }
@@ -352,7 +541,7 @@ static void est_weights(est_ctx *c)
     if (s->zero >= 3 && s->offload != MP_OFFLOAD_PARAMS) {
         double elt = c->lora ? (s->quant != MP_QUANT_NONE ? c->w_lin_elt - c->quant_stats_elt : 2) : c->w_elt;
         c->gathered = 2.0 * (P / L) * elt / split;
-        term(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
+        TERM(c, MP_WEIGHTS, "gathered layer (ZeRO-3)", c->gathered,
              "prefetch 2 layers x %.0f params", P / L / split);
     }
     fsdp_root_unit(c);
@@ -390,7 +579,7 @@ static void fsdp_unit_gradients(est_ctx *c)
     const bool unsharded = c->grads_whole = c->fw->fsdp_no_sync && c->s->accum > 1;
     c->g_elt = elt;
     c->grads = elems * elt / c->split / (unsharded ? 1 : c->dp);
-    term(c, MP_GRADIENTS, "gradients (FSDP units, frozen base included)", c->grads,
+    TERM(c, MP_GRADIENTS, "gradients (FSDP units, frozen base included)", c->grads,
          "%.0f params x %.0f B%s", elems / c->split, elt,
          unsharded ? ", unsharded through accumulation (no_sync)" : " / dp");
     /* A unit's gradient is built at the end of its backward: the blocks'
@@ -408,7 +597,7 @@ static void fsdp_unit_gradients(est_ctx *c)
     c->root_grad = root * elt / c->split;
     const bool becomes_grad = unsharded && c->s->prev_seq == 0;
     c->unit_grad_build = (becomes_grad ? 1 : 2) * c->unit_grad;
-    term(c, MP_GRADIENTS, "unit gradient being built (FSDP)", c->unit_grad_build,
+    TERM(c, MP_GRADIENTS, "unit gradient being built (FSDP)", c->unit_grad_build,
          "%s x %.0f params x %.0f B: the views' gradients%s, in the unit's backward", becomes_grad ? "1" : "2",
          blocks / c->L / c->split, elt, becomes_grad ? "" : " and their concatenation");
 }
@@ -428,7 +617,7 @@ static void est_gradients(est_ctx *c)
          * _optimizer_in_bwd / recipes full_finetune_single_device.py): one
          * parameter's gradient is alive at a time, the largest the worst */
         c->grads = c->largest_held * c->g_elt;
-        term(c, MP_GRADIENTS, "gradients", c->grads, "one tensor at a time, the largest: %.0f x %.0f B (optimizer in "
+        TERM(c, MP_GRADIENTS, "gradients", c->grads, "one tensor at a time, the largest: %.0f x %.0f B (optimizer in "
              "backward)", c->largest_held, c->g_elt);
     } else if (s->offload != MP_OFFLOAD_NONE) {
         /* ZeRO-Offload reduces each gradient through the bucket into its fp32
@@ -436,12 +625,12 @@ static void est_gradients(est_ctx *c)
          * deepspeed/runtime/zero/stage_1_and_2.py, cpu_offload: gradients copied
          * to single_partition_of_fp32_groups on the CPU): none stay on the GPU. */
         c->grads = 0;
-        term(c, MP_GRADIENTS, "gradients", 0, "%.0f trainable: streamed to the host (ZeRO-Offload)",
+        TERM(c, MP_GRADIENTS, "gradients", 0, "%.0f trainable: streamed to the host (ZeRO-Offload)",
              c->trainable / c->split);
     } else if (fsdp_mixed_grads(c)) {
         fsdp_unit_gradients(c);
     } else {
-        term(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
+        TERM(c, MP_GRADIENTS, "gradients", c->grads, "%.0f trainable x %.0f B%s", c->trainable / c->split,
              c->g_elt, s->zero >= 2 ? " / dp (ZeRO-2+)" : "");
         /* FSDP units of their own: a block's trained tensors, the root's (full fine-tuning) */
         const double root = c->lora ? 0 : outside_blocks(&c->e->params);
@@ -456,7 +645,7 @@ static void est_gradients(est_ctx *c)
     if (c->dp > 1 && s->zero <= 1 && fw->ddp_grad_copy && !ds) {
         c->ddp_buckets = c->trainable * c->g_elt / c->split;
         c->buckets_from_wrap = true;
-        term(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
+        TERM(c, MP_GRADIENTS, "DDP gradient buckets", c->ddp_buckets,
              "a second copy of the gradients for all-reduce");
     }
     /* ZeRO reduces through a flat bucket of reduce_bucket_size elements: the
@@ -470,7 +659,7 @@ static void est_gradients(est_ctx *c)
     double bucket = fw->zero_reduce_bucket > 0 ? fw->zero_reduce_bucket : ds ? MP_DEEPSPEED_BUCKET : 0;
     if (bucket > 0 && (s->zero >= 2 || (ds && s->zero == 1))) {
         c->ddp_buckets = bucket * c->g_elt;
-        term(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets, "%.3g elements x %.0f B (DeepSpeed reduce_bucket_size, "
+        TERM(c, MP_GRADIENTS, "reduce bucket", c->ddp_buckets, "%.3g elements x %.0f B (DeepSpeed reduce_bucket_size, "
              "whole whatever trains)", bucket, c->g_elt);
     }
 }
@@ -511,15 +700,16 @@ static void tally_tensor(paged_tally *t, double numel, double copies)
     if (numel >= BNB_PAGED_MIN_NUMEL) t->large += numel * copies;
 }
 
-static double paged_share(const est_ctx *c)
+static double paged_share(est_ctx *c)
 {
     /* DeepSpeed and FSDP hand the optimizer flat shards; PyTorch's ZeRO-1
      * (ZeroRedundancyOptimizer) whole tensors, as without ZeRO */
     const bool whole_tensors = c->s->zero == 1 && c->fw->zero1_whole_tensors && !mp_runs_deepspeed(c->s);
     if (c->s->zero >= 1 && !whole_tensors) return 1;
-    if (!c->lora) return share_in_tensors_of_at_least(c->m, BNB_PAGED_MIN_NUMEL);
-    mp_linear lin[16];
-    int n = mp_model_linears(c->m, lin, 16);
+    if (!c->lora) return facts_share(c, BNB_PAGED_MIN_NUMEL);
+    mp_linear buf[16];
+    const mp_linear *lin;
+    int n = facts_linears(c, c->m->fused_qkv, &lin, buf);
     const double r = (double)c->s->lora_rank;
     /* a stack that fuses q, k and v (LitGPT's LoRAQKVLinear) keeps one A of
      * r x in per enabled projection stacked, and one B over their outputs */
@@ -557,7 +747,7 @@ static void optimizer_temporaries(est_ctx *c)
     if (od->step_bytes > 0) { /* its own compiled step, one tensor at a time, and each state's new scales */
         const double per_value = od->step_bytes + od->states * 4 / (double)s->adam8_block;
         c->opt_temp = per_value * c->largest_held;
-        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step (as torch 2.11 compiles it): "
+        TERM(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s's compiled step (as torch 2.11 compiles it): "
              "%.2f B per value of the largest tensor%s", mp_optimizer_name(s->optimizer), per_value,
              s->optimizer_in_backward ? ", stepped in the backward" : "");
         return;
@@ -571,14 +761,14 @@ static void optimizer_temporaries(est_ctx *c)
     if (c->prec->master_copy && !c->lora)
         c->opt_temp = fmax(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
     if (s->optimizer_in_backward)
-        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
+        TERM(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
              "largest tensor (%s profile)", fw->adam_temps, fw->name);
     else if (s->step_impl == MP_STEP_FOREACH)
-        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
+        TERM(c, MP_OPTIMIZER, "step temporaries", c->opt_temp,
              "%.0f parameter-sized tensor(s) during the step (%s profile)", fw->adam_temps > 0 ? fw->adam_temps : 1,
              fw->name);
     else
-        term(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s step: %.0f x the largest tensor (%s profile)",
+        TERM(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "%s step: %.0f x the largest tensor (%s profile)",
              mp_step_impl_name(s->step_impl), s->step_impl == MP_STEP_FOR_LOOP ? fw->adam_temps : 0, fw->name);
 }
 
@@ -591,19 +781,19 @@ static void est_optimizer(est_ctx *c)
     double master = 0;
     if (c->prec->master_copy) master = trainable * 4 / split / c->zero_o;
     if (c->zero1_share > 0)
-        term(c, MP_OPTIMIZER, "optimizer state", opt_states,
+        TERM(c, MP_OPTIMIZER, "optimizer state", opt_states,
              "%s on the heaviest rank's %.1f%% of %.0f params (whole tensors; 1/%g = %.1f%%)",
              mp_optimizer_name(s->optimizer), 100 * c->zero1_share, trainable, c->dp, 100 / c->dp);
     else
-        term(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
+        TERM(c, MP_OPTIMIZER, "optimizer state", opt_states, "%s on %.0f params%s",
              mp_optimizer_name(s->optimizer), trainable / split, s->zero >= 1 ? " / dp (ZeRO-1+)" : "");
-    term(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
+    TERM(c, MP_OPTIMIZER, "fp32 master weights", master, "%.0f params x 4 B", trainable / split);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     if (od->paged && c->fw->managed_paging && s->offload == MP_OFFLOAD_NONE) {
         /* outside PyTorch's allocator: not allocated nor reserved, on the device while it fits */
         c->paged_states = opt_states * paged_share(c);
         opt_states -= c->paged_states;
-        term(c, MP_OPTIMIZER, "paged state (managed memory)", c->paged_states,
+        TERM(c, MP_OPTIMIZER, "paged state (managed memory)", c->paged_states,
              "of the state above, that of tensors of 1e5 elements or more: CUDA managed memory, in device "
              "memory but not allocated or reserved (bitsandbytes get_paged)");
     }
@@ -612,7 +802,7 @@ static void est_optimizer(est_ctx *c)
         /* ZeRO-Offload: states, master weights and fp32 gradients live on the host. */
         c->opt_host = c->optimizer + trainable * 4 / split / c->zero_o;
         c->optimizer = 0;
-        term(c, -1, "offloaded optimizer, master weights, fp32 grads", c->opt_host,
+        TERM(c, -1, "offloaded optimizer, master weights, fp32 grads", c->opt_host,
              "on the host (ZeRO-Offload)");
     }
     optimizer_temporaries(c);
@@ -635,7 +825,7 @@ static void offload_saved(est_ctx *c, double layer_input, double layer_full, dou
                                                           : fmin(c->saved_layers, layer_full);
     c->act_host = c->saved_layers;
     c->saved_layers = fmin(c->saved_layers, on_gpu);
-    term(c, -1, "offloaded activations", c->act_host, "saved activations in pinned host RAM (per process)");
+    TERM(c, -1, "offloaded activations", c->act_host, "saved activations in pinned host RAM (per process)");
 }
 
 /* A 4-bit matmul dequantises its whole weight to run: bitsandbytes' MatMul4Bit
@@ -647,10 +837,9 @@ static void est_dequant(est_ctx *c)
 {
     const mp_settings *s = c->s;
     if (!c->lora || (s->quant != MP_QUANT_NF4 && s->quant != MP_QUANT_NF4_DQ)) return;
-    mp_model layout = *c->m;
-    layout.fused_qkv = c->m->fused_qkv || c->fw->fused_qkv;
-    mp_linear lin[16];
-    int n = mp_model_linears(&layout, lin, 16);
+    mp_linear buf[16];
+    const mp_linear *lin;
+    int n = facts_linears(c, c->m->fused_qkv || c->fw->fused_qkv, &lin, buf);
     double largest = 0;
     for (int i = 0; i < n && i < 16; i++) largest = fmax(largest, (double)lin[i].in * (double)lin[i].out);
     const double b = c->fw->dequant_bytes;
@@ -658,18 +847,17 @@ static void est_dequant(est_ctx *c)
     if (framework_quantises_head(c->m, s))
         c->dequant_head = (double)c->m->vocab * (double)c->m->hidden * b / c->split;
     double w = fmax(c->dequant_layer, c->dequant_head);
-    term(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
+    TERM(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
          w / b, b, c->dequant_head > c->dequant_layer ? "the head" : "a layer's largest");
 }
 
 /* Saved layers (per checkpointing), the recomputed layer, logits and loss,
  * and the activation gradients of one layer in backward. */
-static void est_activations(est_ctx *c)
+static void est_activations(est_ctx *c, act_breakdown *own)
 {
     const mp_settings *s = c->s;
     const double tp = c->tp, pp = c->pp;
-    activations_per_layer(c->m, s, &c->ab);
-    const act_breakdown *ab = &c->ab; /* not copied: the search's hot path */
+    const act_breakdown *ab = c->ab = facts_activations(c, own); /* not copied: the search's hot path */
     double layers_here = c->L / pp;
     /* Pipeline: the first stage holds pp micro-batches in flight (1F1B schedule). */
     double inflight = pp > 1 ? pp : 1;
@@ -687,18 +875,18 @@ static void est_activations(est_ctx *c)
      * tensor-parallel), the allocator sees one block per layer */
     if (s->offload_activations || inflight > 1 || tp > 1) c->layer_lump = c->saved_layers / layers_here;
     if (s->offload_activations)
-        term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+        TERM(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
              "kept on the GPU while the rest are offloaded: %.0f B of %.0f B (B=%lld T=%lld)", c->saved_layers,
              c->act_host, (long long)s->batch, (long long)s->seq);
     else
-        term(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
+        TERM(c, MP_ACTIVATIONS, "saved activations", c->saved_layers,
              "%.0f layers x %.0f B (B=%lld T=%lld%s)", layers_here * inflight,
              c->saved_layers / (layers_here * inflight), (long long)s->batch, (long long)s->seq,
              s->checkpointing == MP_CKPT_FULL ? ", layer inputs only" :
              s->checkpointing == MP_CKPT_SELECTIVE ? ", attention scores recomputed" : "");
     if (ab->kbit_inputs > 0 && s->checkpointing != MP_CKPT_FULL && !s->offload_activations) {
         char v[32];
-        term(c, MP_ACTIVATIONS, "  of which 4-bit layers' inputs", layers_here * inflight * ab->kbit_inputs / tp,
+        TERM(c, MP_ACTIVATIONS, "  of which 4-bit layers' inputs", layers_here * inflight * ab->kbit_inputs / tp,
              "bitsandbytes %s keeps each quantised layer's input (fixed in 0.43.2)",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
@@ -713,13 +901,13 @@ static void est_activations(est_ctx *c)
         const double share = previous_batch_share(s) / tp;
         c->held_layer = ab->kbit_held * share, c->held_head = ab->kbit_held_head * share;
         c->prev_graph = layers_here * inflight * c->held_layer + c->held_head;
-        term(c, MP_ACTIVATIONS, "last step's 4-bit inputs", c->prev_graph,
+        TERM(c, MP_ACTIVATIONS, "last step's 4-bit inputs", c->prev_graph,
              "the loop still holds the last step's graph; bitsandbytes %s keeps its inputs on it",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
     c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
                  : s->checkpointing == MP_CKPT_SELECTIVE ? ab->attn_core / tp : 0;
-    term(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
+    TERM(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
          "one layer rebuilt during backward");
 
     /* Logits and the loss: the head's output, an fp32 copy, and log-softmax. */
@@ -735,14 +923,14 @@ static void est_activations(est_ctx *c)
     c->logits_head = lc.head / tp, c->logits_cast = lc.cast / tp;
     const bool kept = c->fw->logits_kept;
     const bool all_chunks = kept || (listed > 0 && s->ce == MP_CE_CHUNKED);
-    term(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
+    TERM(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
          all_chunks ? c->B * c->T : tokens_logits, (double)c->m->vocab,
          kept                 ? ", every chunk's logits kept by the loop"
          : all_chunks         ? ", every chunk's logits listed by the model before the loss"
          : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     c->final_norm = (ab->final_norm + ab->embed_mask) / tp;
     c->act_bwd_temp = ab->backward_temp / tp;
-    term(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
+    TERM(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
          "activation gradients of one layer");
 }
 
@@ -841,7 +1029,7 @@ static double allocator_overhead(est_ctx *c)
     const mp_settings *s = c->s;
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
     replay_in in = {
-        .m = c->m, .s = s, .ab = &c->ab, .layers = c->L / c->pp, .numel_div = c->tp,
+        .m = c->m, .s = s, .ab = c->ab, .layers = c->L / c->pp, .numel_div = c->tp,
         .weights = c->weights, .w_lin = c->w_lin_elt, .w_rest = c->w_rest_elt, .w_adapter = c->w_adapter_elt,
         .grads = s->optimizer_in_backward ? 0 : c->grads, .grad_elt = c->g_elt / c->zero_g,
         .states = c->optimizer, .nstates = (int)od->states + (c->prec->master_copy ? 1 : 0),
@@ -924,17 +1112,17 @@ static void est_peak(est_ctx *c)
     e->at_peak[MP_OPTIMIZER] += c->paged_states;
     e->peak[MP_OPTIMIZER] += c->paged_states;
     if (measured)
-        term(c, MP_OVERHEAD, "CUDA context and libraries", context, "measured on %s", c->gpu->name);
+        TERM(c, MP_OVERHEAD, "CUDA context and libraries", context, "measured on %s", c->gpu->name);
     else
-        term(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
-    term(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
+        TERM(c, MP_OVERHEAD, "CUDA context", fw->context_bytes, "%s profile", fw->name);
+    TERM(c, MP_OVERHEAD, "library workspaces", fw->workspace_bytes, "%s profile", fw->name);
     if (nccl > 0)
-        term(c, MP_OVERHEAD, "NCCL communicators", nccl, "%.0f x %.0f MiB (%s profile), outside the allocator",
+        TERM(c, MP_OVERHEAD, "NCCL communicators", nccl, "%.0f x %.0f MiB (%s profile), outside the allocator",
              fw->nccl_comms, nccl / fw->nccl_comms / 1048576, fw->name);
-    term(c, MP_OVERHEAD, "allocator segments and cache", rounded - e->total_bytes + e->allocator_cache_bytes,
+    TERM(c, MP_OVERHEAD, "allocator segments and cache", rounded - e->total_bytes + e->allocator_cache_bytes,
          "the step replayed through PyTorch's caching allocator%s",
          c->s->expandable_segments ? " (expandable segments)" : "");
-    term(c, MP_OVERHEAD, "micro-batches of other shapes", rounded * fw->frag,
+    TERM(c, MP_OVERHEAD, "micro-batches of other shapes", rounded * fw->frag,
          "%.0f%% of allocated (%s profile)", fw->frag * 100, fw->name);
 }
 
@@ -944,24 +1132,35 @@ int mp_estimate_run(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     return mp_estimate_ex(m, s, gpu, e, true, err);
 }
 
-static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, bool explain,
-                    bool replay, char *err);
+static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
+                    mp_estimate *e, bool explain, bool replay, char *err);
 
 int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e,
                    bool explain, char *err)
 {
-    return estimate(m, s, gpu, e, explain, true, err);
+    return estimate(NULL, m, s, gpu, e, explain, true, err);
 }
 
 int mp_estimate_screen(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err)
 {
-    return estimate(m, s, gpu, e, false, false, err);
+    return estimate(NULL, m, s, gpu, e, false, false, err);
 }
 
-static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, bool explain,
-                    bool replay, char *err)
+int mp_estimate_screen_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err)
 {
-    if (mp_settings_check(m, s, err)) return -1;
+    return estimate(x, &x->m, s, gpu, e, false, false, err);
+}
+
+int mp_estimate_whole_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err)
+{
+    return estimate(x, &x->m, s, gpu, e, false, true, err);
+}
+
+static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
+                    mp_estimate *e, bool explain, bool replay, char *err)
+{
+    /* a stated ZeRO stage on one GPU runs and is estimated; the planner never proposes it */
+    if (mp_settings_runnable(m, s, err)) return -1;
     memset(e, 0, offsetof(mp_estimate, terms)); /* the terms array is filled only with explain */
     if (settings_framework(s)->kind == MP_FW_MEMTRAIN) {
         mp_param_count(m, &e->params);
@@ -969,18 +1168,22 @@ static int estimate(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, 
     }
     /* A stack that builds its own head runs a tied checkpoint with an untied copy
      * of the embedding (LitGPT's GPT has lm_head and wte, never shared). */
-    mp_model as_run = *m;
-    if (settings_framework(s)->untied_head) as_run.tied = false;
-    m = &as_run;
+    mp_model as_run;
+    if (settings_framework(s)->untied_head && m->tied) {
+        as_run = *m;
+        as_run.tied = false;
+        m = &as_run;
+    }
     est_ctx c;
-    est_setup(&c, m, s, e, explain);
+    act_breakdown own; /* the activations, where no context keeps them */
+    est_setup(&c, x, m, s, e, explain);
     c.replay = replay;
     c.replay_err[0] = 0;
     c.gpu = gpu;
     est_weights(&c);
     est_gradients(&c);
     est_optimizer(&c);
-    est_activations(&c);
+    est_activations(&c, &own);
     est_dequant(&c);
     est_timeline(&c);
     est_peak(&c);

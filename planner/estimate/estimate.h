@@ -85,4 +85,17 @@ int mp_estimate_ex(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, m
  * the search screens candidates with before estimating them whole). */
 int mp_estimate_screen(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err);
 
+/* What estimates of one model share: its counts and layer shapes, and a
+ * layer's activations under the settings last asked (a search screens
+ * thousands of combinations of one model, most differing only in settings
+ * those do not read). Made for one model (copied); NULL when out of memory. */
+typedef struct mp_estimate_ctx mp_estimate_ctx;
+mp_estimate_ctx *mp_estimate_ctx_new(const mp_model *m);
+void mp_estimate_ctx_free(mp_estimate_ctx *x);
+const mp_model *mp_estimate_ctx_model(const mp_estimate_ctx *x);
+/* mp_estimate_screen and mp_estimate_ex (no explanatory terms) of the
+ * context's model, figure for figure. */
+int mp_estimate_screen_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err);
+int mp_estimate_whole_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err);
+
 #endif

@@ -57,18 +57,24 @@ typedef struct keybuf {
     bool failed;
 } keybuf;
 
-static void put(keybuf *k, double v)
+/* Room for `more` doubles; false (and failed) when out of memory. */
+static bool keybuf_room(keybuf *k, size_t more)
 {
-    if (k->n == k->cap) {
-        size_t n = k->cap ? 2 * k->cap : 256;
-        double *d = realloc(k->d, n * sizeof *d);
-        if (!d) {
-            k->failed = true;
-            return;
-        }
-        k->d = d, k->cap = n;
+    if (k->n + more <= k->cap) return true;
+    size_t n = k->cap ? 2 * k->cap : 256;
+    while (n < k->n + more) n *= 2;
+    double *d = realloc(k->d, n * sizeof *d);
+    if (!d) {
+        k->failed = true;
+        return false;
     }
-    k->d[k->n++] = v;
+    k->d = d, k->cap = n;
+    return true;
+}
+
+static inline void put(keybuf *k, double v)
+{
+    if (k->n < k->cap || keybuf_room(k, 1)) k->d[k->n++] = v;
 }
 
 /* A replay's requests and frees in order, as the allocator sees them (the
@@ -99,6 +105,8 @@ typedef struct replay {
     int *unit_grad;            /* FSDP, per layer, then the root: the gradient it keeps */
     int root_gathered;
     double trained_numel;      /* over in->layers */
+    double stored;             /* the weights' bytes over in->layers, as stored */
+    double largest_trained;    /* the most elements of one trained tensor (0: none) */
     bool failed;
 } replay;
 
@@ -107,16 +115,20 @@ typedef struct replay {
  * most go unused: the replay leaves them out, the large pool is what it measures. */
 #define SMALL_REQUEST 1048576.0
 
-static void record(replay *r, double op, double kind)
+static inline void record(replay *r, double op, double kind)
 {
-    put(r->t, op);
-    put(r->t, kind);
-    if (r->t->failed) r->failed = true;
+    keybuf *t = r->t;
+    if (t->n + 2 <= t->cap || keybuf_room(t, 2)) {
+        t->d[t->n] = op, t->d[t->n + 1] = kind;
+        t->n += 2;
+    } else {
+        r->failed = true;
+    }
 }
 
 /* Recorded, a request's handle is its number: every one succeeds until the
  * trace is replayed, where a failure fails the whole replay all the same. */
-static int take_on(replay *r, double bytes, int stream)
+static inline int take_on(replay *r, double bytes, int stream)
 {
     if (bytes <= SMALL_REQUEST) return -1;
     if (!r->a) {
@@ -128,12 +140,12 @@ static int take_on(replay *r, double bytes, int stream)
     return h;
 }
 
-static int take(replay *r, double bytes)
+static inline int take(replay *r, double bytes)
 {
     return take_on(r, bytes, STREAM_COMPUTE);
 }
 
-static void give(replay *r, int *h)
+static inline void give(replay *r, int *h)
 {
     if (*h >= 0) {
         if (r->a) alloc_sim_free(r->a, *h);
@@ -500,25 +512,48 @@ static double overhead(const alloc_sim *a, bool failed)
     return failed || st.failed ? -1 : fmax(0, st.peak_reserved - st.peak_allocated);
 }
 
-/* The step's tensors, taken and given through take/give: to the allocator
- * (r->a) or into the trace (r->t). */
-static void replay_steps(replay *r, double nlt)
+/* The parameter tensors, one layer's listed (r->lt), and their totals over
+ * in->layers: what a replay and its key read. false when out of memory. */
+static bool list_tensors(replay *r, double nlt)
 {
     const replay_in *in = r->in;
     const long L = r->layers;
     r->lt = malloc(((size_t)nlt + 1) * sizeof *r->lt);
+    if (!r->lt) return false;
+    list_parameters(r, r->lt);
+    r->nt = r->npre + L * r->nlt + r->npost;
+    /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
+    double stored = 0, reps = r->layers > 0 ? in->layers / r->layers : 1;
+    for (long i = 0; i < r->nt; i++) {
+        const ptensor *p = tensor(r, i);
+        double k = i >= r->npre && i < r->npre + L * r->nlt ? reps : 1;
+        stored += k * p->numel * p->w;
+        if (p->trained) {
+            r->trained_numel += k * p->numel;
+            if (p->numel > r->largest_trained) r->largest_trained = p->numel;
+        }
+    }
+    if (r->trained_numel <= 0) r->trained_numel = 1;
+    r->stored = stored;
+    return true;
+}
+
+/* The step's tensors (listed by list_tensors), taken and given through
+ * take/give: to the allocator (r->a) or into the trace (r->t). */
+static void replay_steps(replay *r)
+{
+    const replay_in *in = r->in;
+    const long L = r->layers;
     r->fwd_at = malloc(((size_t)L + 2) * sizeof *r->fwd_at);
     r->held = malloc(((size_t)L + 1) * sizeof(int));
     r->gathered = malloc(((size_t)L + 1) * sizeof(int));
     r->unit_grad = malloc(((size_t)L + 1) * sizeof(int));
     r->root_gathered = -1;
-    if (!r->lt || !r->fwd_at || !r->held || !r->gathered || !r->unit_grad) {
+    if (!r->fwd_at || !r->held || !r->gathered || !r->unit_grad) {
         r->failed = true;
         return;
     }
     for (long l = 0; l <= L; l++) r->held[l] = r->gathered[l] = r->unit_grad[l] = -1;
-    list_parameters(r, r->lt);
-    r->nt = r->npre + L * r->nlt + r->npost;
     /* gradients kept to the optimizer's step: one handle per tensor */
     if (!in->zero3 && !in->s->optimizer_in_backward && in->grads > 0) {
         r->grad = malloc((size_t)r->nt * sizeof(int));
@@ -532,15 +567,7 @@ static void replay_steps(replay *r, double nlt)
         r->failed = true;
         return;
     }
-    /* the totals are for in->layers, which a pipeline stage may hold a fraction of */
-    double stored = 0, reps = r->layers > 0 ? in->layers / r->layers : 1;
-    for (long i = 0; i < r->nt; i++) {
-        const ptensor *p = tensor(r, i);
-        double k = i >= r->npre && i < r->npre + L * r->nlt ? reps : 1;
-        stored += k * p->numel * p->w;
-        if (p->trained) r->trained_numel += k * p->numel;
-    }
-    if (r->trained_numel <= 0) r->trained_numel = 1;
+    const double stored = r->stored;
     for (long i = 0; i < r->nt; i++) { /* loaded, alive all run */
         /* bitsandbytes quantises a weight where it lands: the 16-bit copy goes to
          * the GPU, the packed weight is made beside it, the copy is freed
@@ -614,21 +641,54 @@ static void put_list(keybuf *k, const act_tensors *t)
     for (int i = 0; i < t->n && i < ACT_MAX_KINDS; i++) put(k, t->t[i].count), put(k, t->t[i].bytes);
 }
 
-/* Everything replay_steps reads, directly or through list_parameters. */
-static void replay_key(keybuf *k, const replay_in *in, bool expandable)
+/* Whether a request of `bytes` is recorded (take_on): the small pool's are not. */
+static bool recorded(double bytes)
 {
+    return !(bytes <= SMALL_REQUEST);
+}
+
+/* Everything replay_steps reads, directly or through list_parameters (r:
+ * the tensors listed). An input the trace cannot show is written as 0: the
+ * per-tensor requests of the optimizer's state, its step's temporaries and
+ * the gradients when even the largest trained tensor's is too small to be
+ * recorded (LoRA's adapters), the ones a path does not read (the step's
+ * temporaries in the backward, the per-tensor gradients under ZeRO-3,
+ * checkpointing where each layer is one block), accumulation beyond "more
+ * than one". So plans that differ only there share one replay. */
+static void replay_key(keybuf *k, const replay *r, bool expandable)
+{
+    const replay_in *in = r->in;
     const mp_model *m = in->m;
     const mp_settings *s = in->s;
     const act_breakdown *ab = in->ab;
+    const double big = r->largest_trained, all = r->trained_numel;
+    const bool oib = s->optimizer_in_backward;
+    double states = in->states, nstates = in->nstates, temps = in->temps, temp_elt = in->temp_elt;
+    double grads = in->grads, grad_elt = in->grad_elt;
+    if (!(in->states > 0 && in->nstates > 0) || !recorded(in->states * big / all / in->nstates)) states = nstates = 0;
+    if (oib) { /* each tensor's gradient and step in the backward (gradients) */
+        grads = temps = 0;
+        if (!recorded(big * in->grad_elt)) grad_elt = 0;
+        if (!recorded(big * in->temp_elt)) temp_elt = 0;
+    } else {
+        grad_elt = 0;
+        if (in->zero3 || !(in->grads > 0) || !recorded(in->grads * big / all)) grads = 0;
+        if (in->temps > 0) {
+            temp_elt = 0;
+            if (!recorded(in->temps * big / all)) temps = 0;
+        } else if (!recorded(big * in->temp_elt)) {
+            temp_elt = 0;
+        }
+    }
     k->n = 0, k->failed = false;
     put(k, expandable);
     const double scalars[] = {
-        in->layers, in->numel_div, in->weights, in->w_lin, in->w_rest, in->w_adapter, in->grads, in->grad_elt,
-        in->states, in->nstates, in->temps, in->temp_elt, in->persistent, in->staged_16bit, in->layer_lump,
+        in->layers, in->numel_div, in->weights, in->w_lin, in->w_rest, in->w_adapter, grads, grad_elt,
+        states, nstates, temps, temp_elt, in->persistent, in->staged_16bit, in->layer_lump,
         in->logits_fwd, in->logits_bwd, in->logits_kept, in->final_norm, in->dequant, in->loss_logits,
         in->logit_elt, in->held_layer, in->held_head, in->zero3, in->deepspeed, in->gather, in->gather_root,
         in->unit_grad, in->root_grad, in->grad_keep,
-        s->lora_rank, s->lora_targets, s->checkpointing, s->optimizer_in_backward, s->accum,
+        s->lora_rank, s->lora_targets, in->layer_lump > 0 ? 0 : s->checkpointing, oib, s->accum <= 1 ? 1 : 2,
         (double)m->hidden, (double)m->vocab, m->tied, ab->layer_input,
     };
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++) put(k, scalars[i]);
@@ -708,19 +768,25 @@ double replay_overhead(const replay_in *in, bool expandable, char *err)
         return -1;
     }
     static keybuf key, trace;
-    replay_key(&key, in, expandable);
+    if (!list_tensors(&r, nlt)) {
+        replay_free(&r);
+        return -1;
+    }
+    replay_key(&key, &r, expandable);
     const uint64_t hk = key_hash(&key, 1);
     if (!key.failed) {
         const memo_entry *e = memo_slot(&by_input, &key, hk);
-        if (e->key) return e->result;
+        if (e->key) {
+            replay_free(&r);
+            return e->result;
+        }
     }
     double got;
     if (work <= TRACE_MAX_CALLS) {
         trace.n = 0, trace.failed = false;
         put(&trace, expandable);
         r.t = &trace;
-        replay_steps(&r, nlt);
-        replay_free(&r);
+        replay_steps(&r);
         got = -1;
         if (!r.failed) {
             const uint64_t ht = key_hash(&trace, 7);
@@ -731,10 +797,10 @@ double replay_overhead(const replay_in *in, bool expandable, char *err)
         if (trace.cap > (1u << 18)) free(trace.d), trace = (keybuf){0}; /* a large one let go */
     } else {
         r.a = shared_sim(expandable);
-        if (r.a) replay_steps(&r, nlt);
-        replay_free(&r);
+        if (r.a) replay_steps(&r);
         got = r.a ? overhead(r.a, r.failed) : -1;
     }
+    replay_free(&r);
     if (!key.failed && got >= 0) memo_put(&by_input, &key, hk, got); /* out of host memory may pass: not kept */
     return got;
 }

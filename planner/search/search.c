@@ -84,6 +84,18 @@ static int first_part_apart(const mp_settings *a, const mp_settings *b)
     return -1;
 }
 
+/* Rule 7's moving parts as one number, part 0 the highest bit: comparing two
+ * compares the parts in order, the first present in one and not the other
+ * deciding (first_part_apart). */
+static unsigned parts_mask(const mp_settings *s)
+{
+    int parts[NPARTS];
+    moving_parts(s, parts);
+    unsigned m = 0;
+    for (int i = 0; i < NPARTS; i++) m = m << 1 | (parts[i] != 0);
+    return m;
+}
+
 static int push(mp_search_result *r, const mp_candidate *c)
 {
     if (r->n == r->cap) {
@@ -95,8 +107,6 @@ static int push(mp_search_result *r, const mp_candidate *c)
     r->cands[r->n++] = *c;
     return 0;
 }
-
-static bool g_prefer_speed;
 
 /* Rules 2 to 5 group the plans. */
 int mp_rank_group(const mp_candidate *k, bool prefer_speed)
@@ -113,36 +123,34 @@ static bool speed_tied(const mp_candidate *k)
     return k->tokens_per_s * (1 + MP_SPEED_TIE) >= k->band_best;
 }
 
-static int cmp_cand(const void *pa, const void *pb)
+static int cmp_bytes(double a, double b)
 {
-    const mp_candidate *a = pa, *b = pb;
+    return a < b ? -1 : a > b;
+}
+
+/* The ranking's order: rules 1 to 8, on the group and parts each candidate
+ * carries. A strict weak order, so every stable sort gives the same ranking. */
+static int cmp_cand(const mp_candidate *a, const mp_candidate *b)
+{
     if (a->fits != b->fits) return a->fits ? -1 : 1;
-    if (!a->fits) return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
-    int ga = mp_rank_group(a, g_prefer_speed), gb = mp_rank_group(b, g_prefer_speed);
-    if (ga != gb) return ga - gb;
+    if (!a->fits) return cmp_bytes(a->device_bytes, b->device_bytes);
+    if (a->group != b->group) return a->group < b->group ? -1 : 1;
     bool ta = speed_tied(a), tb = speed_tied(b);
     if (ta != tb) return ta ? -1 : 1;
     if (!ta && a->tokens_per_s != b->tokens_per_s) return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
-    int part = first_part_apart(&a->s, &b->s);
-    if (part >= 0) {
-        int pa_[NPARTS], pb_[NPARTS];
-        moving_parts(&a->s, pa_);
-        moving_parts(&b->s, pb_);
-        return pa_[part] - pb_[part];
-    }
-    return a->device_bytes < b->device_bytes ? -1 : a->device_bytes > b->device_bytes;
+    if (a->parts != b->parts) return a->parts < b->parts ? -1 : 1;
+    return cmp_bytes(a->device_bytes, b->device_bytes);
 }
 
 /* Each group's fastest fitting plan: the band the tie of rule 6 is measured from. */
-static void set_bands(mp_search_result *r, bool prefer_speed)
+static void set_bands(mp_search_result *r)
 {
     double best[NGROUPS] = {0};
     for (size_t i = 0; i < r->n; i++) {
         const mp_candidate *k = &r->cands[i];
-        int g = mp_rank_group(k, prefer_speed);
-        if (k->fits && k->tokens_per_s > best[g]) best[g] = k->tokens_per_s;
+        if (k->fits && k->tokens_per_s > best[k->group]) best[k->group] = k->tokens_per_s;
     }
-    for (size_t i = 0; i < r->n; i++) r->cands[i].band_best = best[mp_rank_group(&r->cands[i], prefer_speed)];
+    for (size_t i = 0; i < r->n; i++) r->cands[i].band_best = best[r->cands[i].group];
 }
 
 static const char *const task_names[MP_NTASK] = {"any", "full fine-tuning", "LoRA", "QLoRA"};
@@ -178,28 +186,99 @@ const char *mp_rank_reason(const mp_candidate *best, const mp_candidate *alt, bo
     return buf;
 }
 
-static int cmp_cand_ptr(const void *pa, const void *pb)
+/* A stable merge sort of the indices ord[0..n) by cmp_cand over c (tmp: room
+ * for n more): the order glibc's qsort (a stable merge sort) gave, with each
+ * comparison reading the candidates' own keys, and no plan moved. */
+static void sort_ranked(const mp_candidate *c, size_t *ord, size_t *tmp, size_t n)
 {
-    return cmp_cand(*(const mp_candidate *const *)pa, *(const mp_candidate *const *)pb);
+    size_t *from = ord, *to = tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) to[k++] = cmp_cand(&c[from[j]], &c[from[i]]) < 0 ? from[j++] : from[i++];
+            while (i < mid) to[k++] = from[i++];
+            while (j < hi) to[k++] = from[j++];
+        }
+        size_t *t = from;
+        from = to, to = t;
+    }
+    if (from != ord) memcpy(ord, from, n * sizeof *ord);
 }
 
-typedef struct axis { int vals[16]; int n; } axis;
+/* ---------- the space ----------
+ * An axis is a row: a setting and the values the search gives it, in the order
+ * tried. One odometer walks every combination of the axes, the last turning
+ * fastest: the order the candidates are made in, which the ranking keeps
+ * among equals. The micro-batch is the innermost axis of all, walked apart
+ * (try_batches): it is pruned, since a larger one never needs less memory. */
+enum { AX_QUANT, AX_PRECISION, AX_OPTIMIZER, AX_CKPT, AX_ATTENTION, AX_CE, AX_ZERO_OFFLOAD, NAXES };
+#define AXIS_MAX 16
 
-static void axis_range(axis *a, int pinned, int value, int count, unsigned only)
+typedef struct axis {
+    int setting;              /* AX_*: the field it sets */
+    int vals[AXIS_MAX];       /* AX_ZERO_OFFLOAD: stage * MP_NOFFLOAD + offload */
+    int n;
+} axis;
+
+static void axis_set(mp_settings *s, const axis *a, int i)
 {
+    const int v = a->vals[i];
+    switch (a->setting) {
+    case AX_QUANT: s->quant = (mp_quant)v; break;
+    case AX_PRECISION: s->precision = (mp_precision)v; break;
+    case AX_OPTIMIZER: s->optimizer = (mp_optimizer)v; break;
+    case AX_CKPT: s->checkpointing = (mp_ckpt)v; break;
+    case AX_ATTENTION: s->attention = (mp_attention)v; break;
+    case AX_CE: s->ce = (mp_ce)v; break;
+    case AX_ZERO_OFFLOAD: s->zero = v / MP_NOFFLOAD, s->offload = (mp_offload)(v % MP_NOFFLOAD); break;
+    }
+}
+
+/* Every value of a setting the mask allows (0: all), or the pinned one. */
+static void axis_range(axis *a, int setting, int pinned, int value, int count, unsigned only)
+{
+    a->setting = setting;
     a->n = 0;
     if (pinned) a->vals[a->n++] = value;
     else
-        for (int i = 0; i < count && i < 16; i++)
+        for (int i = 0; i < count && i < AXIS_MAX; i++)
             if (!only || (only >> i & 1)) a->vals[a->n++] = i;
 }
 
-/* The search space: the tasks asked for, each setting's values, the ZeRO
- * stage x offload pairs that make sense for the GPU count, and the batches. */
+/* Dominated twins, against the axes: a value whose twin needs the same memory
+ * (an fp16 precision beside its bf16 one, a paged optimizer beside its unpaged
+ * self, torchao's 8-bit AdamW beside bitsandbytes') is counted but not
+ * estimated where the twin is tried in its place: the axis not pinned, the
+ * search not exhaustive, and for a precision, a GPU that runs bf16. */
+static int axis_twin(const axis *a, int v)
+{
+    switch (a->setting) {
+    case AX_PRECISION: return (int)mp_precision_desc_of((mp_precision)v)->same_memory_as;
+    case AX_OPTIMIZER: return (int)mp_optimizer_desc_of((mp_optimizer)v)->same_memory_as;
+    default: return v;
+    }
+}
+
+static unsigned axis_pin(int setting)
+{
+    switch (setting) {
+    case AX_QUANT: return MP_PIN_QUANT;
+    case AX_PRECISION: return MP_PIN_PRECISION;
+    case AX_OPTIMIZER: return MP_PIN_OPTIMIZER;
+    case AX_CKPT: return MP_PIN_CKPT;
+    case AX_ATTENTION: return MP_PIN_ATTENTION;
+    case AX_CE: return MP_PIN_CE;
+    default: return MP_PIN_ZERO | MP_PIN_OFFLOAD;
+    }
+}
+
+/* The search space: the tasks asked for, the axes (the quant axis is each
+ * task's own), the ZeRO stage x offload pairs that make sense for the GPU
+ * count, and the batches. */
 typedef struct space {
     int tasks[3], ntasks;
-    axis prec, opt, ckpt, attn, ce;
-    int zo[16][2], nzo;
+    axis ax[NAXES];
     int64_t batches[16];
     int nb;
     int64_t dp;
@@ -224,10 +303,10 @@ static int space_tasks(space *sp, const mp_settings *base, const mp_search_opts 
     return 0;
 }
 
-static void space_zero_offload(space *sp, const mp_settings *base, unsigned pin)
+static void space_zero_offload(axis *a, const mp_settings *base, unsigned pin, int64_t dp)
 {
-    const int64_t dp = sp->dp;
-    sp->nzo = 0;
+    a->setting = AX_ZERO_OFFLOAD;
+    a->n = 0;
     for (int z = 0; z <= 3; z++)
         for (int off = 0; off < MP_NOFFLOAD; off++) {
             if ((pin & MP_PIN_ZERO) && z != base->zero) continue;
@@ -236,8 +315,18 @@ static void space_zero_offload(space *sp, const mp_settings *base, unsigned pin)
             if (dp >= 2 && z == 1 && off == 0 && !(pin & MP_PIN_ZERO)) continue; /* dominated by 2 */
             if (off == MP_OFFLOAD_OPTIMIZER && z == 0) continue;
             if (off == MP_OFFLOAD_PARAMS && z != 3) continue;
-            sp->zo[sp->nzo][0] = z, sp->zo[sp->nzo][1] = off, sp->nzo++;
+            a->vals[a->n++] = z * MP_NOFFLOAD + off;
         }
+}
+
+/* The quant axis of one task: QLoRA's 4- and 8-bit bases, none otherwise. */
+static void space_quant(axis *a, const mp_settings *base, unsigned pin, mp_task task)
+{
+    a->setting = AX_QUANT;
+    a->n = 0;
+    if (task != MP_TASK_QLORA) a->vals[a->n++] = MP_QUANT_NONE;
+    else if (pin & MP_PIN_QUANT) a->vals[a->n++] = base->quant;
+    else a->vals[a->n++] = MP_QUANT_NF4_DQ, a->vals[a->n++] = MP_QUANT_NF4, a->vals[a->n++] = MP_QUANT_INT8;
 }
 
 /* Micro-batches by doubling, up to --max-batch or the global batch per GPU. */
@@ -263,12 +352,15 @@ static int space_build(space *sp, const mp_settings *base, const mp_search_opts 
     sp->dp = mp_dp_degree(base);
     if (sp->dp < 1) sp->dp = 1;
     if (space_tasks(sp, base, o, err)) return -1;
-    axis_range(&sp->prec, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION, o->only_precisions);
-    axis_range(&sp->opt, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER, o->only_optimizers);
-    axis_range(&sp->ckpt, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT, 0);
-    axis_range(&sp->attn, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
-    axis_range(&sp->ce, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
-    space_zero_offload(sp, base, pin);
+    space_quant(&sp->ax[AX_QUANT], base, pin, MP_TASK_FULL); /* each task sets its own */
+    axis_range(&sp->ax[AX_PRECISION], AX_PRECISION, pin & MP_PIN_PRECISION, base->precision, MP_NPRECISION,
+               o->only_precisions);
+    axis_range(&sp->ax[AX_OPTIMIZER], AX_OPTIMIZER, pin & MP_PIN_OPTIMIZER, base->optimizer, MP_NOPTIMIZER,
+               o->only_optimizers);
+    axis_range(&sp->ax[AX_CKPT], AX_CKPT, pin & MP_PIN_CKPT, base->checkpointing, MP_NCKPT, 0);
+    axis_range(&sp->ax[AX_ATTENTION], AX_ATTENTION, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
+    axis_range(&sp->ax[AX_CE], AX_CE, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
+    space_zero_offload(&sp->ax[AX_ZERO_OFFLOAD], base, pin, sp->dp);
     space_batches(sp, base, o);
     return 0;
 }
@@ -277,6 +369,7 @@ static int space_build(space *sp, const mp_settings *base, const mp_search_opts 
  * combination's reason (reported if none is valid). */
 typedef struct search_run {
     const mp_model *m;
+    mp_estimate_ctx *x;       /* the model's shared facts: every estimate of the search reads them */
     const mp_gpu *gpu;
     const mp_search_opts *o;
     const space *sp;
@@ -285,10 +378,10 @@ typedef struct search_run {
     char first_invalid[MP_ERR_LEN];
 } search_run;
 
-/* Combinations not worth estimating: bf16 without hardware support unless
- * the user insists, regimes the framework does not run, and dominated twins: fp16 needs the memory of bf16 plus
- * loss scaling, and a paged optimizer the memory of its unpaged self. */
-static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opts *o)
+/* Combinations not worth estimating: bf16 without hardware support unless the
+ * user insists, regimes the framework does not run, and dominated twins
+ * (axis_twin). Reads the precision and the optimizer alone. */
+static bool skipped(const mp_settings *s, const space *sp, const mp_gpu *gpu, const mp_search_opts *o)
 {
     const unsigned pin = o->pinned;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
@@ -298,10 +391,15 @@ static bool skipped(const mp_settings *s, const mp_gpu *gpu, const mp_search_opt
     /* 16-bit weights without a master copy only where the stack trains them so */
     if (mp_precision_pure16(pd) && !settings_framework(s)->pure16 && !(pin & MP_PIN_PRECISION))
         return true;
-    if (!o->exhaustive && !(pin & MP_PIN_PRECISION) && (!gpu || gpu->bf16) && pd->same_memory_as != s->precision)
-        return true;
-    if (!o->exhaustive && !(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s->optimizer)->same_memory_as != s->optimizer)
-        return true;
+    if (o->exhaustive) return false;
+    const int twinned[] = {AX_PRECISION, AX_OPTIMIZER};
+    for (size_t i = 0; i < sizeof twinned / sizeof *twinned; i++) {
+        const axis *a = &sp->ax[twinned[i]];
+        const int v = a->setting == AX_PRECISION ? (int)s->precision : (int)s->optimizer;
+        if (pin & axis_pin(a->setting)) continue;
+        if (a->setting == AX_PRECISION && gpu && !gpu->bf16) continue; /* the bf16 twin does not run */
+        if (axis_twin(a, v) != v) return true;
+    }
     return false;
 }
 
@@ -315,8 +413,9 @@ static void candidate_figures(mp_candidate *c, const mp_estimate *e)
 }
 
 /* Estimate s at each micro-batch, smallest first, until one misses the
- * budget; 0, or -1 with err when out of memory. */
-static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
+ * budget; 0, or -1 with err when out of memory. `proto` carries what the
+ * batch does not change (the task, tier, group and parts). */
+static int try_batches(search_run *run, mp_settings *s, const mp_candidate *proto, char *err)
 {
     const mp_search_opts *o = run->o;
     const space *sp = run->sp;
@@ -330,7 +429,7 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         r->evaluated++;
         /* the screen: reserved and device as lower bounds, the allocator not
          * replayed (verify_top estimates the plans ranked first whole) */
-        if (mp_estimate_screen(run->m, s, run->gpu, &e, e2)) { /* an invalid combination */
+        if (mp_estimate_screen_in(run->x, s, run->gpu, &e, e2)) { /* an invalid combination */
             if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", e2);
             break;
         }
@@ -338,7 +437,8 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
         if (s->offload != MP_OFFLOAD_NONE && !(o->pinned & MP_PIN_OFFLOAD) &&
             e.host_offload_bytes < OFFLOAD_MIN_STATE_BYTES)
             break; /* a state too small to be worth moving, at every batch */
-        mp_candidate c = {.s = *s, .task = task, .tier = mp_optimizer_desc_of(s->optimizer)->tier};
+        mp_candidate c = *proto;
+        c.s = *s;
         candidate_figures(&c, &e);
         c.fits = o->budget_bytes > 0 && mp_fits(&e, o->budget_bytes, o->headroom);
         if (c.fits && o->host_budget_bytes > 0 && e.host_node_bytes > o->host_budget_bytes) {
@@ -355,106 +455,111 @@ static int try_batches(search_run *run, mp_settings *s, mp_task task, char *err)
     return 0;
 }
 
-/* Every combination of one task's settings; s carries the rest of the base. */
-static int search_task(search_run *run, mp_settings *s, const mp_settings *base, mp_task task,
-                       char *err)
+/* Every combination of one task's axes, by one odometer; s carries the rest of the base. */
+static int search_task(search_run *run, mp_settings *s, const mp_settings *base, mp_task task, char *err)
 {
-    const space *sp = run->sp;
-    int quants[4], nq = 0;
-    if (task == MP_TASK_QLORA) {
-        if (run->o->pinned & MP_PIN_QUANT) quants[nq++] = base->quant;
-        else quants[nq++] = MP_QUANT_NF4_DQ, quants[nq++] = MP_QUANT_NF4, quants[nq++] = MP_QUANT_INT8;
-    } else {
-        quants[nq++] = MP_QUANT_NONE;
-    }
+    const mp_search_opts *o = run->o;
+    space *sp = (space *)run->sp;
+    axis *ax = sp->ax;
+    space_quant(&ax[AX_QUANT], base, o->pinned, task);
     s->lora_rank = task == MP_TASK_FULL ? 0 : (base->lora_rank > 0 ? base->lora_rank : MP_DEFAULT_LORA_RANK);
-    for (int qi = 0; qi < nq; qi++)
-    for (int pi = 0; pi < sp->prec.n; pi++)
-    for (int oi = 0; oi < sp->opt.n; oi++)
-    for (int ki = 0; ki < sp->ckpt.n; ki++)
-    for (int ai = 0; ai < sp->attn.n; ai++)
-    for (int ci = 0; ci < sp->ce.n; ci++)
-    for (int zi = 0; zi < sp->nzo; zi++) {
-        s->quant = (mp_quant)quants[qi];
-        s->precision = (mp_precision)sp->prec.vals[pi];
-        s->optimizer = (mp_optimizer)sp->opt.vals[oi];
-        s->checkpointing = (mp_ckpt)sp->ckpt.vals[ki];
-        s->attention = (mp_attention)sp->attn.vals[ai];
-        s->ce = (mp_ce)sp->ce.vals[ci];
-        s->zero = sp->zo[zi][0];
-        s->offload = (mp_offload)sp->zo[zi][1];
+    for (int k = 0; k < NAXES; k++)
+        if (ax[k].n == 0) return 0; /* an axis with no value: no combination */
+    int at[NAXES] = {0};
+    int from = 0;      /* the outermost axis that turned: it and those inside it are set again */
+    bool skip = false; /* skipped(): of the precision and the optimizer, outer axes */
+    for (;;) {
+        for (int k = from; k < NAXES; k++) axis_set(s, &ax[k], at[k]);
+        if (from <= AX_OPTIMIZER) skip = skipped(s, sp, run->gpu, o);
         run->r->considered += (size_t)sp->nb;
-        if (skipped(s, run->gpu, run->o)) continue;
-        /* a plan the caller cannot use (one `plan --emit`'s target cannot write) is
-         * no answer; no predicate reads the micro-batch, so once for all of them */
-        char why[MP_ERR_LEN];
-        if (run->o->accept && run->o->accept(run->o->accept_ctx, run->m, s, why)) {
-            if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", why);
-            run->r->unwritable += (size_t)sp->nb;
-            continue;
+        if (!skip) {
+            /* a plan the caller cannot use (one `plan --emit`'s target cannot write) is
+             * no answer; no predicate reads the micro-batch, so once for all of them */
+            char why[MP_ERR_LEN];
+            if (o->accept && o->accept(o->accept_ctx, run->m, s, why)) {
+                if (!run->first_invalid[0]) snprintf(run->first_invalid, sizeof run->first_invalid, "%s", why);
+                run->r->unwritable += (size_t)sp->nb;
+            } else {
+                mp_candidate proto = {.task = task, .tier = mp_optimizer_desc_of(s->optimizer)->tier,
+                                      .parts = parts_mask(s)};
+                proto.s = *s;
+                proto.group = mp_rank_group(&proto, o->prefer_speed); /* reads the task, tier and settings */
+                if (try_batches(run, s, &proto, err)) return -1;
+            }
         }
-        if (try_batches(run, s, task, err)) return -1;
+        /* the odometer: the last axis turns; one that comes round turns the next one out */
+        int k = NAXES - 1;
+        while (k >= 0 && ++at[k] == ax[k].n) at[k--] = 0;
+        if (k < 0) return 0;
+        from = k;
     }
-    return 0;
 }
 
-/* Sort pointers, then lay the candidates out in that order: moving the
- * structs themselves inside qsort costs more than the comparisons. */
-static int rank_candidates(mp_search_result *r, bool prefer_speed, char *err)
+/* The ranking as an order of indices into r->cands: bands set, sorted. */
+static int rank_order(mp_search_result *r, size_t *ord, char *err)
 {
-    g_prefer_speed = prefer_speed;
-    set_bands(r, prefer_speed);
-    const mp_candidate **order = malloc(r->n * sizeof *order + 1);
-    mp_candidate *sorted = malloc(r->n * sizeof *sorted + 1);
-    if (!order || !sorted) {
-        free(order), free(sorted);
+    size_t *tmp = malloc((r->n + 1) * sizeof *tmp);
+    if (!tmp) {
         snprintf(err, MP_ERR_LEN, "out of memory in the search");
         return -1;
     }
-    for (size_t i = 0; i < r->n; i++) order[i] = &r->cands[i];
-    qsort(order, r->n, sizeof *order, cmp_cand_ptr);
-    for (size_t i = 0; i < r->n; i++) sorted[i] = *order[i];
-    free(order);
+    set_bands(r);
+    for (size_t i = 0; i < r->n; i++) ord[i] = i;
+    sort_ranked(r->cands, ord, tmp, r->n);
+    free(tmp);
+    return 0;
+}
+
+/* The plans laid out in the order ord gives. */
+static int lay_out(mp_search_result *r, const size_t *ord, char *err)
+{
+    mp_candidate *sorted = malloc(r->n * sizeof *sorted + 1);
+    if (!sorted) {
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
+        return -1;
+    }
+    for (size_t i = 0; i < r->n; i++) sorted[i] = r->cands[ord[i]];
     free(r->cands);
     r->cands = sorted, r->cap = r->n;
     return 0;
 }
 
 /* The ranking again after verify() changed some candidates: the order
- * rank_candidates gives (glibc's qsort is a stable merge sort: equal plans
- * keep their order), without comparing every plan again nor moving the
- * plans themselves. ord[i] is the plan ranked i-th, grp[j] plan j's group.
- * The plans whose keys did not change (moves[j] 0) keep their order; those
- * that did (the changed ones, and the fitting plans of a group whose band
- * moved) are sorted, ties by their place, and merged in, ties again by place. */
+ * rank_order gives (a stable sort: equal plans keep their order), without
+ * comparing every plan again nor moving the plans themselves. ord[i] is the
+ * plan ranked i-th. The plans whose keys did not change (moves[j] 0) keep
+ * their order; those that did (the changed ones, and the fitting plans of a
+ * group whose band moved) are sorted, ties by their place, and merged in,
+ * ties again by place. */
 typedef struct placed {
-    size_t at, plan; /* its place in the last ranking; its index in cands */
+    size_t at;                /* its place in the last ranking */
+    size_t plan;              /* its index in cands */
+    const mp_candidate *k;
 } placed;
 
-static const mp_candidate *g_rank_base;
-
-static int cmp_placed(const void *pa, const void *pb)
+static int cmp_placed(const placed *a, const placed *b)
 {
-    const placed *a = pa, *b = pb;
-    int c = cmp_cand(&g_rank_base[a->plan], &g_rank_base[b->plan]);
+    int c = cmp_cand(a->k, b->k);
     return c ? c : (a->at > b->at) - (a->at < b->at);
 }
 
-static int rerank(mp_search_result *r, bool prefer_speed, size_t *ord, const int *grp, unsigned char *moves,
-                  char *err)
+static int cmp_placed_q(const void *pa, const void *pb)
+{
+    return cmp_placed(pa, pb);
+}
+
+static int rerank(mp_search_result *r, size_t *ord, unsigned char *moves, char *err)
 {
     const size_t n = r->n;
     mp_candidate *c = r->cands;
-    g_prefer_speed = prefer_speed;
-    g_rank_base = c;
-    /* set_bands, with the groups known */
+    /* set_bands, noting the groups whose band moved */
     double best[NGROUPS] = {0};
     bool moved_band[NGROUPS] = {false};
     for (size_t j = 0; j < n; j++)
-        if (c[j].fits && c[j].tokens_per_s > best[grp[j]]) best[grp[j]] = c[j].tokens_per_s;
+        if (c[j].fits && c[j].tokens_per_s > best[c[j].group]) best[c[j].group] = c[j].tokens_per_s;
     for (size_t j = 0; j < n; j++) {
-        if (c[j].band_best != best[grp[j]]) moved_band[grp[j]] = true;
-        c[j].band_best = best[grp[j]];
+        if (c[j].band_best != best[c[j].group]) moved_band[c[j].group] = true;
+        c[j].band_best = best[c[j].group];
     }
     placed *mv = malloc((n + 1) * sizeof *mv);
     size_t *out = malloc((n + 1) * sizeof *out);
@@ -466,16 +571,15 @@ static int rerank(mp_search_result *r, bool prefer_speed, size_t *ord, const int
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         size_t j = ord[i];
-        if (c[j].fits && moved_band[grp[j]]) moves[j] = 1;
-        if (moves[j]) mv[k++] = (placed){i, j};
+        if (c[j].fits && moved_band[c[j].group]) moves[j] = 1;
+        if (moves[j]) mv[k++] = (placed){i, j, &c[j]};
     }
-    qsort(mv, k, sizeof *mv, cmp_placed);
+    qsort(mv, k, sizeof *mv, cmp_placed_q); /* a total order: any sort gives the same */
     size_t u = 0, m = 0, w = 0;
     for (;;) {
         while (u < n && moves[ord[u]]) u++;
         if (u >= n && m >= k) break;
-        placed pu = {u, u < n ? ord[u] : 0};
-        if (m >= k || (u < n && cmp_placed(&pu, &mv[m]) < 0)) out[w++] = ord[u++];
+        if (m >= k || (u < n && cmp_placed(&(placed){u, ord[u], &c[ord[u]]}, &mv[m]) < 0)) out[w++] = ord[u++];
         else out[w++] = mv[m++].plan;
     }
     memcpy(ord, out, n * sizeof *ord);
@@ -499,7 +603,7 @@ static bool verify(const search_run *run, mp_candidate *c)
     mp_estimate e;
     char err[MP_ERR_LEN];
     c->verified = true;
-    if (mp_estimate_ex(run->m, &c->s, run->gpu, &e, false, err)) return true; /* the screen estimated it */
+    if (mp_estimate_whole_in(run->x, &c->s, run->gpu, &e, err)) return true; /* the screen estimated it */
     candidate_figures(c, &e);
     if (mp_fits(&e, run->o->budget_bytes, run->o->headroom)) return true;
     c->fits = false;
@@ -507,31 +611,25 @@ static bool verify(const search_run *run, mp_candidate *c)
     return false;
 }
 
-static int verify_top(const search_run *run, mp_search_result *r, char *err)
+/* Verify the plans that decide the ranking, the ranking made again after each
+ * that drops; ord is the ranking and ends as the last one. */
+static int verify_top(const search_run *run, mp_search_result *r, size_t *ord, char *err)
 {
-    const bool speed = run->o->prefer_speed;
     const size_t n = r->n;
     mp_candidate *c = r->cands;
-    /* the ranking as an order of indices (the plans stay put until the end),
-     * each plan's group looked up once */
-    size_t *ord = malloc((n + 1) * sizeof *ord);
-    int *grp = malloc((n + 1) * sizeof *grp);
     unsigned char *moves = calloc(n + 1, 1);
-    int rc = 0;
-    bool reranked = false;
-    if (!ord || !grp || !moves) {
+    if (!moves) {
         snprintf(err, MP_ERR_LEN, "out of memory in the search");
-        rc = -1;
-        goto done;
+        return -1;
     }
-    for (size_t i = 0; i < n; i++) ord[i] = i, grp[i] = mp_rank_group(&c[i], speed);
+    int rc = 0;
     for (;;) {
         bool dropped = false;
         size_t setter[NGROUPS];
         for (int g = 0; g < NGROUPS; g++) setter[g] = n;
         for (size_t i = 0; i < n; i++) {
             const mp_candidate *k = &c[ord[i]];
-            int g = grp[ord[i]];
+            int g = k->group;
             if (k->fits && (setter[g] == n || k->tokens_per_s > c[ord[setter[g]]].tokens_per_s)) setter[g] = i;
         }
         for (int g = 0; g < NGROUPS && !dropped; g++)
@@ -546,22 +644,9 @@ static int verify_top(const search_run *run, mp_search_result *r, char *err)
                 dropped = !verify(run, &c[ord[i]]);
             }
         if (!dropped) break;
-        if ((rc = rerank(r, speed, ord, grp, moves, err))) break;
-        reranked = true;
+        if ((rc = rerank(r, ord, moves, err))) break;
     }
-    if (reranked && !rc) { /* the plans laid out in their last ranking */
-        mp_candidate *sorted = malloc(n * sizeof *sorted + 1);
-        if (!sorted) {
-            snprintf(err, MP_ERR_LEN, "out of memory in the search");
-            rc = -1;
-            goto done;
-        }
-        for (size_t i = 0; i < n; i++) sorted[i] = c[ord[i]];
-        free(r->cands);
-        r->cands = sorted, r->cap = n;
-    }
-done:
-    free(ord), free(grp), free(moves);
+    free(moves);
     return rc;
 }
 
@@ -571,17 +656,27 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     memset(r, 0, sizeof *r);
     space sp;
     if (space_build(&sp, base, o, err)) return -1;
-    search_run run = {.m = m, .gpu = gpu, .o = o, .sp = &sp, .r = r};
-    mp_settings s = *base;
-    for (int ti = 0; ti < sp.ntasks; ti++)
-        if (search_task(&run, &s, base, (mp_task)sp.tasks[ti], err)) return -1;
-    if (!run.valid) {
-        /* what the user pinned rules out every combination: say why */
-        snprintf(err, MP_ERR_LEN, "%s", run.first_invalid[0] ? run.first_invalid : "no valid combination");
+    search_run run = {.m = m, .x = mp_estimate_ctx_new(m), .gpu = gpu, .o = o, .sp = &sp, .r = r};
+    if (!run.x) {
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
         return -1;
     }
-    if (rank_candidates(r, o->prefer_speed, err)) return -1;
-    return o->budget_bytes > 0 ? verify_top(&run, r, err) : 0;
+    mp_settings s = *base;
+    int rc = 0;
+    for (int ti = 0; ti < sp.ntasks && !rc; ti++) rc = search_task(&run, &s, base, (mp_task)sp.tasks[ti], err);
+    if (!rc && !run.valid) {
+        /* what the user pinned rules out every combination: say why */
+        snprintf(err, MP_ERR_LEN, "%s", run.first_invalid[0] ? run.first_invalid : "no valid combination");
+        rc = -1;
+    }
+    size_t *ord = rc ? NULL : malloc((r->n + 1) * sizeof *ord);
+    if (!rc && !ord) snprintf(err, MP_ERR_LEN, "out of memory in the search"), rc = -1;
+    if (!rc) rc = rank_order(r, ord, err);
+    if (!rc && o->budget_bytes > 0) rc = verify_top(&run, r, ord, err);
+    if (!rc) rc = lay_out(r, ord, err);
+    free(ord);
+    mp_estimate_ctx_free(run.x);
+    return rc;
 }
 
 void mp_search_free(mp_search_result *r)

@@ -26,6 +26,8 @@ typedef struct mp_candidate {
     double host_node_bytes;   /* host RAM of one node's processes */
     double band_best;         /* tokens/s of the fastest plan it is ranked against (its group) */
     bool verified;            /* estimated whole (the allocator replayed), not only screened */
+    int group;                /* its ranking group (mp_rank_group), set as it is made */
+    unsigned parts;           /* rule 7's moving parts present, the weightiest the highest bit */
 } mp_candidate;
 
 /* The speed model's error: plans within this fraction of the fastest of
