@@ -294,11 +294,21 @@ int ck_bool(const ck_node *n, bool *out)
 int ck_real(const ck_node *n, double *out)
 {
     if (!n || n->kind != CK_SCALAR || n->quoted || !n->text[0]) return -1;
+    /* YAML 1.1 numbers may group digits with '_' (PyYAML reads 500_000 as 500000) */
+    char digits[64];
+    const char *t = n->text, *d = t + (*t == '-' || *t == '+');
+    if (strchr(t, '_') && *d >= '0' && *d <= '9' && strlen(t) < sizeof digits) {
+        size_t k = 0;
+        for (const char *c = t; *c; c++)
+            if (*c != '_') digits[k++] = *c;
+        digits[k] = 0;
+        t = digits;
+    }
     char *end;
     errno = 0;
-    double v = strtod(n->text, &end);
+    double v = strtod(t, &end);
     /* plain decimals only: not strtod's hexadecimal, inf or nan */
-    if (*end || errno || !isfinite(v) || strpbrk(n->text, "xXnN")) return -1;
+    if (*end || errno || !isfinite(v) || strpbrk(t, "xXnN")) return -1;
     *out = v;
     return 0;
 }

@@ -38,6 +38,9 @@ typedef struct ck_state {
     bool trl;                    /* the Trainer's config is TRL's (its ModelConfig and SFT keys): TRL's defaults */
     char lora_modules[512];      /* the target modules as the file names them, comma-separated */
     char lora_key[96];           /* the key that named them */
+    /* a format's keys that decide only together (axolotl.c's readers note them, its finish resolves them) */
+    uint64_t fmt_bits;
+    int64_t fmt_count[2];
 } ck_state;
 
 /* One key of a format, by its dotted path. read NULL: known, and nothing memplan
@@ -63,7 +66,7 @@ typedef struct ck_format {
 } ck_format;
 
 /* The formats (one file each). */
-extern const ck_format ck_format_trainer, ck_format_deepspeed, ck_format_accelerate;
+extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed, ck_format_accelerate;
 
 /* Record that `setting` is `value`, from `key` of the file read (how: why, when
  * not as written; NULL otherwise). */
