@@ -245,8 +245,42 @@ static void older_files(void)
           "a v1 header an older memtrain wrote gives the run's plan, the tile at 64 (%s)", why);
 }
 
+/* memtrain's keys are the contract's (memtrain_keys.h): its shape, settings and
+ * data-parallel rows, and its own keys named once for memplan check; the
+ * defaults memplan check assumes are memtrain's. */
+static void keys_are_the_contract(void)
+{
+    memtrain_shape sh;
+    mp_settings s;
+    mp_opt_group g[3];
+    int ng = memtrain_key_groups(&sh, &s, true, g), n = 0, named = 0;
+    for (const mp_opt *r = mt_config_keys(); r->name; r++, n++) {
+        void *base;
+        bool own = false;
+        for (int i = 0; memtrain_own_keys[i]; i++) own = own || !strcmp(memtrain_own_keys[i], r->name);
+        CHECK(own != (mp_opt_group_find(g, ng, r->name, &base) != NULL),
+              "memtrain's key '%s' is %s", r->name, own ? "one of its own (memtrain_own_keys)" : "a contract row");
+    }
+    while (memtrain_own_keys[named]) named++;
+    int rows = named;
+    for (int i = 0; i < ng; i++)
+        for (const mp_opt *r = g[i].rows; r->name; r++) {
+            bool listed = !g[i].only;
+            for (int j = 0; g[i].only && g[i].only[j]; j++) listed = listed || !strcmp(g[i].only[j], r->name);
+            rows += listed;
+        }
+    CHECK(rows == n, "memtrain reads %d keys, the contract names %d", n, rows);
+    mt_config c;
+    mt_config_default(&c);
+    memtrain_defaults(&sh, &s);
+    CHECK(!memcmp(&sh, &c.shape, sizeof sh) && s.batch == c.s.batch && s.seq == c.s.seq &&
+              s.lora_targets == c.s.lora_targets && s.shuffle_buffer == c.s.shuffle_buffer && !c.s.framework,
+          "memtrain's defaults are memtrain_defaults()");
+}
+
 int main(void)
 {
+    keys_are_the_contract();
     rows_round_trip();
     headers();
     planner_config();

@@ -11,20 +11,15 @@
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
 #include "memtrain/memtrain_inventory.h"
+#include "memtrain/memtrain_keys.h"
 #include "memtrain/shape.h"
 #include "common/errors.h"
 
 void mt_config_default(mt_config *c)
 {
     memset(c, 0, sizeof *c);
-    c->shape = (memtrain_shape){.family = MT_GPT2, .layers = 2, .hidden = 64, .heads = 4, .vocab = 256, .tied = -1};
-    /* the planner's defaults, then memtrain's own: a small batch of short sequences */
-    mp_settings_default(&c->s, NULL);
-    c->s.framework = NULL; /* memtrain's prediction names its own profile */
-    c->s.batch = 4;
-    c->s.seq = 64;
-    c->s.lora_targets = MP_LORA_Q | MP_LORA_V;
-    c->s.shuffle_buffer = 256;
+    /* the planner's defaults, then memtrain's own (one statement, memplan check reads it too) */
+    memtrain_defaults(&c->shape, &c->s);
     c->rank = 0, c->ranks = 1;
     c->own.steps = 20;
     c->own.overlap = 1;

@@ -9,6 +9,21 @@ const char *const memtrain_setting_keys[] = {
     "ce", "ce-chunk", "lora-rank", "lora-targets", "quant", "loader", "shuffle-buffer", NULL,
 };
 
+const char *const memtrain_own_keys[] = {
+    "lora-alpha", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", "steps", "overlap", NULL,
+};
+
+void memtrain_defaults(memtrain_shape *sh, mp_settings *s)
+{
+    *sh = (memtrain_shape){.family = MEMTRAIN_GPT2, .layers = 2, .hidden = 64, .heads = 4, .vocab = 256, .tied = -1};
+    mp_settings_default(s, NULL);
+    s->framework = NULL; /* memtrain's prediction names its own profile */
+    s->batch = 4;
+    s->seq = 64;
+    s->lora_targets = MP_LORA_Q | MP_LORA_V;
+    s->shuffle_buffer = 256;
+}
+
 const mp_opt *memtrain_parallel_opts(void)
 {
     static mp_opt rows[3];
