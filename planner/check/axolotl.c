@@ -610,7 +610,11 @@ static int read_fsdp(ck_state *st, const ck_node *v, const char *key, char *err)
         if (!t) return ck_bad(key, v, "want FSDP options", err);
         if (!strcmp(t, "shard_grad_op") || !strcmp(t, "hybrid_shard_zero2")) put(st, AX_SHARD_GRAD_OP, true);
         else if (!strcmp(t, "no_shard")) put(st, AX_NO_SHARD, true);
-        else if (!strcmp(t, "offload")) put(st, AX_FSDP_OFFLOAD, true);
+        else if (!strcmp(t, "offload")) {
+            put(st, AX_FSDP_OFFLOAD, true);
+            ck_set(st, "offload", mp_offload_name(MP_OFFLOAD_PARAMS), key,
+                   "FSDP's CPU offload: parameters, gradients and the optimizer step on the host");
+        }
         else if (strcmp(t, "full_shard") && strcmp(t, "hybrid_shard") && strcmp(t, "auto_wrap"))
             return ck_bad(key, v, "want full_shard, shard_grad_op, hybrid_shard, no_shard, offload or auto_wrap", err);
     }
@@ -638,9 +642,14 @@ static int fsdp_flag(ck_state *st, const ck_node *v, const char *key, uint64_t b
     return 0;
 }
 
+/* FSDP's CPU offload keeps parameters, gradients and the optimizer step on the host */
 static int read_fsdp_offload(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return fsdp_flag(st, v, key, AX_FSDP_OFFLOAD, true, err);
+    if (fsdp_flag(st, v, key, AX_FSDP_OFFLOAD, true, err)) return -1;
+    if (has(st, AX_FSDP_OFFLOAD))
+        ck_set(st, "offload", mp_offload_name(MP_OFFLOAD_PARAMS), key, "FSDP's CPU offload: parameters, gradients "
+                                                                      "and the optimizer step on the host");
+    return 0;
 }
 
 static int read_fsdp_ckpt(ck_state *st, const ck_node *v, const char *key, char *err)
@@ -760,7 +769,8 @@ static const ck_key keys[] = {
     {"use_eaft", refuse_set}, {"eaft_alpha", NULL}, {"eaft_k", NULL},
     {"tiled_mlp", refuse_set}, {"tiled_mlp_num_shards", NULL}, {"tiled_mlp_use_original_mlp", NULL},
     /* sharding and parallelism */
-    {"deepspeed", read_deepspeed}, {"deepcompile", refuse_set}, {"fsdp", read_fsdp}, {"fsdp_version", read_fsdp_version},
+    {"deepspeed", read_deepspeed}, {"deepcompile", refuse_set}, {"fsdp", read_fsdp},
+    {"fsdp_version", read_fsdp_version},
     FSDP_KEY("version", read_fsdp_version), FSDP_KEY("offload_params", read_fsdp_offload),
     FSDP_KEY("activation_checkpointing", read_fsdp_ckpt), FSDP_KEY("reshard_after_forward", read_fsdp_reshard),
     FSDP_KEY("sync_module_states", read_fsdp_neutral), FSDP_KEY("cpu_ram_efficient_loading", read_fsdp_neutral),
@@ -993,10 +1003,7 @@ static int finish_fsdp(ck_state *st, char *err)
                                                                       : "FSDP's sharding as a ZeRO stage");
     if (has(st, AX_FSDP_OFFLOAD)) {
         if (z != 3) return ck_refuse("fsdp_config.offload_params", "CPU offload without full sharding", err);
-        /* FSDP's CPU offload keeps parameters, gradients and the step on the host */
-        st->s.offload = MP_OFFLOAD_PARAMS, st->given |= MP_PIN_OFFLOAD;
-        ck_set(st, "offload", mp_offload_name(st->s.offload), "fsdp_config.offload_params",
-               "FSDP's CPU offload: parameters, gradients and the optimizer step on the host");
+        st->s.offload = MP_OFFLOAD_PARAMS, st->given |= MP_PIN_OFFLOAD; /* its origin: the key's reader */
     }
     return 0;
 }
