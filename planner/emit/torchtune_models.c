@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -81,6 +82,37 @@ const tt_model *tt_model_of(const mp_model *m)
         /* the profile itself, or a config.json with its Hugging Face id */
         if (!strcmp(models[i].profile, m->name) || (m->hf_id[0] && !strcasecmp(p->hf_id, m->hf_id)))
             return &models[i];
+    }
+    return NULL;
+}
+
+/* name is the row's builder, or its LoRA or QLoRA one */
+static bool builds(const tt_model *t, const char *name, tt_kind *kind)
+{
+    if (!strcmp(name, t->builder)) return *kind = TT_FULL, true;
+    if (t->lora_builder && !strcmp(name, t->lora_builder)) return *kind = TT_LORA, true;
+    if (t->qlora_builder && !strcmp(name, t->qlora_builder)) return *kind = TT_QLORA, true;
+    return false;
+}
+
+const tt_model *tt_model_by_builder(const char *component, tt_kind *kind)
+{
+    static const char prefix[] = "torchtune.models.";
+    if (!component || strncmp(component, prefix, sizeof prefix - 1)) return NULL;
+    const char *package = component + sizeof prefix - 1, *dot = strchr(package, '.');
+    if (!dot || strchr(dot + 1, '.')) return NULL;
+    const char *name = dot + 1;
+    /* Qwen2.5's _base builders have their _instruct twins' shapes (max_seq_len
+     * differs: pytorch/torchtune@bd2a0fc7c314 torchtune/models/qwen2_5/_model_builders.py) */
+    char twin[96] = "";
+    size_t n = strlen(name);
+    if (n > 5 && n < sizeof twin - 8 && !strcmp(name + n - 5, "_base"))
+        snprintf(twin, sizeof twin, "%.*s_instruct", (int)(n - 5), name);
+    for (int i = 0; i < NMODELS; i++) {
+        const tt_model *t = &models[i];
+        if (strlen(t->package) != (size_t)(dot - package) || strncmp(t->package, package, (size_t)(dot - package)))
+            continue;
+        if (builds(t, name, kind) || (twin[0] && builds(t, twin, kind))) return t;
     }
     return NULL;
 }

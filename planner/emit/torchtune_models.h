@@ -29,4 +29,11 @@ const tt_model *tt_model_of(const mp_model *m);
 /* The i-th row, NULL past the end (listings, tests). */
 const tt_model *tt_model_at(int i);
 
+/* Which of a row's builders a config names. */
+typedef enum { TT_FULL, TT_LORA, TT_QLORA } tt_kind;
+/* The row whose builder a config's model._component_ names
+ * ("torchtune.models.llama3_2.qlora_llama3_2_1b"), and which builder it is;
+ * NULL when no row has that builder. */
+const tt_model *tt_model_by_builder(const char *component, tt_kind *kind);
+
 #endif
