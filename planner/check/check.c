@@ -20,7 +20,7 @@
 /* The formats, most specific first where two could claim a file (a TRL
  * config is a Trainer's; an axolotl one has keys of its own). */
 static const ck_format *const formats[] = {
-    &ck_format_axolotl, &ck_format_deepspeed, &ck_format_accelerate, &ck_format_trainer,
+    &ck_format_axolotl, &ck_format_deepspeed, &ck_format_accelerate, &ck_format_llamafactory, &ck_format_trainer,
 };
 enum { NFORMATS = sizeof formats / sizeof *formats };
 

@@ -66,7 +66,8 @@ typedef struct ck_format {
 } ck_format;
 
 /* The formats (one file each). */
-extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed, ck_format_accelerate;
+extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed, ck_format_accelerate,
+    ck_format_llamafactory;
 
 /* Record that `setting` is `value`, from `key` of the file read (how: why, when
  * not as written; NULL otherwise). */
