@@ -16,15 +16,24 @@ tests/data/engines/, and against the plan itself:
     accumulation, no fp16;
   * the bundle (-o DIR/) holds torchtune.yaml, an executable launch.sh that passes bash -n and,
     run against a stub `tune`, starts the plan's recipe with the checkpoint's files listed;
-  * what torchtune cannot run is refused with the reason, exit status 2, and nothing written.
+  * what torchtune cannot run is refused with the reason, exit status 2, and nothing written;
+  * the round trip: `memplan check` on every emitted torchtune.yaml (with the plan's --gpu and
+    --gpus) reads back the plan's settings, each from its key, and predicts the plan's allocated,
+    reserved and device bytes exactly. Gemma 2 is the exception torchtune's source makes: its
+    Gemma2Attention computes the scores itself, so check reads eager attention where the plan
+    assumed SDPA; with --attention flash the rest must match.
 
 Usage: test_emit_torchtune.py BIN_DIR. Prints one line per failure and "emit-torchtune: ...".
 """
+import json
+import math
 import os
+import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
@@ -273,6 +282,80 @@ def check_refusals(memplan, tmp):
         check(not os.path.exists(out), f"{tag}: nothing written")
 
 
+# plan settings the check does not read from a torchtune.yaml (the plan's search, not the run)
+NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
+
+
+def same_value(plan_value, check_value):
+    """A plan's JSON value and check's text for it: flags as on/off, numbers by value."""
+    if isinstance(plan_value, bool):
+        return check_value == ("on" if plan_value else "off")
+    if isinstance(plan_value, (int, float)):
+        try:  # lora-dropout is a float32 in the plan (0.05 prints 0.05000000075)
+            return math.isclose(float(check_value), float(plan_value), rel_tol=1e-7)
+        except ValueError:
+            return False
+    return check_value == str(plan_value)
+
+
+def run_check(memplan, path, plan, extra):
+    s = plan["settings"]
+    args = [memplan, "check", path, "--format", "json", *extra]
+    if s.get("gpu"):
+        args += ["--gpu", s["gpu"]]
+    if s["gpus"] > 1:
+        args += ["--gpus", str(s["gpus"])]
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def compare_round_trip(tag, plan, p):
+    check(p.returncode in (0, 1), f"{tag}: check exit {p.returncode}: {p.stderr.strip()[:300]}")
+    if p.returncode not in (0, 1):
+        return
+    got = json.loads(p.stdout)
+    origins = {o["setting"]: o for o in got["settings"]}
+    s = plan["settings"]
+    want = ["framework", "precision", "optimizer", "batch", "accum", "seq", "checkpointing", "attention", "ce",
+            "lora-rank", "compile", "offload-activations", "zero", "expandable-segments"]
+    if s["lora-rank"]:
+        want += ["lora-targets", "lora-dropout"]
+    else:
+        want.append("optimizer-in-backward")
+    if s["optimizer"] in ("adamw", "sgd", "sgd-momentum"):
+        want.append("optimizer-impl")
+    for k in want:
+        check(k in origins, f"{tag}: check says where {k} came from")
+    for k, o in origins.items():
+        if k in s and k not in NOT_A_SETTING:
+            check(same_value(s[k], o["value"]), f"{tag}: check reads {k} {o['value']!r} from {o['key']}, "
+                                                 f"the plan has {s[k]!r}")
+        check(o["key"] != "(not in the files)" or k == "gpus", f"{tag}: {k} is not left to memplan's default")
+    for b in ("allocated_bytes", "reserved_bytes", "device_bytes"):  # the plan's JSON has whole bytes
+        check(round(got[b]) == round(plan[b]), f"{tag}: check's {b} {got[b]!r}, the plan's {plan[b]!r}")
+    check(got["unknown_keys"] == [], f"{tag}: every key of the emitted file is known: {got['unknown_keys']}")
+
+
+def round_trip(memplan, trip):
+    """memplan check on an emitted file (run beside the emits, in threads: ~130 runs)."""
+    tag, path, plan, gemma2 = trip
+    p = run_check(memplan, path, plan, [])
+    flash = run_check(memplan, path, plan, ["--attention", "flash"]) if gemma2 else None
+    return trip, p, flash
+
+
+def check_round_trips(futures):
+    """Each emitted file's check reproduces its plan."""
+    for future in futures:
+        (tag, _, plan, gemma2), p, flash = future.result()
+        if not gemma2:
+            compare_round_trip(f"round trip {tag}", plan, p)
+            continue
+        # torchtune/models/gemma2/_attention.py (v0.6.1 and pytorch/torchtune@bd2a0fc7c314): no SDPA
+        att = [o for o in json.loads(p.stdout)["settings"] if o["setting"] == "attention"] if p.returncode < 2 else []
+        check(att and att[0]["value"] == "eager", f"round trip {tag}: Gemma 2's attention read as eager")
+        compare_round_trip(f"round trip {tag} --attention flash", plan, flash)
+
+
 def main():
     memplan = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build/bin", "memplan")
     keys, required = recipe_keys()
@@ -296,7 +379,8 @@ def main():
                                      "0" if task == "full" else "8", *(["--quant", "nf4-dq"] if task == "qlora" else [])])
                  for name in models for task in ("full", "lora", "qlora")]
     emitted = 0
-    with tempfile.TemporaryDirectory() as tmp:
+    trips = []
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=4) as pool:
         for name, gpu, task, extra in runs + estimates:
             tag = f"{name} {gpu} {task}{' ' + ' '.join(extra) if extra else ''}"
             path = os.path.join(tmp, "torchtune.yaml")
@@ -314,11 +398,17 @@ def main():
             cfg["_text"] = text
             check(plan["settings"]["framework"] == "torchtune", f"{tag}: estimated with the torchtune profile")
             check_plan(tag, {k: v for k, v in cfg.items()}, plan, models[name], keys, required)
+            kept = os.path.join(tmp, f"trip{len(trips)}.yaml")
+            shutil.copyfile(path, kept)
+            trips.append(pool.submit(round_trip, memplan, (tag, kept, plan, ".gemma2." in models[name]["builder"])))
+        check_round_trips(trips)
         check_bundle(memplan, tmp, keys, required)
         check_refusals(memplan, tmp)
         check_readme_row(memplan, tmp)
     check(emitted >= 30 + 3 * len(models), f"the matrix emitted {emitted} configs (want >= {30 + 3 * len(models)})")
-    print(f"emit-torchtune: {emitted} configs; {TALLY.passed} passed, {TALLY.failed} failed")
+    check(len(trips) == emitted, f"{len(trips)} round trips for {emitted} configs")
+    print(f"emit-torchtune: {emitted} configs, each read back by memplan check; {TALLY.passed} passed, "
+          f"{TALLY.failed} failed")
     return 1 if TALLY.failed else 0
 
 

@@ -20,7 +20,8 @@
 /* The formats, most specific first where two could claim a file (a TRL
  * config is a Trainer's; an axolotl one has keys of its own). */
 static const ck_format *const formats[] = {
-    &ck_format_axolotl, &ck_format_deepspeed, &ck_format_accelerate, &ck_format_llamafactory, &ck_format_trainer,
+    &ck_format_memtrain, &ck_format_axolotl, &ck_format_deepspeed, &ck_format_accelerate, &ck_format_llamafactory, &ck_format_trainer,
+    &ck_format_torchtune,
 };
 enum { NFORMATS = sizeof formats / sizeof *formats };
 
@@ -59,6 +60,8 @@ static void unknown(ck_state *st, const char *key)
     mp_quote(line, c->unknown[c->nunknown++], sizeof c->unknown[0]);
 }
 
+void ck_unknown(ck_state *st, const char *key) { unknown(st, key); }
+
 /* Every key of a map, by its path under `prefix`: a row reads it, a section is
  * walked, anything else is listed as not understood. */
 static int read_map(const ck_format *f, ck_state *st, const ck_node *map, const char *prefix, char *err)
@@ -69,8 +72,10 @@ static int read_map(const ck_format *f, ck_state *st, const ck_node *map, const 
             unknown(st, k->key);
             continue;
         }
-        const ck_key *row = key_row(f, path);
-        if (row) {
+        const ck_key *row = f->read_key ? NULL : key_row(f, path);
+        if (f->read_key) {
+            if (f->read_key(st, k, path, err)) return -1;
+        } else if (row) {
             if (row->read && row->read(st, k, path, err)) return -1;
         } else if (k->kind == CK_MAP && is_section(f, path)) {
             if (read_map(f, st, k, path, err)) return -1;
@@ -146,6 +151,15 @@ static int resolve_model(ck_state *st, const mp_check_opts *o, char *err)
 {
     mp_check *c = st->c;
     char q[128];
+    if (st->memtrain) { /* memtrain builds the shape its config states */
+        if (o->model || o->hf_config)
+            return snprintf(err, MP_ERR_LEN, "a memtrain config states its model's shape: no --model or --hf-config"),
+                   -1;
+        if (memtrain_shape_model(&st->shape, st->s.seq, &c->model, err)) return -1;
+        snprintf(c->model_how, sizeof c->model_how, "the config's shape: %s, %d layers, hidden %d",
+                 memtrain_family_name(st->shape.family), st->shape.layers, st->shape.hidden);
+        return 0;
+    }
     if (o->model || o->hf_config) {
         if (o->model ? mp_model_lookup(o->model, &c->model, err) : mp_model_from_hf_config(o->hf_config, &c->model, err))
             return -1;
@@ -245,6 +259,13 @@ static void find_fixes(mp_check *c, const mp_check_opts *o)
         try_fix(c, o, "batch", &s);
     }
     if (c->s.checkpointing == MP_CKPT_NONE) s = c->s, s.checkpointing = MP_CKPT_FULL, try_fix(c, o, "checkpointing", &s);
+    /* what torchtune's recipes can say (other formats' spell has no words for them) */
+    if (!c->s.offload_activations) {
+        s = c->s, s.offload_activations = true, s.checkpointing = MP_CKPT_FULL;
+        try_fix(c, o, "offload-activations", &s);
+    }
+    if (!c->s.optimizer_in_backward && !c->s.lora_rank && c->s.accum == 1 && !c->s.zero && c->s.offload == MP_OFFLOAD_NONE)
+        s = c->s, s.optimizer_in_backward = true, try_fix(c, o, "optimizer-in-backward", &s);
     if (c->s.attention == MP_ATTN_EAGER) s = c->s, s.attention = MP_ATTN_FLASH, try_fix(c, o, "attention", &s);
     const mp_optimizer_desc *od = mp_optimizer_desc_of(c->s.optimizer);
     if (od->adamw_class && !od->low_bit) s = c->s, s.optimizer = MP_ADAMW_8BIT, try_fix(c, o, "optimizer", &s);
@@ -336,6 +357,8 @@ int mp_check_run(const char *const *paths, int n, const mp_check_opts *o, mp_che
         for (int j = 0; j < i; j++) dup = dup || !strcmp(st->named[i], st->named[j]);
         if (!dup) rc = read_named(st, paths, n, paths[0], st->named[i], err);
     }
+    if (!rc && st->memtrain && c->nfiles > 1)
+        rc = (snprintf(err, MP_ERR_LEN, "a memtrain config is a whole run: give it alone"), -1);
     if (!rc) rc = resolve_model(st, o, err);
     if (!rc) {
         /* what the model sets: the sequence when no key did */
@@ -346,6 +369,8 @@ int mp_check_run(const char *const *paths, int n, const mp_check_opts *o, mp_che
         else if (fw) ck_set(st, "framework", st->s.framework->name, o->framework ? "--framework" : "(the stack's)",
                             NULL);
     }
+    /* the command line first as well: a format's defaults can hang on it (torchtune's recipe on --gpus) */
+    if (!rc) rc = apply_command_line(st, o, err);
     /* defaults and auto: the engines' files first (what they keep decides precision) */
     for (int pass = 0; pass < 2 && !rc; pass++)
         for (int i = 0; i < c->nfiles && !rc; i++) {

@@ -13,6 +13,7 @@
 
 #include "common/errors.h"
 #include "common/files.h"
+#include "settings/options.h"
 
 typedef struct builder {
     long nodes;               /* made so far: aliases expanded count each time */
@@ -207,6 +208,72 @@ static int parse_json(builder *b, const char *text, size_t len, ck_node **root)
     return *root ? 0 : -1;
 }
 
+/* ---------- key = value lines (memtrain's config) ---------- */
+
+/* The first line that is neither blank nor a '#' comment reads "word = ...",
+ * a word of letters, digits, '-' and '_' (YAML would say "word: ..."). */
+static bool kv_lines(const char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        size_t e = i;
+        while (e < len && text[e] != '\n') e++;
+        size_t p = i;
+        while (p < e && (text[p] == ' ' || text[p] == '\t' || text[p] == '\r')) p++;
+        if (p < e && text[p] != '#') {
+            size_t w = p;
+            while (w < e && (text[w] == '-' || text[w] == '_' || (text[w] >= 'a' && text[w] <= 'z') ||
+                             (text[w] >= 'A' && text[w] <= 'Z') || (text[w] >= '0' && text[w] <= '9')))
+                w++;
+            while (w < e && (text[w] == ' ' || text[w] == '\t')) w++;
+            return w > p && w < e && text[w] == '=';
+        }
+        i = e + 1;
+    }
+    return false;
+}
+
+static int parse_kv(builder *b, const char *text, size_t len, ck_node **root)
+{
+    char *copy = dup_text(b, text, len); /* the reader writes NULs into its text */
+    if (!copy) return -1;
+    if (memchr(copy, 0, len)) {
+        snprintf(b->err, MP_ERR_LEN, "config '%.150s' holds a NUL byte", b->name);
+        free(copy);
+        return -1;
+    }
+    ck_node *map = node_new(b, CK_MAP, 1), **tail = map ? &map->child : NULL;
+    mp_kv_reader r;
+    mp_kv_start(&r, copy, len, MP_KV_LINES);
+    const char *key, *value;
+    char why[MP_OPT_ERR_LEN];
+    int rc = map ? 0 : -1, got;
+    while (!rc && (got = mp_kv_next(&r, &key, &value, why)) != 0) {
+        if (got < 0 || !value) {
+            snprintf(b->err, MP_ERR_LEN, "config '%.100s' line %d: %.120s", b->name, r.line,
+                     got < 0 ? why : "not 'key = value'");
+            rc = -1;
+            break;
+        }
+        for (ck_node *k = map->child; k; k = k->next)
+            if (!strcmp(k->key, key)) {
+                snprintf(b->err, MP_ERR_LEN, "config '%.150s' line %d: '%.40s' given twice", b->name, r.line, key);
+                rc = -1;
+            }
+        ck_node *n = rc ? NULL : node_new(b, CK_SCALAR, r.line);
+        if (!n || !(n->key = dup_text(b, key, strlen(key))) || !(n->text = dup_text(b, value, strlen(value)))) {
+            ck_free(n);
+            rc = -1;
+            break;
+        }
+        *tail = n, tail = &n->next;
+    }
+    free(copy);
+    if (rc) ck_free(map), map = NULL;
+    *root = map;
+    return rc;
+}
+
 int ck_parse(const char *text, size_t len, const char *name, ck_node **root, char *err)
 {
     builder b = {0, name, err};
@@ -219,7 +286,8 @@ int ck_parse(const char *text, size_t len, const char *name, ck_node **root, cha
     size_t i = 0;
     while (i < len && strchr(" \t\r\n", text[i])) i++;
     bool json = i < len && (text[i] == '{' || text[i] == '[');
-    int rc = json ? parse_json(&b, text, len, root) : parse_yaml(&b, text, len, root);
+    int rc = json ? parse_json(&b, text, len, root)
+           : kv_lines(text, len) ? parse_kv(&b, text, len, root) : parse_yaml(&b, text, len, root);
     if (!rc && (*root)->kind != CK_MAP) {
         snprintf(err, MP_ERR_LEN, "config '%.150s' is not a map of keys", name);
         ck_free(*root);

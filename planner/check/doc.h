@@ -24,7 +24,9 @@ struct ck_node {
 
 enum { CK_MAX_BYTES = 1 << 20, CK_MAX_NODES = 200000, CK_MAX_DEPTH = 64 };
 
-/* The file at path: JSON when its first non-blank byte is '{' or '[', else YAML.
+/* The file at path: JSON when its first non-blank byte is '{' or '[', "key =
+ * value" lines (memtrain's config, settings/options.h's reader) when its first
+ * line that is not a comment reads so, else YAML.
  * 0 with *root (free with ck_free), or -1 with err. */
 int ck_read(const char *path, ck_node **root, char *err);
 /* The same from text in memory; `name` names it in errors. */

@@ -11,6 +11,7 @@
 
 #include "check/check.h"
 #include "check/doc.h"
+#include "memtrain/shape.h"
 #include "settings/settings.h"
 
 /* What the keys of one run's files say, read file by file. */
@@ -28,6 +29,8 @@ typedef struct ck_state {
     int precision16;             /* 0 none, 1 bf16, 2 fp16 asked; -1 bf16: auto */
     char precision_key[64];
     unsigned offloaded;          /* 1 << MP_OFFLOAD_* for each offload a key asked */
+    bool memtrain;               /* a memtrain config: the model is its shape */
+    memtrain_shape shape;
     char param_offload_key[96];      /* the key that asked (an engine's, when no trainer's file resolves it) */
     bool pure16, engine_masters; /* 16-bit weights kept (no upcast); an engine keeps fp32 masters (DeepSpeed) */
     bool fp32_load;              /* the file loads the weights in fp32 (a LoRA base too) */
@@ -63,10 +66,14 @@ typedef struct ck_format {
     int (*finish)(ck_state *st, char *err);
     /* a setting's value in the format's words ("micro_batch_size: 1"); 0, or -1: it has none */
     int (*spell)(const char *setting, const mp_settings *s, char *buf, size_t len);
+    /* a format whose keys are rows held elsewhere (memtrain's: memtrain_keys.h) reads
+     * each key itself instead of by `keys`: 0, -1 with err */
+    int (*read_key)(ck_state *st, const ck_node *v, const char *key, char *err);
 } ck_format;
 
 /* The formats (one file each). */
-extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed, ck_format_accelerate,
+extern const ck_format ck_format_memtrain;
+extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed, ck_format_accelerate, ck_format_torchtune,
     ck_format_llamafactory;
 
 /* Record that `setting` is `value`, from `key` of the file read (how: why, when
@@ -74,6 +81,9 @@ extern const ck_format ck_format_axolotl, ck_format_trainer, ck_format_deepspeed
 void ck_set(ck_state *st, const char *setting, const char *value, const char *key, const char *how);
 /* A key's value that is not what the key takes: one line naming both. */
 int ck_bad(const char *key, const ck_node *v, const char *want, char *err);
+/* A key read but not understood, listed as such (an argument of a component a
+ * reader walks itself). */
+void ck_unknown(ck_state *st, const char *key);
 /* Keys that change memory in ways memplan does not model: a refusal naming the key. */
 int ck_refuse(const char *key, const char *why, char *err);
 
