@@ -52,6 +52,9 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     o.headroom = c->headroom;
     o.exhaustive = false;
     o.task = t;
+    /* the cell reads the best plan alone, and the least-memory one the first time */
+    o.best_only = true;
+    o.want_least = ce && ce->state != TC_KNOWN;
     if (tier0) {
         o.only_optimizers = 0;
         for (int i = 0; i < MP_NOPTIMIZER; i++)
@@ -68,10 +71,7 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
         res->fits = r.cands[0].fits;
         res->best = r.cands[0]; /* the winner, or the least memory when none fits */
         if (ce && ce->state != TC_KNOWN) {
-            size_t k = 0;
-            for (size_t i = 1; i < r.n; i++)
-                if (r.cands[i].device_bytes < r.cands[k].device_bytes) k = i;
-            ce->least = r.cands[k];
+            ce->least = r.least;
             ce->state = TC_KNOWN;
         }
     }

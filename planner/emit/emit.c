@@ -79,9 +79,11 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
     return t->check ? t->check(m, s, err) : 0;
 }
 
-int mp_emit_accept(const void *target, const mp_model *m, const mp_settings *s, char *why)
+int mp_emit_accept(const void *target, const mp_model *m, mp_settings *s, char *why)
 {
-    return mp_emit_check(target, m, s, why);
+    const mp_emit_target *t = target;
+    if (t->launcher) t->launcher(s);
+    return mp_emit_check(t, m, s, why);
 }
 
 /* One file's text, or -1 with err. */

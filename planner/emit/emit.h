@@ -44,7 +44,7 @@ unsigned mp_emit_target_optimizers(const mp_emit_target *t);
  * (what mp_emit would refuse). */
 int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings *s, char *err);
 /* The same as mp_search_opts.accept takes it, the target as ctx. */
-int mp_emit_accept(const void *target, const mp_model *m, const mp_settings *s, char *why);
+int mp_emit_accept(const void *target, const mp_model *m, mp_settings *s, char *why);
 /* The target's file for the plan (malloc'd text). -1 with err (nothing made)
  * when the target cannot run the plan or a value in it has no form in the
  * file's language. */

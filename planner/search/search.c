@@ -650,6 +650,364 @@ static int verify_top(const search_run *run, mp_search_result *r, size_t *ord, c
     return rc;
 }
 
+/* ---------- the best plan alone (opts.best_only) ----------
+ * A table cell reads only the plan verify_top ranks first. Its replays decide
+ * that plan only in part: a plan verified and still fitting keeps the place
+ * its screen gave it until the next drop re-ranks (its whole figures count
+ * only from then on), so the first plan depends on which replays drop and
+ * when, not only on the plans near the top. best_run() walks verify_top's own
+ * rounds with the same ranking and reranks, replaying (resolve) what the top
+ * group's ranking reads, and speculates that the rest stand:
+ *  - the lowest group with a fitting plan ("top"): its setter, and the window
+ *    plans whose rule-6/7 prefix (speed tie, speed, moving parts) equals the
+ *    window's first: the plans that can be first ("T"), always replayed;
+ *  - a setter of a higher group: speculated to stand. Its drop would only
+ *    re-rank: nothing of top waits to be re-placed at a round's start, so it
+ *    matters only in a setter round where top's setter was just verified
+ *    (best_search tries that drop too, and replays when the two differ), or
+ *    once top's setter changes after a window (then all are replayed), or if
+ *    its group becomes top (replayed);
+ *  - a window plan after T (a larger prefix, or another group): speculated to
+ *    stand. All of T come first in the window, so these are met only in the
+ *    last round, and a drop among them would re-rank with T's plans placed by
+ *    their whole figures: the first plan is then the first under those keys.
+ *    Replayed, in order, only when that plan differs from the speculated one.
+ * A speculation that turns out wrong is replayed and the walk made again with
+ * it known; a case outside these (a speculated plan before the last round)
+ * falls back to verify_top. Every plan replayed is one verify_top replays. */
+
+enum { UNKNOWN, STANDS, DROPS };
+
+typedef struct fig {
+    double device_bytes, total_bytes, host_bytes, trainable, tokens_per_s, offloaded_bytes, host_node_bytes;
+    double at_peak[MP_NCOMP];
+} fig;
+
+typedef struct spec_event {
+    size_t plan;
+    int round;
+    bool higher;              /* a higher group's setter, else a window plan after T */
+    bool top_waiting;         /* higher: a plan of top verified earlier in the same setter round */
+} spec_event;
+
+typedef struct best_state {
+    const search_run *run;
+    size_t n;
+    mp_candidate *c;          /* the plans as the walk leaves them */
+    const mp_candidate *orig; /* as screened and first ranked */
+    const size_t *ord0;
+    size_t *ord;
+    unsigned char *moves;
+    unsigned char *known;     /* UNKNOWN, STANDS, DROPS */
+    unsigned char *same;      /* STANDS with the screen's figures: the whole estimate refused it */
+    fig *f;                   /* the whole figures of the plans known */
+    spec_event *ev;
+    size_t nev;
+} best_state;
+
+/* Replay plan j (verify() without touching the plans): known from then on. */
+static void resolve(best_state *b, size_t j)
+{
+    if (b->known[j] != UNKNOWN) return;
+    const search_run *run = b->run;
+    mp_estimate e;
+    char err[MP_ERR_LEN];
+    if (mp_estimate_whole_in(run->x, &b->orig[j].s, run->gpu, &e, err)) {
+        b->known[j] = STANDS, b->same[j] = 1;
+        return;
+    }
+    fig *f = &b->f[j];
+    f->device_bytes = e.device_bytes, f->total_bytes = e.total_bytes, f->host_bytes = e.host_bytes;
+    f->trainable = e.trainable_params, f->tokens_per_s = e.tokens_per_s;
+    f->offloaded_bytes = e.host_offload_bytes, f->host_node_bytes = e.host_node_bytes;
+    memcpy(f->at_peak, e.at_peak, sizeof f->at_peak);
+    b->known[j] = mp_fits(&e, run->o->budget_bytes, run->o->headroom) ? STANDS : DROPS;
+}
+
+/* verify() from what is known of plan j: false when it drops. */
+static bool apply_known(best_state *b, size_t j)
+{
+    mp_candidate *c = &b->c[j];
+    c->verified = true;
+    if (b->same[j]) return true;
+    const fig *f = &b->f[j];
+    c->device_bytes = f->device_bytes, c->total_bytes = f->total_bytes, c->host_bytes = f->host_bytes;
+    c->trainable = f->trainable, c->tokens_per_s = f->tokens_per_s;
+    c->offloaded_bytes = f->offloaded_bytes, c->host_node_bytes = f->host_node_bytes;
+    memcpy(c->at_peak, f->at_peak, sizeof c->at_peak);
+    if (b->known[j] == STANDS) return true;
+    c->fits = false;
+    return false;
+}
+
+/* Rules 6 and 7 before the footprint, within one group: what decides whether
+ * a plan can be ranked first. */
+static int cmp_prefix(const mp_candidate *a, const mp_candidate *b)
+{
+    bool ta = speed_tied(a), tb = speed_tied(b);
+    if (ta != tb) return ta ? -1 : 1;
+    if (!ta && a->tokens_per_s != b->tokens_per_s) return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
+    if (a->parts != b->parts) return a->parts < b->parts ? -1 : 1;
+    return 0;
+}
+
+static void speculate(best_state *b, size_t j, int round, bool higher, bool top_waiting)
+{
+    b->c[j].verified = true; /* it stands, its screen's figures kept */
+    b->ev[b->nev++] = (spec_event){j, round, higher, top_waiting};
+}
+
+/* One walk of verify_top's rounds (force_round >= 0: re-rank after that round's
+ * setters, as a higher setter's drop would). Returns the number of rounds
+ * (the last one's index + 1), -1 to fall back to verify_top, -2 out of memory. */
+static int best_walk(best_state *b, int force_round, bool *top_setter_late, char *err)
+{
+    const size_t n = b->n;
+    mp_candidate *c = b->c;
+    memcpy(c, b->orig, n * sizeof *c);
+    memcpy(b->ord, b->ord0, n * sizeof *b->ord);
+    memset(b->moves, 0, n);
+    b->nev = 0;
+    *top_setter_late = false;
+    bool window_seen = false;
+    for (int round = 0;; round++) {
+        size_t setter[NGROUPS];
+        for (int g = 0; g < NGROUPS; g++) setter[g] = n;
+        for (size_t i = 0; i < n; i++) {
+            const mp_candidate *k = &c[b->ord[i]];
+            int g = k->group;
+            if (k->fits && (setter[g] == n || k->tokens_per_s > c[b->ord[setter[g]]].tokens_per_s)) setter[g] = i;
+        }
+        int top = 0;
+        while (top < NGROUPS && setter[top] == n) top++;
+        if (top == NGROUPS) return round + 1; /* nothing fits */
+        bool dropped = false, top_waiting = false;
+        for (int g = top; g < NGROUPS && !dropped; g++) {
+            if (setter[g] == n || c[b->ord[setter[g]]].verified) continue;
+            size_t j = b->ord[setter[g]];
+            b->moves[j] = 1;
+            if (g == top) {
+                if (window_seen) *top_setter_late = true;
+                resolve(b, j);
+                dropped = !apply_known(b, j);
+                top_waiting = !dropped;
+            } else if (b->known[j] != UNKNOWN) {
+                dropped = !apply_known(b, j);
+            } else {
+                speculate(b, j, round, true, top_waiting);
+            }
+        }
+        if (!dropped && round == force_round) dropped = true; /* a higher setter's drop: re-rank */
+        if (!dropped) {
+            window_seen = true;
+            const mp_candidate *first = NULL;
+            int stood = 0;
+            for (size_t i = 0; i < n && stood < VERIFIED_TOP && !dropped && c[b->ord[i]].fits; i++, stood++) {
+                size_t j = b->ord[i];
+                if (!first) first = &c[j];
+                if (c[j].verified) continue;
+                b->moves[j] = 1;
+                bool in_t = &c[j] == first || (c[j].group == top && cmp_prefix(&c[j], first) == 0);
+                if (in_t || b->known[j] != UNKNOWN) {
+                    if (in_t) resolve(b, j);
+                    dropped = !apply_known(b, j);
+                } else {
+                    speculate(b, j, round, false, false);
+                }
+            }
+        }
+        if (!dropped) return round + 1;
+        if (rerank(&(mp_search_result){.cands = c, .n = n}, b->ord, b->moves, err)) return -2;
+    }
+}
+
+/* The first plan after a re-rank that places every plan verified since the
+ * last one by its figures now: the least under cmp_cand, ties by place. */
+static size_t first_if_reranked(const best_state *b)
+{
+    size_t best = b->n;
+    for (size_t i = 0; i < b->n; i++) {
+        const mp_candidate *k = &b->c[b->ord[i]];
+        if (!k->fits) continue;
+        if (best == b->n || cmp_cand(k, &b->c[b->ord[best]]) < 0) best = i;
+    }
+    return best < b->n ? b->ord[best] : b->ord[0];
+}
+
+/* The outcome of one walk: the first plan if the window plans speculated
+ * stand (*opt) and if one of them drops (*flush); false if the walk must be
+ * made again (a speculation was replayed and found wrong) or fall back (*fall). */
+typedef struct walk_outcome {
+    int rounds;
+    size_t opt, flush;
+    bool top_setter_late;
+} walk_outcome;
+
+static int walk_once(best_state *b, int force_round, walk_outcome *w, char *err)
+{
+    w->rounds = best_walk(b, force_round, &w->top_setter_late, err);
+    if (w->rounds < 0) return w->rounds;
+    w->opt = b->ord[0];
+    w->flush = w->opt;
+    bool window_spec = false;
+    for (size_t e = 0; e < b->nev; e++) {
+        if (b->ev[e].higher) continue;
+        if (b->ev[e].round != w->rounds - 1) return -1; /* a window speculation before the last round */
+        window_spec = true;
+    }
+    if (window_spec) w->flush = first_if_reranked(b);
+    return 0;
+}
+
+/* Replay the speculations of one kind (of one round, >= 0; in groups up to
+ * `upto`, >= 0); the window's stop at the first that drops, as verify_top
+ * would. 0 when none was left to replay, else the walk must be made again. */
+static int resolve_events(best_state *b, bool higher, int round, int upto)
+{
+    int replayed = 0;
+    for (size_t e = 0; e < b->nev; e++) {
+        const spec_event *v = &b->ev[e];
+        if (v->higher != higher || (round >= 0 && v->round != round)) continue;
+        if (upto >= 0 && b->c[v->plan].group > upto) continue;
+        if (b->known[v->plan] != UNKNOWN) continue;
+        resolve(b, v->plan);
+        replayed = 1;
+        if (!higher && b->known[v->plan] == DROPS) break;
+    }
+    return replayed;
+}
+
+/* Whether the first plans of the walks tried all agree. */
+static bool agree(const size_t *a, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (a[i] != a[0]) return false;
+    return true;
+}
+
+/* verify_top's first plan with the fewest replays: its index into b->c as the
+ * last walk leaves them, or -1 to fall back to verify_top, -2 out of memory.
+ * Each pass walks once with what is known, and replays what its answer still
+ * depends on; a replay makes it walk again. */
+static long best_search(best_state *b, char *err)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        walk_outcome w;
+        int rc = walk_once(b, -1, &w, err);
+        if (rc) return rc;
+        /* higher setters the first plan reads: those of the group that became
+         * top (its setter is the band), all once nothing fits or top's setter
+         * changed after a window */
+        const mp_candidate *first = &b->c[w.opt];
+        const int top = first->fits && !w.top_setter_late ? first->group : NGROUPS;
+        if (resolve_events(b, true, -1, top)) continue;
+        /* a higher setter speculated in a setter round where top's setter was just
+         * verified: its drop would re-place that setter by its whole figures */
+        int waiting = -1, rounds = 0;
+        for (size_t e = 0; e < b->nev; e++) {
+            const spec_event *v = &b->ev[e];
+            if (v->higher && v->top_waiting && b->known[v->plan] == UNKNOWN && v->round != waiting)
+                waiting = v->round, rounds++;
+        }
+        if (rounds > 1) {
+            resolve_events(b, true, -1, -1);
+            continue;
+        }
+        if (rounds == 1) {
+            walk_outcome f;
+            rc = walk_once(b, waiting, &f, err);
+            if (rc == -2) return rc;
+            size_t answers[4] = {w.opt, w.flush, f.opt, f.flush};
+            if (rc || !agree(answers, 4)) {
+                resolve_events(b, true, waiting, -1);
+                continue;
+            }
+            if ((rc = walk_once(b, -1, &w, err))) return rc; /* the plans as the main walk leaves them */
+            return (long)w.opt;
+        }
+        if (w.opt == w.flush) return (long)w.opt;
+        /* the first plan depends on whether a window speculation drops: replay them in
+         * order; if none drops the speculation was the walk verify_top makes */
+        for (size_t e = 0; e < b->nev; e++) {
+            const spec_event *v = &b->ev[e];
+            if (v->higher) continue;
+            resolve(b, v->plan);
+            if (b->known[v->plan] == DROPS) break;
+        }
+        bool any_drop = false;
+        for (size_t e = 0; e < b->nev; e++)
+            if (!b->ev[e].higher && b->known[b->ev[e].plan] == DROPS) any_drop = true;
+        if (any_drop) continue;
+        return (long)w.opt;
+    }
+    return -1;
+}
+
+/* The first plan of least device_bytes in r->cands as ranked (memplan table
+ * remembers it per model). */
+static void note_least(mp_search_result *r)
+{
+    size_t k = 0;
+    for (size_t i = 1; i < r->n; i++)
+        if (r->cands[i].device_bytes < r->cands[k].device_bytes) k = i;
+    if (r->n) r->least = r->cands[k];
+}
+
+/* verify_top and the ranking laid out, then the best plan alone. */
+static int best_by_verify_top(const search_run *run, mp_search_result *r, size_t *ord, char *err)
+{
+    if (verify_top(run, r, ord, err) || lay_out(r, ord, err)) return -1;
+    note_least(r);
+    if (r->n) r->n = 1;
+    return 0;
+}
+
+/* opts.best_only: r->cands becomes the best plan alone, as verify_top would
+ * rank it first, and r->least as its ranking would give it. */
+static int best_only(const search_run *run, mp_search_result *r, size_t *ord, char *err)
+{
+    const size_t n = r->n;
+    /* the least: a plan that never fits is never replayed, and when its screen
+     * is below every other plan's, no whole figure can come below it; else
+     * verify_top decides which plans it replays */
+    size_t least = n;
+    if (run->o->want_least && n) {
+        size_t k = 0;
+        bool alone = true;
+        for (size_t i = 1; i < n; i++) {
+            if (r->cands[i].device_bytes < r->cands[k].device_bytes) k = i, alone = true;
+            else if (!(r->cands[i].device_bytes > r->cands[k].device_bytes)) alone = false;
+        }
+        if (!alone || r->cands[k].fits) return best_by_verify_top(run, r, ord, err);
+        least = k;
+    }
+    best_state b = {.run = run, .n = n, .c = r->cands, .ord = ord};
+    mp_candidate *orig = malloc(n * sizeof *orig + 1);
+    size_t *ord0 = malloc(n * sizeof *ord0 + 1);
+    b.moves = calloc(n + 1, 1), b.known = calloc(n + 1, 1), b.same = calloc(n + 1, 1);
+    b.f = malloc((n + 1) * sizeof *b.f), b.ev = malloc((n + 1) * sizeof *b.ev);
+    long k = -2;
+    if (orig && ord0 && b.moves && b.known && b.same && b.f && b.ev) {
+        memcpy(orig, r->cands, n * sizeof *orig);
+        memcpy(ord0, ord, n * sizeof *ord0);
+        b.orig = orig, b.ord0 = ord0;
+        k = best_search(&b, err);
+        if (k == -1) { /* verify_top, from the first ranking */
+            memcpy(r->cands, orig, n * sizeof *orig);
+            memcpy(ord, ord0, n * sizeof *ord0);
+        }
+    } else {
+        snprintf(err, MP_ERR_LEN, "out of memory in the search");
+    }
+    free(orig), free(ord0), free(b.moves), free(b.known), free(b.same), free(b.f), free(b.ev);
+    if (k == -2) return -1;
+    if (k == -1) return best_by_verify_top(run, r, ord, err);
+    if (least < n) r->least = r->cands[least];
+    r->cands[0] = r->cands[k];
+    r->n = 1;
+    return 0;
+}
+
 int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
               const mp_search_opts *o, mp_search_result *r, char *err)
 {
@@ -672,8 +1030,13 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     size_t *ord = rc ? NULL : malloc((r->n + 1) * sizeof *ord);
     if (!rc && !ord) snprintf(err, MP_ERR_LEN, "out of memory in the search"), rc = -1;
     if (!rc) rc = rank_order(r, ord, err);
-    if (!rc && o->budget_bytes > 0) rc = verify_top(&run, r, ord, err);
-    if (!rc) rc = lay_out(r, ord, err);
+    if (!rc && o->best_only && o->budget_bytes > 0) {
+        rc = best_only(&run, r, ord, err);
+    } else {
+        if (!rc && o->budget_bytes > 0) rc = verify_top(&run, r, ord, err);
+        if (!rc) rc = lay_out(r, ord, err);
+        if (!rc) note_least(r);
+    }
     free(ord);
     mp_estimate_ctx_free(run.x);
     return rc;

@@ -50,9 +50,16 @@ typedef struct mp_search_opts {
      * first, which outranks the others whenever one of its plans fits.) */
     unsigned only_precisions, only_optimizers;
     /* Only plans this predicate accepts: 0, else -1 with why it does not (one line);
-     * NULL: any. `plan --emit X` passes X's mp_emit_check (emit.h: mp_emit_accept). */
-    int (*accept)(const void *ctx, const mp_model *m, const mp_settings *s, char *why);
+     * NULL: any. It may first set what the caller's launcher decides whatever the plan
+     * says (LLaMA-Factory's torchrun: expandable segments); no axis is such a setting.
+     * `plan --emit X` passes X's (emit.h: mp_emit_accept). */
+    int (*accept)(const void *ctx, const mp_model *m, mp_settings *s, char *why);
     const void *accept_ctx;
+    /* The caller reads only the best plan (cands[0], exactly the plan a whole search
+     * ranks first) and, with want_least, r->least: the search replays only the plans
+     * that can change them, and r->cands holds the best alone, r->fitting is not
+     * counted (memplan table). */
+    bool best_only, want_least;
 } mp_search_opts;
 
 typedef struct mp_search_result {
@@ -63,6 +70,8 @@ typedef struct mp_search_result {
     size_t fitting;
     size_t host_limited;      /* estimates that fit the GPU but not the host RAM */
     size_t unwritable;        /* micro-batches of combinations opts.accept refused: skipped */
+    mp_candidate least;       /* the first plan of least device_bytes in the whole ranking
+                                 (set unless best_only without want_least) */
 } mp_search_result;
 
 /* A fitting plan's place in the ranking's groups (the optimizer family, offload,
