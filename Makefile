@@ -124,6 +124,10 @@ test-cli: $(PROGS)
 	@tests/hostile/run.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
 	@python3 tests/test_emit_torchtune.py $(BIN)
+	@# the plan printed is the plan that runs: axolotl, LLaMA-Factory and memtrain files read back by check
+	@python3 tests/test_emit_roundtrip.py $(BIN)
+	@# memplan check on real configs (tests/data/configs), each against its written expectation
+	@python3 tests/test_check.py $(BIN)
 	@tests/test_emit_engines.sh $(BIN)
 	@# data parallel on 2 and 4 ranks (mpirun --oversubscribe); skipped without MPI
 	@tests/test_memtrain_mpi.sh $(BIN)

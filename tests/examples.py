@@ -4,8 +4,9 @@ with --update, rewrite in place) the output shown under each command.
 
 A block is a README code fence or a man page .EX/.EE pair whose first line is
 "$ command". Every "$ " line is run, in order, in one sh (so "$ echo $?" sees
-the command before it), in a fresh temporary directory, with build/bin first
-on PATH; stdout and stderr are shown together. Blocks that run anything other
+the command before it), in a fresh temporary directory holding the real configs
+of tests/data/configs (axolotl/, trl/...: what `memplan check` examples read), with
+build/bin first on PATH; stdout and stderr are shown together. Blocks that run anything other
 than memplan and a few text tools (memtrain, memtop: their figures are
 measured or interactive) are not run.
 
@@ -24,10 +25,12 @@ exit status: 0 all shown output matches, 1 some does not (a diff is printed),
 import difflib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "configs")
 FILES = ["README", "man/memplan.1", "man/memtop.1", "man/memtrain.1"]
 RUNNABLE = {"memplan", "head", "cut", "echo", "xmllint", "tail", "grep"}
 TIMING = re.compile(r"(search took) [0-9.]+ ms")
@@ -115,6 +118,8 @@ def run_block(block, bindir):
     env = dict(os.environ, PATH=os.path.abspath(bindir) + os.pathsep + os.environ["PATH"],
                COLUMNS="80", LC_ALL="C.UTF-8")
     with tempfile.TemporaryDirectory() as tmp:
+        # the real configs `memplan check` examples read (axolotl/qlora-1b.yml...), as a user has them
+        shutil.copytree(CONFIGS, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns("expected", "INDEX.csv"))
         out = subprocess.run(["sh", "-c", "\n".join(script)], cwd=tmp, env=env,
                              capture_output=True, text=True, timeout=300).stdout
     parts = out.split("@@END\n")[:-1]

@@ -174,8 +174,10 @@ expect 0 "list models json" -- "$mp" list models --format json
 expect 0 "emit memtrain" -- "$mp" estimate --model gpt2 --batch 2 --seq 64 --emit memtrain -o "$tmp/plan.cfg"
 if grep -q "^layers = 12$" "$tmp/plan.cfg" && [ ! -e "$tmp/plan.cfg.tmp" ]; then ok "memtrain config written"; else bad "memtrain config"; fi
 expect 0 "emit deepspeed" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 --framework deepspeed --emit deepspeed -o "$tmp/ds.json"
+expect 0 "emit deepspeed estimates with DeepSpeed's profile (a ZeRO-3 plan it runs)" -- "$mp" estimate --model llama-3.1-8b \
+    --gpus 4 --zero 3 --precision mixed-bf16 --emit deepspeed
 expect 2 "emit deepspeed for an FSDP plan is refused" -- "$mp" estimate --model llama-3.1-8b --gpus 4 --zero 3 \
-    --precision mixed-bf16 --emit deepspeed
+    --precision mixed-bf16 --framework pytorch --emit deepspeed
 has err "runs under FSDP (accelerate launch), not DeepSpeed"
 # a plan searched for --emit X is one X can write: here a DeepSpeed one, not the FSDP plan ranked first
 expect 0 "plan --emit deepspeed plans for DeepSpeed" -- "$mp" --model llama-3.1-8b --gpu a100-40g --gpus 4 \

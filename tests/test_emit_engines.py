@@ -237,19 +237,17 @@ def check_launch(path, p, eng, where):
 
 def one_plan(binary, args, tmp, i):
     where = " ".join(args)
-    r = run([binary] + args + ["--format", "json"])
+    # the plan as the bundle's target estimates it (--emit hf plans with the hf profile), and the bundle
+    d = os.path.join(tmp, "b%d" % i) + "/"
+    r = run([binary] + args + ["--emit", "hf", "-o", d, "--format", "json"])
     if r.returncode == 1:
         return "nofit"
-    if not check(r.returncode == 0, where + ": plan exit %d %s" % (r.returncode, r.stderr.strip())):
+    if not check(r.returncode == 0, "%s: bundle exit %d %s" % (where, r.returncode, r.stderr.strip())):
         return "error"
     plan = json.loads(r.stdout)
     p = plan["settings"]
     p["peak_gib"] = "%.2f GiB allocated" % (plan["allocated_bytes"] / 2**30)
     eng = engine_of(p)
-    d = os.path.join(tmp, "b%d" % i) + "/"
-    r = run([binary] + args + ["--emit", "hf", "-o", d])
-    if not check(r.returncode == 0, "%s: bundle exit %d %s" % (where, r.returncode, r.stderr.strip())):
-        return "error"
     files = sorted(os.listdir(d))
     want = {"train.py", "launch.sh", "README.txt"} | {"deepspeed": {"ds_config.json"},
                                                       "fsdp": {"accelerate.yaml"}}.get(eng, set())

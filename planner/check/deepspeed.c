@@ -147,6 +147,8 @@ static const ck_key keys[] = {
      * the Trainer checkpoints through PyTorch (gradient_checkpointing) */
     {"activation_checkpointing", NULL}, {"flops_profiler", NULL}, {"comms_logger", NULL}, {"tensorboard", NULL},
     {"wandb", NULL}, {"csv_monitor", NULL}, {"aio", NULL}, {"data_types", NULL}, {"checkpoint", NULL},
+    /* DeepSpeed reads keys by name and ignores the rest: the plan memplan's JSON carries */
+    {"_comment", NULL},
     {NULL, NULL},
 };
 

@@ -759,7 +759,7 @@ static void resolve_launcher(ck_state *st)
     bool torchrun = !run_has(st, "accelerate") && !(st->fmt_bits & LF_RAY) && (st->deepspeed || gpus > 1);
     if (!torchrun) return;
     st->s.expandable_segments = true;
-    ck_set(st, "expandable-segments", "1", "(launcher)",
+    ck_set(st, "expandable-segments", "on", "(launcher)",
            "llamafactory-cli's torchrun sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True unless OPTIM_TORCH=0 "
            "(launcher.py:60-82)");
 }

@@ -181,8 +181,8 @@ static const mp_opt output_opts[] = {
     {"solve", MP_OPT_STRING, CLI(solve), .arg = "Q",
      .help = "max-batch, max-seq or max-params: the largest that fits the --gpu"},
     {"emit", MP_OPT_STRING, CLI(emit), .arg = "KIND",
-     .help = "the plan as a runnable config: memtrain, hf, deepspeed, accelerate, launch or "
-             "torchtune (-o DIR/: the hf or torchtune bundle)"},
+     .help = "the plan as a runnable config: memtrain, hf, deepspeed, accelerate, launch, "
+             "torchtune, axolotl or llamafactory (-o DIR/: the bundle that runs it)"},
     {"output", MP_OPT_STRING, CLI(out_path), .short_name = 'o', .arg = "FILE",
      .help = "write --emit's config, a table, ladder or sweep, or plot's SVG to FILE, not stdout"},
     {"ladder", MP_OPT_FLAG, CLI(ladder), .help = "plot: the technique ladder, not the plan and its alternatives"},

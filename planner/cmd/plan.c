@@ -325,9 +325,10 @@ static void print_plan_why(const cli *c, const plan_result *p)
     if (p->nalt) {
         printf("\nalternatives that fit:\n");
         for (int i = 0; i < p->nalt; i++) {
-            printf("  %d. %-78s B=%-3lld %10s %7.0f tok/s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
-                   (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b),
-                   p->alts[i]->tokens_per_s);
+            char speed[32] = ""; /* none where the stack has no speed model (memtrain on the CPU) */
+            if (p->alts[i]->tokens_per_s > 0) snprintf(speed, sizeof speed, " %7.0f tok/s", p->alts[i]->tokens_per_s);
+            printf("  %d. %-78s B=%-3lld %10s%s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
+                   (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b), speed);
             if (c->explain)
                 printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
         }

@@ -32,13 +32,15 @@ struct mp_emit_target {
     int (*bundle)(const mp_plan *, emit_file out[EMIT_MAX_FILES], char *err);
     void (*readme)(sbuf *, const mp_plan *); /* the bundle's README.txt */
     const char *framework;        /* the profile the target's stack is estimated with; NULL: the default */
+    /* what the target's launcher sets whatever a searched plan says (NULL: nothing) */
+    void (*launcher)(mp_settings *s);
     bool memtrain_values;         /* the search tries only the values memtrain implements */
     bool steps_in_backward;       /* runs the optimizer step in the backward and offloads activations */
 };
 
 /* Every target, in --emit's order: NAME's row is emit_target_NAME, defined in its
  * own file. A new target is a file and a name here. */
-#define EMIT_TARGETS(X) X(memtrain) X(hf) X(deepspeed) X(accelerate) X(launch) X(torchtune)
+#define EMIT_TARGETS(X) X(memtrain) X(hf) X(deepspeed) X(accelerate) X(launch) X(torchtune) X(axolotl) X(llamafactory)
 #define EMIT_DECLARE(name) extern const mp_emit_target emit_target_##name;
 EMIT_TARGETS(EMIT_DECLARE)
 

@@ -394,4 +394,5 @@ static void readme_hf(sbuf *b, const mp_plan *p)
 const mp_emit_target emit_target_hf = {
     .name = "hf", .file = {"train.py", write_hf, 0644}, .check = check_hf, .bundle = bundle_hf,
     .readme = readme_hf,
+    .framework = "hf",
 };

@@ -63,4 +63,5 @@ static void write_memtrain(sbuf *b, const mp_plan *p)
 const mp_emit_target emit_target_memtrain = {
     .name = "memtrain", .file = {"memtrain.conf", write_memtrain, 0644}, .check = check_memtrain,
     .memtrain_values = true,
+    .framework = "memtrain",
 };

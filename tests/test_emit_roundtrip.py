@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""test_emit_roundtrip.py - the plan printed is the plan that runs, for the targets whose files
+`memplan check` reads besides torchtune (test_emit_torchtune.py has its own): axolotl's
+config.yml, LLaMA-Factory's llamafactory.yaml (with the DeepSpeed JSON its bundle writes beside
+it) and memtrain's config.
+
+For a matrix of models, GPUs, tasks and GPU counts, each plan is emitted as a bundle with
+--format json (the plan's own figures), then `memplan check` reads the emitted file back with the
+plan's --gpu and --gpus, and must
+  * say where every setting came from, each a key of the file (only the GPU count and the ZeRO
+    stage of a one-GPU plan may be left to memplan's default: the launcher states them);
+  * read each setting as the plan has it;
+  * know every key of the file;
+  * predict the plan's allocated, reserved and device bytes exactly (the emitted target's
+    framework is the one the plan was estimated with).
+
+Usage: test_emit_roundtrip.py BIN_DIR. Prints one line per failure and "emit-roundtrip: ...".
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from emit_checks import Tally
+
+TALLY = Tally()
+check = TALLY.check
+
+# the file of each bundle that check is given
+MAIN = {"axolotl": "config.yml", "llamafactory": "llamafactory.yaml", "memtrain": "memtrain.conf"}
+# plan settings that are the search's, not the run's
+NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
+# settings a file may leave to the launcher
+LAUNCHER = {"gpus", "zero"}
+
+
+def same_value(plan_value, check_value):
+    """A plan's JSON value and check's text for it: flags as on/off, numbers by value."""
+    if isinstance(plan_value, bool):
+        return check_value == ("on" if plan_value else "off")
+    if isinstance(plan_value, (int, float)):
+        try:  # lora-dropout is a float32 in the plan (0.05 prints 0.05000000075)
+            return math.isclose(float(check_value), float(plan_value), rel_tol=1e-7)
+        except ValueError:
+            return False
+    return check_value == str(plan_value)
+
+
+def emit(memplan, target, args, out):
+    """The plan's JSON, or None when nothing fits or the target cannot write any plan that fits."""
+    os.makedirs(out)
+    dest = os.path.join(out, MAIN[target]) if target == "memtrain" else out + "/"  # memtrain's is one file
+    p = subprocess.run([memplan, *args, "--emit", target, "-o", dest, "--format", "json"],
+                       capture_output=True, text=True)
+    if p.returncode == 1 and "nothing fits" in p.stderr:
+        return None
+    check(p.returncode == 0, f"{target} {' '.join(args)}: memplan exit {p.returncode}: {p.stderr.strip()[:300]}")
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def read_back(memplan, path, plan):
+    s = plan["settings"]
+    args = [memplan, "check", path, "--format", "json"]
+    if s.get("gpu"):
+        args += ["--gpu", s["gpu"]]
+    if s["gpus"] > 1:
+        args += ["--gpus", str(s["gpus"])]
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def compare(tag, plan, p):
+    check(p.returncode in (0, 1), f"{tag}: check exit {p.returncode}: {p.stderr.strip()[:300]}")
+    if p.returncode not in (0, 1):
+        return
+    got = json.loads(p.stdout)
+    s = plan["settings"]
+    origins = {o["setting"]: o for o in got["settings"]}
+    for k in ("framework", "precision", "optimizer", "batch", "accum", "seq", "checkpointing", "attention"):
+        check(k in origins, f"{tag}: check says where {k} came from")
+    if s["lora-rank"]:
+        check("lora-rank" in origins, f"{tag}: check reads the LoRA rank")
+    for k, o in origins.items():
+        if k in s and k not in NOT_A_SETTING:
+            check(same_value(s[k], o["value"]),
+                  f"{tag}: check reads {k} {o['value']!r} from {o['key']}, the plan has {s[k]!r}")
+        check(o["key"] != "(not in the files)" or k in LAUNCHER, f"{tag}: {k} is left to memplan's default")
+    for b in ("allocated_bytes", "reserved_bytes", "device_bytes"):  # the plan's JSON has whole bytes
+        check(round(got[b]) == round(plan[b]), f"{tag}: check's {b} {got[b]!r}, the plan's {plan[b]!r}")
+    check(got["unknown_keys"] == [], f"{tag}: every key of the emitted file is known: {got['unknown_keys']}")
+
+
+def matrix():
+    runs = []
+    for target in ("axolotl", "llamafactory"):
+        for name in ("llama-3.2-1b", "llama-3.1-8b", "qwen2.5-1.5b", "mistral-7b", "phi-3-mini", "gemma-2-2b"):
+            for gpu in ("t4", "rtx4090", "a100-80g"):
+                for task in ("full", "lora", "qlora"):
+                    runs.append((target, ["--model", name, "--gpu", gpu, "--task", task]))
+        runs += [(target, ["--model", "llama-3.1-8b", "--gpu", "a100-40g", "--gpus", "4", "--task", "full"]),
+                 (target, ["--model", "llama-3.1-8b", "--gpu", "rtx4090", "--gpus", "2", "--task", "lora"]),
+                 (target, ["--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--task", "lora"]),
+                 (target, ["--model", "llama-3.1-70b", "--gpu", "a100-80g", "--gpus", "8", "--task", "full"])]
+    for name in ("gpt2", "llama-3.2-1b", "qwen2.5-0.5b"):
+        for gpu in ("8GB", "24GB"):
+            runs.append(("memtrain", ["--model", name, "--gpu", gpu]))
+    runs.append(("memtrain", ["--model", "gpt2", "--gpu", "8GB", "--gpus", "2", "--zero", "2"]))
+    return runs
+
+
+def one(memplan, tmp, i, target, args):
+    out = os.path.join(tmp, f"b{i}")
+    plan = emit(memplan, target, args, out)
+    if plan is None:
+        return None
+    tag = f"{target} {' '.join(args)}"
+    return tag, plan, read_back(memplan, os.path.join(out, MAIN[target]), plan)
+
+
+def main():
+    memplan = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build/bin", "memplan")
+    runs = matrix()
+    trips = {t: 0 for t in MAIN}
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [(target, pool.submit(one, memplan, tmp, i, target, args)) for i, (target, args) in enumerate(runs)]
+        for target, f in futures:
+            r = f.result()
+            if r is None:
+                continue
+            trips[target] += 1
+            compare(*r)
+    for target, n in trips.items():
+        want = 7 if target == "memtrain" else 40
+        check(n >= want, f"{target}: {n} plans emitted and read back (want >= {want})")
+    print(f"emit-roundtrip: {', '.join(f'{n} {t}' for t, n in trips.items())} plans read back by memplan check; "
+          f"{TALLY.passed} passed, {TALLY.failed} failed")
+    return 1 if TALLY.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
