@@ -77,6 +77,17 @@ expect 0 "solve takes the plan's techniques" -- "$mp" --model gpt2 --gpu 24GiB -
 has out "precision mixed-bf16"
 expect 0 "memtop --version" -- "$bin/memtop" --version
 has out "memtop"
+# one version for the three programs and their man pages (planner/common/version.h)
+v_plan=$("$mp" --version | sed -n 's/^memplan \([^ ]*\)$/\1/p')
+v_top=$("$bin/memtop" --version | sed -n 's/^memtop \([^ ]*\) .*/\1/p')
+v_train=$v_plan
+[ -x "$bin/memtrain" ] && v_train=$("$bin/memtrain" --version | sed -n 's/^memtrain \([^ ]*\) .*/\1/p')
+v_man=$(sed -n '1,3s/^\.TH .*"memplan \([^"]*\)".*/\1/p' man/memplan.1 man/memtrain.1 man/memtop.1 | sort -u)
+if [ -n "$v_plan" ] && [ "$v_plan" = "$v_top" ] && [ "$v_plan" = "$v_train" ] && [ "$v_plan" = "$v_man" ]; then
+    ok "one version: memplan, memtrain, memtop and their man pages say $v_plan"
+else
+    bad "versions differ: memplan '$v_plan', memtrain '$v_train', memtop '$v_top', man pages '$v_man'"
+fi
 # rankings (issue 13): plain AdamW where it fits as fast as 8-bit; --explain names the rule
 expect 0 "7B on 12GB: plain AdamW" -- "$mp" --params 7e9 --gpu 12GB --explain
 has out "best plan: QLoRA (nf4-dq base) r=16 on q,k,v,o,gate,up,down, mixed-bf16, adamw,"

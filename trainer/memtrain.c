@@ -17,6 +17,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/units.h"
+#include "common/version.h"
 #include "estimate/estimate.h"
 #include "memtrain/shape.h"
 #include "model/model.h"
@@ -292,7 +293,7 @@ static int parse_args(int argc, char **argv, run_opts *o, mt_config *k)
         for (int i = 1; i < argc; i++) {
             const char *a = argv[i];
             if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-            if (!strcmp(a, "--version")) return puts("memtrain 1.0 (memplan; metrics format v1)"), 0;
+            if (!strcmp(a, "--version")) return printf("memtrain %s (memplan; metrics format v1)\n", MP_VERSION), 0;
             if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s' (memtrain --help)", a);
             const mp_opt *run = mp_opt_find(run_rows, a + 2), *key = mp_opt_find(mt_config_keys(), a + 2);
             if (!run && !key) return usage_error("unknown option '%s' (memtrain --help)", a);

@@ -41,6 +41,7 @@
 #include "history.h"
 #include "layout.h"
 #include "common/errors.h"
+#include "common/version.h"
 #include "model/model.h"
 #include "profiles/profiles.h"
 #include "search/search.h"
@@ -261,7 +262,7 @@ static int parse_options(int argc, char **argv, options *o)
     int r;
     while ((r = mp_opt_next(&p, &row, err)) == MP_OPT_GIVEN) {
         if (o->help) usage(stdout);
-        if (o->version) puts("memtop 1.0 (memplan; metrics format v1)");
+        if (o->version) printf("memtop %s (memplan; metrics format v1)\n", MP_VERSION);
         if (o->help || o->version) exit(0);
     }
     if (r != MP_OPT_DONE) return usage_error("%s", err);

@@ -1,10 +1,10 @@
 /* memplan.c — the command: its subcommands, one row each, and main. */
 #include "cli.h"
 
+#include "common/version.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#define VERSION "0.1.0"
 
 static int cmd_help(int argc, char **argv);
 
@@ -70,7 +70,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
-        printf("memplan %s\n", VERSION);
+        printf("memplan %s\n", MP_VERSION);
         return 0;
     }
     const cli_command *cmd = &commands[0]; /* plan, when the first argument is an option */
