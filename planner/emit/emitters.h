@@ -55,6 +55,9 @@ typedef struct emit_engine {
 int emit_engine_of(const mp_settings *s, emit_engine *e, char *err);
 /* A target's check: 0 when an engine runs the plan as estimated, else -1 with err. */
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
+/* 0, or -1 with err: tiled attention where the architecture's modeling file
+ * declares no SDPA (the Trainer would run eager: another plan) */
+int emit_check_sdpa(const mp_model *m, const mp_settings *s, char *err);
 const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (engine.c). */
 long long emit_zero_bucket(const mp_settings *s);

@@ -104,9 +104,17 @@ long long emit_zero_bucket(const mp_settings *s)
     return (long long)(fw > 0 ? fw : MP_DEEPSPEED_BUCKET);
 }
 
+int emit_check_sdpa(const mp_model *m, const mp_settings *s, char *err)
+{
+    const mp_family *f = emit_family_of(m);
+    if (s->attention != MP_ATTN_FLASH || !f || f->sdpa) return 0;
+    snprintf(err, MP_ERR_LEN, "attention 'flash' is SDPA in the Trainer, which %s's modeling file does not "
+             "declare (tests/data/engines/hf_attention_support.csv): use --attention eager", f->model_type);
+    return -1;
+}
+
 int emit_check_engine(const mp_model *m, const mp_settings *s, char *err)
 {
-    (void)m;
     emit_engine e;
-    return emit_engine_of(s, &e, err);
+    return emit_engine_of(s, &e, err) ? -1 : emit_check_sdpa(m, s, err);
 }

@@ -30,6 +30,7 @@ static const char *const hf_optims[MP_NOPTIMIZER] = {
     [MP_ADAFACTOR] = "adafactor", [MP_LION] = "lion_32bit", [MP_ADAMW_8BIT_TORCHAO] = "adamw_torch_8bit",
     [MP_ADAMW_4BIT_TORCHAO] = "adamw_torch_4bit",
 };
+/* transformers' attention implementation (check_hf refuses tiled attention where the architecture declares no SDPA) */
 static const char *const hf_attns[MP_NATTN] = {[MP_ATTN_EAGER] = "eager", [MP_ATTN_FLASH] = "sdpa"};
 /* what transformers needs installed to load a quantised base */
 static const char *const hf_packages[MP_NQUANT] = {
@@ -73,23 +74,21 @@ static hf_precision hf_precision_of(const mp_settings *s)
     return p;
 }
 
-/* transformers' attention implementation: the plan's, where the architecture declares it. */
-static const char *hf_attention(const mp_settings *s, const mp_family *f)
-{
-    const char *want = hf_attns[s->attention];
-    return !strcmp(want, "sdpa") && f && !f->sdpa ? "eager" : want;
-}
 
 /* The Trainer alone has no 16-bit weights with fp32 masters: DeepSpeed's bf16
  * and fp16 modes keep them, and FSDP's mixed precision; one process or DDP
  * would train the amp twin, another plan than the one estimated. */
 static int check_hf(const mp_model *m, const mp_settings *s, char *err)
 {
+    /* an architecture without SDPA would run eager attention: another plan than the one estimated */
+    if (emit_check_sdpa(m, s, err)) return -1;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     emit_engine e;
-    if (s->lora_rank || !pd->master_copy || emit_engine_of(s, &e, err) || e.kind == EMIT_DEEPSPEED ||
-        e.kind == EMIT_FSDP)
-        return 0;
+    if (emit_engine_of(s, &e, err)) return -1;
+    /* the bundle writes the engine's file too: a plan it cannot write is none of hf's */
+    if (e.kind == EMIT_DEEPSPEED) return mp_emit_check(&emit_target_deepspeed, m, s, err);
+    if (e.kind == EMIT_FSDP) return mp_emit_check(&emit_target_accelerate, m, s, err);
+    if (s->lora_rank || !pd->master_copy) return 0;
     snprintf(err, MP_ERR_LEN, "precision '%s' (16-bit weights, fp32 masters) runs in the Trainer only under "
              "DeepSpeed or FSDP, and this plan runs as %s: use --precision %s, or --framework deepspeed",
              pd->v.name, emit_engine_name(e.kind), pd->needs_bf16 ? "amp-bf16" : "amp-fp16");
@@ -101,7 +100,7 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
     const mp_model *m = pl->m;
     const mp_settings *s = pl->s;
     const hf_precision p = hf_precision_of(s);
-    const char *attn = hf_attention(s, f);
+    const char *attn = hf_attns[s->attention];
     sbuf_put(b, "# Hugging Face Trainer script written by memplan for %s (%s).\n", EMIT_TEXT(m->name),
              EMIT_TEXT(m->family));
     sbuf_put(b, "# The plan it runs (every technique below is in this file, and no other):\n");
@@ -130,9 +129,6 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
              (long long)s->accum, (long long)s->seq);
     sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated, %.2f GiB on the device (nvidia-smi).\n",
              pl->e->total_bytes / MP_GiB, pl->e->device_bytes / MP_GiB);
-    if (s->attention == MP_ATTN_FLASH && f && !f->sdpa)
-        sbuf_put(b, "# NOTE: the plan assumed tiled attention, but %s's modeling file declares no SDPA support:\n"
-                    "# eager attention stores the T x T scores; re-plan with --attention eager.\n", f->model_type);
     if (!f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", EMIT_TEXT(m->family));
@@ -189,7 +185,7 @@ static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_8bit=True)\n");
     }
     sbuf_put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s, attn_implementation=\"%s\"%s%s)\n",
-             p.load_dtype, hf_attention(s, f), at_load ? ", quantization_config=quant" : "",
+             p.load_dtype, hf_attns[s->attention], at_load ? ", quantization_config=quant" : "",
              f && f->remote_code ? ", trust_remote_code=True" : "");
 }
 
