@@ -1,8 +1,9 @@
-"""emit_checks.py - what the emit tests (test_emit_hf.py, test_emit_torchtune.py) share: a
+"""emit_checks.py - what the emit tests (test_emit_hf.py, test_emit_torchtune.py, test_emit_roundtrip.py) share: a
 tally of checks that prints each failure, and the tables under tests/data/engines read past
 their '#' comment lines."""
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -48,3 +49,15 @@ def emit(tally, memplan, args, path, tag):
         return None
     tally.check(p.returncode == 0, f"{tag}: memplan exit {p.returncode}: {p.stderr.strip()}")
     return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def same_value(plan_value, check_value):
+    """A plan's JSON value and check's text for it: flags as on/off, numbers by value."""
+    if isinstance(plan_value, bool):
+        return check_value == ("on" if plan_value else "off")
+    if isinstance(plan_value, (int, float)):
+        try:  # lora-dropout is a float32 in the plan (0.05 prints 0.05000000075)
+            return math.isclose(float(check_value), float(plan_value), rel_tol=1e-7)
+        except ValueError:
+            return False
+    return check_value == str(plan_value)

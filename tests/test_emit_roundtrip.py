@@ -21,14 +21,13 @@ plan's --gpu and --gpus, and must
 Usage: test_emit_roundtrip.py BIN_DIR. Prints one line per failure and "emit-roundtrip: ...".
 """
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from emit_checks import Tally
+from emit_checks import Tally, same_value
 
 TALLY = Tally()
 check = TALLY.check
@@ -42,18 +41,6 @@ LAUNCHER = {"gpus", "zero"}
 # targets that write an engine's file alone: the script it launches states the rest (given as flags)
 ENGINE_FILES = ("deepspeed", "accelerate")
 MAIN.update({"deepspeed": "ds_config.json", "accelerate": "accelerate.yaml"})
-
-
-def same_value(plan_value, check_value):
-    """A plan's JSON value and check's text for it: flags as on/off, numbers by value."""
-    if isinstance(plan_value, bool):
-        return check_value == ("on" if plan_value else "off")
-    if isinstance(plan_value, (int, float)):
-        try:  # lora-dropout is a float32 in the plan (0.05 prints 0.05000000075)
-            return math.isclose(float(check_value), float(plan_value), rel_tol=1e-7)
-        except ValueError:
-            return False
-    return check_value == str(plan_value)
 
 
 def emit(memplan, target, args, out):

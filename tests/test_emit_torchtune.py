@@ -26,7 +26,6 @@ tests/data/engines/, and against the plan itself:
 Usage: test_emit_torchtune.py BIN_DIR. Prints one line per failure and "emit-torchtune: ...".
 """
 import json
-import math
 import os
 import shutil
 import stat
@@ -37,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
-from emit_checks import Tally, csv_rows, emit
+from emit_checks import Tally, csv_rows, emit, same_value
 
 ENGINES = "tests/data/engines"
 # Arguments of the components the config builds, from torchtune's source (README.txt beside
@@ -284,18 +283,6 @@ def check_refusals(memplan, tmp):
 
 # plan settings the check does not read from a torchtune.yaml (the plan's search, not the run)
 NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
-
-
-def same_value(plan_value, check_value):
-    """A plan's JSON value and check's text for it: flags as on/off, numbers by value."""
-    if isinstance(plan_value, bool):
-        return check_value == ("on" if plan_value else "off")
-    if isinstance(plan_value, (int, float)):
-        try:  # lora-dropout is a float32 in the plan (0.05 prints 0.05000000075)
-            return math.isclose(float(check_value), float(plan_value), rel_tol=1e-7)
-        except ValueError:
-            return False
-    return check_value == str(plan_value)
 
 
 def run_check(memplan, path, plan, extra):
