@@ -9,7 +9,7 @@ mp="$bin/memplan"
 # --- the newcomer's command: a 7B model on a 12 GB card
 expect 0 "7B on 12GB plans" -- "$mp" --params 7e9 --gpu 12GB
 has out "best plan: QLoRA"
-has out "full fine-tuning"
+has out "full   needs"
 has out "12GB read as decimal GB"
 has out "considered"
 expect 2 "a GPU size without its unit" -- "$mp" --params 7e9 --gpu 24
@@ -152,7 +152,7 @@ expect 1 "--host-ram below what the plan needs" -- "$mp" estimate --model llama-
 has out "host RAM is the limit"
 expect 1 "plan: nothing fits the host RAM" -- "$mp" --model llama-2-7b --gpu 12GB --host-ram 4GB
 has out "host RAM is the limit:"
-has out "QLoRA (quantised base)      fits the GPU"
+has out "QLoRA  fits the GPU"
 expect 2 "--host-ram without a unit" -- "$mp" --model llama-2-7b --gpu 12GB --host-ram 64
 one_line_err
 # README's memtop --plan example opens on a plan that fits (issue 13)

@@ -413,6 +413,9 @@ static int settle(cli *c)
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
     c->opts.host_budget_bytes = c->host_ram;
     c->opts.pinned = c->pinned;
+    /* no --host-ram: the host RAM of the GPU's typical machine (gpus.csv host_ram_gib) */
+    if (c->host_ram <= 0 && c->have_gpu && c->gpu.host_ram_bytes > 0)
+        c->host_ram = c->gpu.host_ram_bytes, c->host_ram_typical = true;
     /* the planner proposes no ZeRO stage that shards nothing (memplan check reads one a config states) */
     if ((c->pinned & MP_PIN_ZERO) && mp_settings_idle_sharding(&c->s, err, sizeof err)) return cli_error("%s", err);
     /* The global batch is split evenly: each data-parallel rank takes the same

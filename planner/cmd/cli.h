@@ -55,7 +55,8 @@ struct cli {
     mp_gpu gpu;
     bool have_gpu;
     double headroom;
-    double host_ram;           /* --host-ram per node, 0: no limit */
+    double host_ram;           /* host RAM per node, 0: no limit: --host-ram, else the GPU's */
+    bool host_ram_typical;     /* host_ram is the GPU profile's typical machine, not --host-ram */
     /* the settings and which of them the user pinned */
     mp_settings s;
     unsigned pinned;
@@ -64,6 +65,8 @@ struct cli {
     out_format format;
     bool explain, help;
     bool show_settings;        /* estimate and --solve: a line of every technique assumed */
+    bool compact;              /* plan without --explain: one screen (details behind --explain) */
+    char stack_note[240];      /* under the verdict: what the common stack says, when it disagrees */
     const char *emit, *out_path, *solve;
     const mp_emit_target *target; /* --emit's row */
     int top;
@@ -92,6 +95,16 @@ void print_estimate_json(FILE *f, const cli *c, const mp_settings *s, const mp_e
 void print_csv_header(FILE *f);
 void print_csv_row(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e, bool fits);
 const char *plan_summary(const mp_settings *s, char *buf, size_t len);
+/* The host RAM limit per node for GPU g: --host-ram, else g's typical machine's (0: none). */
+double host_limit_of(const cli *c, const mp_gpu *g);
+/* "--host-ram 64.00 GiB", or "the 64.00 GiB of a desktop" (the profile's machine). */
+const char *host_limit_text(const cli *c, const mp_gpu *g, char *buf, size_t len);
+/* The estimate's node within c->host_ram (true when there is no limit). */
+bool host_fits(const cli *c, const mp_estimate *e);
+/* What `alt` changes from `best`, in plan_summary's words ("amp-bf16, eager attention"). */
+const char *plan_difference(const mp_settings *best, const mp_settings *alt, char *buf, size_t len);
+/* c->stack_note: what hf, the stack most run, says where it disagrees about fitting (plan.c). */
+void stack_note(cli *c, const mp_settings *s, bool fits);
 /* Plans that differ only in fp16 vs bf16 or paged vs not are one kind of plan. */
 bool same_kind(const mp_settings *s, const mp_settings *t);
 

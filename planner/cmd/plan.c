@@ -84,8 +84,9 @@ int cmd_estimate(cli *c)
     if (mp_estimate_run(&c->model, &c->s, c->have_gpu ? &c->gpu : NULL, &e, err))
         return cli_error("%s", err);
     bool fits = c->have_gpu && mp_fits(&e, c->gpu.mem_bytes, c->headroom);
-    if (c->host_ram > 0 && e.host_node_bytes > c->host_ram) fits = false; /* said on the host lines */
+    if (!host_fits(c, &e)) fits = false; /* said on the host lines */
     c->show_settings = true;
+    stack_note(c, &c->s, fits);
     /* the status is the verdict's, whether the config goes to stdout or to -o */
     int verdict = (c->have_gpu || c->host_ram > 0) && !fits ? EXIT_NOFIT : 0;
     if (c->emit) {
@@ -101,45 +102,119 @@ int cmd_estimate(cli *c)
     return verdict;
 }
 
-/* Smallest number of GPUs (powers of two) with ZeRO-3 on which `s` fits. */
-static int64_t gpus_needed(const cli *c, mp_settings s)
+/* The search's options as plan runs them: a target's plans only, when --emit names one. */
+static mp_search_opts plan_opts(const cli *c)
+{
+    mp_search_opts opts = c->opts;
+    if (c->target) {
+        /* only plans the target writes: the plan printed is the plan that runs */
+        unsigned prec = mp_emit_target_precisions(c->target), opt = mp_emit_target_optimizers(c->target);
+        if (prec) opts.only_precisions = (opts.only_precisions ? opts.only_precisions : ~0u) & prec;
+        if (opt) opts.only_optimizers = (opts.only_optimizers ? opts.only_optimizers : ~0u) & opt;
+        opts.accept = mp_emit_accept, opts.accept_ctx = c->target;
+    }
+    return opts;
+}
+
+/* The hint's GPU count: the smallest power of two above the count asked (up to
+ * 64, table's limit) on which the search the user would run with --gpus N
+ * --task T added (every other flag as given, the same host RAM limit) fits a
+ * plan, so that following the hint fits; *found is that plan. 0: none. */
+static int64_t gpus_needed(const cli *c, mp_task t, mp_candidate *found)
 {
     char err[MP_ERR_LEN];
-    for (int64_t g = 2; g <= 4096; g *= 2) {
-        s.gpus = g * s.tp * s.pp;
-        s.zero = 3;
-        mp_estimate e;
-        if (mp_estimate_run(&c->model, &s, &c->gpu, &e, err) == 0 && mp_fits(&e, c->gpu.mem_bytes, c->headroom))
-            return g;
+    int64_t unit = c->s.tp * c->s.pp > 0 ? c->s.tp * c->s.pp : 1;
+    for (int64_t g = 2 * (c->s.gpus / unit > 0 ? c->s.gpus / unit : 1); g <= 64; g *= 2) {
+        mp_settings b = c->s;
+        b.gpus = g * unit;
+        mp_search_opts o = plan_opts(c);
+        o.task = t;
+        o.pinned |= MP_PIN_GPUS;
+        o.best_only = true, o.want_least = false;
+        mp_search_result r;
+        if (mp_search(&c->model, &b, &c->gpu, &o, &r, err)) continue;
+        bool fits = r.n && r.cands[0].fits;
+        if (fits) *found = r.cands[0];
+        mp_search_free(&r);
+        if (fits) return g * unit;
     }
     return 0;
 }
 
+/* What the same settings do under hf, the Hugging Face Trainer + PEFT stack
+ * most people run, when the user named no stack and it disagrees about fitting:
+ * one line under the verdict (c->stack_note), else empty. */
+void stack_note(cli *c, const mp_settings *s, bool fits)
+{
+    char err[MP_ERR_LEN], a[32];
+    c->stack_note[0] = 0;
+    if (c->framework || !c->have_gpu) return;
+    const mp_framework *hf = mp_framework_find("hf", err);
+    if (!hf) return;
+    mp_settings t = *s;
+    t.framework = hf;
+    mp_estimate e;
+    if (mp_estimate_run(&c->model, &t, &c->gpu, &e, err)) {
+        if (fits)
+            snprintf(c->stack_note, sizeof c->stack_note,
+                     "          under --framework hf (Trainer + PEFT, most run) it does not run");
+        return;
+    }
+    bool hf_fits = mp_fits(&e, c->gpu.mem_bytes, c->headroom) && host_fits(c, &e);
+    if (hf_fits == fits) return;
+    snprintf(c->stack_note, sizeof c->stack_note, "          under --framework hf (Trainer + PEFT, most run): %s, %s",
+             mp_fmt_gib(e.device_bytes, a, sizeof a), hf_fits ? "fits" : "does not fit");
+}
+
+
+/* How a plan found for the hint shards and offloads: "ZeRO-3, offload optimizer". */
+static const char *sharding_words(const mp_settings *s, char *buf, size_t len)
+{
+    size_t o = 0;
+    const char *task = s->lora_rank == 0 ? "" : s->quant != MP_QUANT_NONE ? "QLoRA" : "LoRA";
+    o += (size_t)snprintf(buf + o, len - o, "%s", task);
+    if (s->zero) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%sZeRO-%d", o ? ", " : "", s->zero);
+    else o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%sdata parallel", o ? ", " : "");
+    if (s->offload != MP_OFFLOAD_NONE && o < len)
+        snprintf(buf + o, len - o, ", offload %s", mp_offload_name(s->offload));
+    return buf;
+}
 
 static void explain_miss(FILE *f, const cli *c, const mp_candidate *best_of_task)
 {
-    char a[32], b[32], d[32], sum[256];
+    char a[32], b[32], d[96], lim[160], sum[256];
     const mp_candidate *k = best_of_task;
     double usable = c->gpu.mem_bytes * (1 - c->headroom);
     int big = 0;
+    const char *label = c->explain ? task_label(k->task) : k->task == MP_TASK_FULL ? "full" : k->task == MP_TASK_LORA ? "LoRA" : "QLoRA";
+    int w = c->explain ? 27 : 6;
     if (k->device_bytes <= usable) { /* it fits the GPU: the host RAM ruled it out */
-        fprintf(f, "  %-27s fits the GPU (%s) but its node needs %s of host RAM, over --host-ram %s: %s\n",
-                task_label(k->task), mp_fmt_gib(k->device_bytes, a, sizeof a),
-                mp_fmt_gib(k->host_node_bytes, b, sizeof b), mp_fmt_gib(c->host_ram, d, sizeof d),
-                plan_summary(&k->s, sum, sizeof sum));
+        fprintf(f, "  %-*s fits the GPU (%s), but a node needs %s of host RAM,\n  %-*s over %s\n", w, label,
+                mp_fmt_gib(k->device_bytes, a, sizeof a), mp_fmt_gib(k->host_node_bytes, b, sizeof b), w, "",
+                host_limit_text(c, &c->gpu, lim, sizeof lim));
+        if (c->explain) fprintf(f, "  %-*s as: %s\n", w, "", plan_summary(&k->s, sum, sizeof sum));
         return;
     }
     for (int i = 1; i < MP_NCOMP; i++)
         if (k->at_peak[i] > k->at_peak[big]) big = i;
-    fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", task_label(k->task),
-            mp_fmt_gib(k->device_bytes, a, sizeof a), k->device_bytes / usable,
-            mp_fmt_gib(usable, b, sizeof b), plan_summary(&k->s, sum, sizeof sum));
-    fprintf(f, "  %-27s largest part: %s %s; would fit on a GPU of %s", "",
-            mp_component_name(big), mp_fmt_gib(k->at_peak[big], a, sizeof a),
-            mp_fmt_gib(k->device_bytes / (1 - c->headroom), b, sizeof b));
-    int64_t g = k->s.lora_rank == 0 || c->s.gpus > 1 ? gpus_needed(c, k->s) : 0;
-    if (g) fprintf(f, ", or on %lld of these with ZeRO-3", (long long)g);
-    fputc('\n', f);
+    if (c->explain) {
+        fprintf(f, "  %-27s needs at least %s (%.1fx the usable %s), even as: %s\n", label,
+                mp_fmt_gib(k->device_bytes, a, sizeof a), k->device_bytes / usable,
+                mp_fmt_gib(usable, b, sizeof b), plan_summary(&k->s, sum, sizeof sum));
+        fprintf(f, "  %-27s largest part: %s %s; would fit on a GPU of %s\n", "",
+                mp_component_name(big), mp_fmt_gib(k->at_peak[big], a, sizeof a),
+                mp_fmt_gib(k->device_bytes / (1 - c->headroom), b, sizeof b));
+    }
+    mp_candidate found;
+    int64_t g = gpus_needed(c, k->task, &found);
+    if (!c->explain) { /* one line */
+        fprintf(f, "  %-6s needs %s, %.1fx the usable", label, mp_fmt_gib(k->device_bytes, a, sizeof a),
+                k->device_bytes / usable);
+        if (g) fprintf(f, "; fits with --gpus %lld --task %s\n", (long long)g, mp_task_name(k->task));
+        else fprintf(f, " (%s %s)\n", mp_component_name(big), mp_fmt_gib(k->at_peak[big], b, sizeof b));
+    } else if (g)
+        fprintf(f, "  %-*s fits with --gpus %lld --task %s (%s)\n", w, "", (long long)g, mp_task_name(k->task),
+                sharding_words(&found.s, d, sizeof d));
 }
 
 /* --solve's settings: what a plan would choose for every technique not
@@ -221,15 +296,30 @@ typedef struct plan_result {
     bool task_fits[MP_NTASK];
 } plan_result;
 
-/* Alternatives: the best of each distinct technique set, after the winner. */
+/* Two plans within the speed model's tie of each other in both memory and
+ * speed: the same choice as far as the estimates can tell. */
+static bool near_twin(const mp_candidate *a, const mp_candidate *b)
+{
+    double dm = fabs(a->device_bytes - b->device_bytes), m = fmax(a->device_bytes, b->device_bytes);
+    double ds = fabs(a->tokens_per_s - b->tokens_per_s), t = fmax(a->tokens_per_s, b->tokens_per_s);
+    return dm <= MP_SPEED_TIE * m && ds <= MP_SPEED_TIE * t;
+}
+
+/* Alternatives: the best of each distinct technique set, after the winner, each
+ * moving memory or speed by more than the speed model's tie from the winner and
+ * every alternative before it. */
 static void find_alternatives(const cli *c, plan_result *p)
 {
     const mp_search_result *r = &p->r;
-    for (size_t i = 1; p->best && i < r->n && r->cands[i].fits && p->nalt < c->top && p->nalt < PLAN_MAX_ALTS; i++) {
+    /* one screen: three unless --top says */
+    int top = c->compact && !c->top_given && c->top > 3 ? 3 : c->top;
+    for (size_t i = 1; p->best && i < r->n && r->cands[i].fits && p->nalt < top && p->nalt < PLAN_MAX_ALTS; i++) {
         const mp_settings *s = &r->cands[i].s;
         int dup = 0;
-        for (int j = -1; j < p->nalt && !dup; j++)
-            dup = same_kind(s, j < 0 ? &p->best->s : &p->alts[j]->s);
+        for (int j = -1; j < p->nalt && !dup; j++) {
+            const mp_candidate *o = j < 0 ? p->best : p->alts[j];
+            dup = same_kind(s, &o->s) || near_twin(&r->cands[i], o);
+        }
         if (!dup) p->alts[p->nalt++] = &r->cands[i];
     }
     for (size_t i = 0; i < r->n; i++) {
@@ -314,7 +404,7 @@ static void print_plan_why(const cli *c, const plan_result *p)
         for (int t = 0; t < MP_NTASK; t++)
             if (p->miss[t] && !p->task_fits[t]) explain_miss(stdout, c, p->miss[t]);
     }
-    if (p->best && !c->opts.prefer_speed)
+    if (p->best && !c->opts.prefer_speed && c->explain)
         printf("\nwhy this plan: %s is the most complete kind of training that fits with an optimizer\n"
                "of its family and no offload unless nothing else fits (full fine-tuning, then LoRA, then\n"
                "QLoRA; AdamW-class optimizers first); 8-bit states or weights without an fp32 master only\n"
@@ -323,20 +413,36 @@ static void print_plan_why(const cli *c, const plan_result *p)
                p->best->task == MP_TASK_FULL ? "full fine-tuning" : p->best->task == MP_TASK_LORA ? "LoRA" : "QLoRA",
                100 * MP_SPEED_TIE);
     if (p->nalt) {
-        printf("\nalternatives that fit:\n");
+        printf("\nalternatives that fit%s:\n", c->explain ? "" : " (what differs from the best plan)");
         for (int i = 0; i < p->nalt; i++) {
             char speed[32] = ""; /* none where the stack has no speed model (memtrain on the CPU) */
-            if (p->alts[i]->tokens_per_s > 0) snprintf(speed, sizeof speed, " %7.0f tok/s", p->alts[i]->tokens_per_s);
-            printf("  %d. %-78s B=%-3lld %10s%s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
-                   (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b), speed);
+            if (p->alts[i]->tokens_per_s > 0)
+                snprintf(speed, sizeof speed, c->explain ? " %7.0f tok/s" : " %6.0f tok/s", p->alts[i]->tokens_per_s);
+            if (c->explain)
+                printf("  %d. %-78s B=%-3lld %10s%s\n", i + 1, plan_summary(&p->alts[i]->s, sum, sizeof sum),
+                       (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b), speed);
+            else
+                printf("  %d. %-40s B=%-3lld %9s%s\n", i + 1, plan_difference(&p->best->s, &p->alts[i]->s, sum, sizeof sum),
+                       (long long)p->alts[i]->s.batch, mp_fmt_gib(p->alts[i]->device_bytes, b, sizeof b), speed);
             if (c->explain)
                 printf("     lost on %s\n", mp_rank_reason(p->best, p->alts[i], c->opts.prefer_speed, sum, sizeof sum));
         }
     }
-    if (p->r.host_limited)
-        printf("\n%s: %s estimates that fit the GPU need more than --host-ram %s per node\n",
+    if (p->r.host_limited) {
+        char lim[160];
+        printf("\n%s: %s estimates that fit the GPU need more host RAM per node than\n%s%s\n",
                p->best ? "host RAM ruled out" : "host RAM is the limit",
-               mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), mp_fmt_gib(c->host_ram, a, sizeof a));
+               mp_fmt_count((double)p->r.host_limited, cnt, sizeof cnt), host_limit_text(c, &c->gpu, lim, sizeof lim),
+               c->host_ram_typical ? " (--host-ram SIZE: your machine's)" : "");
+    }
+    if (!c->explain) {
+        printf("\nsearch took %.1f ms, considered %s combinations, %s fit; --explain: why\n", p->ms,
+               mp_fmt_count((double)p->r.considered, cnt, sizeof cnt), mp_fmt_count((double)p->r.fitting, b, sizeof b));
+        if (p->r.unwritable)
+            printf("%s skipped: --emit %s cannot write them\n", mp_fmt_count((double)p->r.unwritable, cnt, sizeof cnt),
+                   c->emit);
+        return;
+    }
     printf("\nconsidered %s combinations (%s estimated; the rest pruned: a larger micro-batch never\n"
            "needs less memory, nor does an fp16, paged or torchao twin than its bf16, unpaged or\n"
            "bitsandbytes one), %s fit;\n",
@@ -354,10 +460,23 @@ static void print_plan_text(const cli *c, const plan_result *p)
     printf("memplan %s on %s (%s)\n", c->model.name, c->gpu.name, c->gpu.how);
     const mp_candidate *best = p->best;
     if (best) {
-        printf("\nbest plan: %s\n", plan_summary(&best->s, sum, sizeof sum));
-        printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n\n",
+        plan_summary(&best->s, sum, sizeof sum);
+        if (c->explain) printf("\nbest plan: %s\n", sum);
+        else { /* within 80 columns, lines cut after a comma */
+            const char *t = sum, *lead = "\nbest plan: ";
+            while (strlen(t) > 69) {
+                size_t cut = 68;
+                while (cut > 0 && t[cut] != ',') cut--;
+                if (!cut) break;
+                printf("%s%.*s\n", lead, (int)cut + 1, t);
+                t += cut + 2, lead = "           ";
+            }
+            printf("%s%s\n", lead, t);
+        }
+        printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n",
                (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq,
                (long long)(best->s.batch * best->s.accum * mp_dp_degree(&best->s)));
+        if (c->explain) fputc('\n', stdout);
         print_estimate_text(stdout, c, &best->s, &p->e);
     } else {
         printf("\nnothing fits in %s with %.0f%% headroom.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
@@ -388,6 +507,7 @@ static int plan_report(cli *c, plan_result *p)
         if (rc >= 0) return rc;
     }
     find_alternatives(c, p);
+    if (p->best) stack_note(c, &p->best->s, true);
     if (c->format == FMT_JSON) print_plan_json(c, p);
     else if (c->format == FMT_CSV) print_plan_csv(c, p);
     else print_plan_text(c, p);
@@ -401,14 +521,8 @@ int cmd_plan(cli *c)
     if (!c->have_gpu) return cli_error("no budget: give --gpu (a profile such as rtx4090, or a size such as 12GB)");
     if (c->solve) return cmd_solve(c);
     plan_result p = {0};
-    mp_search_opts opts = c->opts;
-    if (c->target) {
-        /* only plans the target writes: the plan printed is the plan that runs */
-        unsigned prec = mp_emit_target_precisions(c->target), opt = mp_emit_target_optimizers(c->target);
-        if (prec) opts.only_precisions = (opts.only_precisions ? opts.only_precisions : ~0u) & prec;
-        if (opt) opts.only_optimizers = (opts.only_optimizers ? opts.only_optimizers : ~0u) & opt;
-        opts.accept = mp_emit_accept, opts.accept_ctx = c->target;
-    }
+    mp_search_opts opts = plan_opts(c);
+    c->compact = c->format == FMT_TEXT && !c->explain;
     double t0 = now_ms();
     if (mp_search(&c->model, &c->s, &c->gpu, &opts, &p.r, err)) return cli_error("%s", err);
     p.ms = now_ms() - t0;

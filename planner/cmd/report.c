@@ -11,6 +11,10 @@
 #include <math.h>
 #include <string.h>
 
+/* A desktop's host RAM: gpus.csv's consumer rows (two 32 GB DIMMs). A plan that
+ * needs more per node says so in its verdict whatever the limit. */
+#define HOST_DESKTOP_BYTES (64 * MP_GiB)
+
 const char *plan_summary(const mp_settings *s, char *buf, size_t len)
 {
     char tg[64];
@@ -34,6 +38,42 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     if (s->compile) ADD(", compiled");
     if (s->expandable_segments) ADD(", expandable segments");
     if (s->gpus > 1) ADD(", %lld GPUs", (long long)s->gpus);
+#undef ADD
+    return buf;
+}
+
+const char *plan_difference(const mp_settings *b, const mp_settings *a, char *buf, size_t len)
+{
+    char tg[64];
+    size_t o = 0;
+    buf[0] = 0;
+#define ADD(...) (o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s", o ? ", " : ""), \
+                  o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__))
+    if ((a->lora_rank > 0) != (b->lora_rank > 0) || a->quant != b->quant) {
+        if (a->lora_rank == 0) ADD("full fine-tuning");
+        else if (a->quant != MP_QUANT_NONE) ADD("QLoRA (%s base)", mp_quant_name(a->quant));
+        else ADD("LoRA");
+    }
+    if (a->lora_rank > 0 && (a->lora_rank != b->lora_rank || a->lora_targets != b->lora_targets))
+        ADD("r=%lld on %s", (long long)a->lora_rank, mp_lora_targets_name(a->lora_targets, tg, sizeof tg));
+    if (a->precision != b->precision) ADD("%s", mp_precision_name(a->precision));
+    if (a->optimizer != b->optimizer) ADD("%s", mp_optimizer_name(a->optimizer));
+    if (a->checkpointing != b->checkpointing)
+        ADD("%s", a->checkpointing == MP_CKPT_NONE ? "no checkpointing" : mp_ckpt_name(a->checkpointing)),
+            o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s",
+                                  a->checkpointing == MP_CKPT_NONE ? "" : " checkpointing");
+    if (a->attention != b->attention) ADD("%s attention", mp_attention_name(a->attention));
+    if (a->ce != b->ce) ADD("%s", a->ce == MP_CE_CHUNKED ? "chunked CE" : "whole-vocabulary CE");
+    if (a->zero != b->zero) a->zero ? ADD("ZeRO-%d", a->zero) : ADD("no ZeRO");
+    if (a->offload != b->offload)
+        a->offload == MP_OFFLOAD_NONE ? ADD("no offload") : ADD("offload %s", mp_offload_name(a->offload));
+    if (a->optimizer_in_backward != b->optimizer_in_backward)
+        ADD("%s", a->optimizer_in_backward ? "optimizer in backward" : "optimizer after backward");
+    if (a->offload_activations != b->offload_activations)
+        ADD("%s", a->offload_activations ? "activations offloaded" : "activations on the GPU");
+    if (a->compile != b->compile) ADD("%s", a->compile ? "compiled" : "not compiled");
+    if (a->gpus != b->gpus) ADD("%lld GPUs", (long long)a->gpus);
+    if (!o) ADD("micro-batch %lld", (long long)a->batch);
 #undef ADD
     return buf;
 }
@@ -73,12 +113,63 @@ static void print_settings_text(FILE *f, const mp_settings *s)
     }
 }
 
+double host_limit_of(const cli *c, const mp_gpu *g)
+{
+    if (c->host_ram > 0 && !c->host_ram_typical) return c->host_ram;
+    return g ? g->host_ram_bytes : 0;
+}
+
+const char *host_limit_text(const cli *c, const mp_gpu *g, char *buf, size_t len)
+{
+    char a[32];
+    double limit = host_limit_of(c, g);
+    if (c->host_ram > 0 && !c->host_ram_typical) {
+        snprintf(buf, len, "--host-ram %s", mp_fmt_gib(limit, a, sizeof a));
+        return buf;
+    }
+    /* the machine, as gpus.csv's host_ram_source names it before its colon */
+    const char *src = g && g->host_ram_source[0] ? g->host_ram_source : "the GPU's typical machine";
+    int n = (int)strcspn(src, ":");
+    snprintf(buf, len, "the %s of %.*s", mp_fmt_gib(limit, a, sizeof a), n > 60 ? 60 : n, src);
+    return buf;
+}
+
+bool host_fits(const cli *c, const mp_estimate *e)
+{
+    return !(c->host_ram > 0 && e->host_node_bytes > c->host_ram);
+}
+
+/* The host RAM a plan needs, in the verdict: where it offloads, where a node
+ * needs more than a desktop holds, or where it is over the limit. */
+static void print_host_verdict(FILE *f, const cli *c, const mp_estimate *e)
+{
+    char a[32], b[32], lim[160];
+    bool over = !host_fits(c, e);
+    if (!over && e->host_offload_bytes <= 0 && e->host_node_bytes <= HOST_DESKTOP_BYTES) return;
+    fprintf(f, "host RAM  %s per node, %d process%s", mp_fmt_gib(e->host_node_bytes, a, sizeof a),
+            e->host_ranks_per_node, e->host_ranks_per_node == 1 ? "" : "es");
+    if (e->host_offload_bytes > 0)
+        fprintf(f, ", %s offloaded by each", mp_fmt_gib(e->host_offload_bytes, b, sizeof b));
+    if (c->host_ram > 0)
+        fprintf(f, "\n          %s %s%s\n", over ? "over" : "within", host_limit_text(c, &c->gpu, lim, sizeof lim),
+                c->host_ram_typical ? " (--host-ram SIZE: yours)" : "");
+    else
+        fprintf(f, "\n          more than a desktop's %s\n", mp_fmt_gib(HOST_DESKTOP_BYTES, lim, sizeof lim));
+}
+
 /* Host RAM per process (loading, training) and per node, and the --host-ram verdict. */
 static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
 {
     char a[32], b[32], d[32];
     if (e->host_baseline_bytes <= 0) { /* memtrain: its own buffers only */
         fprintf(f, "  %-12s %12s   (data loader, pinned batches)\n", "host RAM", mp_fmt_gib(e->host_bytes, a, sizeof a));
+        return;
+    }
+    if (c->compact) {
+        fprintf(f, "  %-12s %12s   per node: %d process%s at %s peak, %s\n", "host RAM",
+                mp_fmt_gib(e->host_node_bytes, a, sizeof a), e->host_ranks_per_node,
+                e->host_ranks_per_node == 1 ? "" : "es", e->host_ranks_per_node == 1 ? "its" : "their",
+                e->host_load_bytes >= e->host_train_bytes ? "loading the checkpoint" : "training");
         return;
     }
     fprintf(f, "  %-12s %12s   per process, at its peak while %s\n", "host RAM", mp_fmt_gib(e->host_bytes, a, sizeof a),
@@ -90,14 +181,21 @@ static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
             mp_fmt_gib(e->host_data_bytes, d, sizeof d));
     fprintf(f, "  %-12s %12s   %d process(es), one per GPU\n", "host/node", mp_fmt_gib(e->host_node_bytes, a, sizeof a),
             e->host_ranks_per_node);
-    if (c->host_ram > 0 && e->host_node_bytes > c->host_ram)
-        fprintf(f, "  host RAM is the limit: %s per node over --host-ram %s\n",
-                mp_fmt_gib(e->host_node_bytes - c->host_ram, a, sizeof a), mp_fmt_gib(c->host_ram, b, sizeof b));
+    if (!host_fits(c, e)) {
+        char lim[160];
+        fprintf(f, "  host RAM is the limit: %s per node over %s\n",
+                mp_fmt_gib(e->host_node_bytes - c->host_ram, a, sizeof a), host_limit_text(c, &c->gpu, lim, sizeof lim));
+    }
 }
 
 void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char a[32], b[32], b2[32], p[16], cnt[40], cnt2[40];
+    if (c->compact) { /* the plan's first screen: the shape and step are --explain's */
+        fprintf(f, "model     %s: %s params, %s trainable\n", c->model.name,
+                mp_fmt_count(e->params.total, cnt, sizeof cnt), mp_fmt_count(e->trainable_params, cnt2, sizeof cnt2));
+        goto components;
+    }
     fprintf(f, "model     %s (%s): %s params, %s trainable\n", c->model.name, c->model_how,
             mp_fmt_count(e->params.total, cnt, sizeof cnt), mp_fmt_count(e->trainable_params, cnt2, sizeof cnt2));
     fprintf(f, "shape     %lld layers, hidden %lld, %lld heads (%lld kv), ffn %lld, vocab %lld%s\n",
@@ -112,32 +210,50 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
             (long long)s->batch, (long long)s->seq, (long long)s->accum, (long long)s->gpus,
             s->framework ? s->framework->name : "pytorch");
     if (c->show_settings) print_settings_text(f, s);
+components:
     fprintf(f, "\n  %-12s %12s %12s\n", "per GPU", "at peak", "own peak");
     for (int k = 0; k < MP_NCOMP; k++) {
-        fprintf(f, "  %-12s %12s %12s  %s\n", mp_component_name(k),
+        fprintf(f, "  %-12s %12s %12s  %s", mp_component_name(k),
                 mp_fmt_gib(e->at_peak[k], a, sizeof a), mp_fmt_gib(e->peak[k], b, sizeof b),
                 pct(e->at_peak[k], e->device_bytes, p, sizeof p));
-        if (k == MP_ACTIVATIONS && e->logits_bytes > 0)
+        if (k == MP_ACTIVATIONS && e->logits_bytes > 0 && c->compact)
+            fprintf(f, "  logits %s", mp_fmt_gib(e->logits_bytes, a, sizeof a));
+        fputc('\n', f);
+        if (k == MP_ACTIVATIONS && e->logits_bytes > 0 && !c->compact)
             fprintf(f, "    %-10s %12s\n", "of which logits", mp_fmt_gib(e->logits_bytes, a, sizeof a));
     }
     fprintf(f, "  %-12s %12s   peak during %s\n", "allocated", mp_fmt_gib(e->total_bytes, a, sizeof a),
             e->phases[e->peak_phase].name);
-    fprintf(f, "  %-12s %12s\n", "reserved", mp_fmt_gib(e->reserved_bytes, a, sizeof a));
-    fprintf(f, "  %-12s %12s   (reserved + CUDA context: what nvidia-smi shows)\n", "device",
-            mp_fmt_gib(e->device_bytes, a, sizeof a));
+    if (c->compact)
+        fprintf(f, "  %-12s %12s   device %s with the CUDA context (nvidia-smi)\n", "reserved",
+                mp_fmt_gib(e->reserved_bytes, a, sizeof a), mp_fmt_gib(e->device_bytes, b, sizeof b));
+    else {
+        fprintf(f, "  %-12s %12s\n", "reserved", mp_fmt_gib(e->reserved_bytes, a, sizeof a));
+        fprintf(f, "  %-12s %12s   (reserved + CUDA context: what nvidia-smi shows)\n", "device",
+                mp_fmt_gib(e->device_bytes, a, sizeof a));
+    }
     print_host_text(f, c, e);
     if (c->have_gpu) {
         double usable = c->gpu.mem_bytes * (1 - c->headroom);
         bool fits = mp_fits(e, c->gpu.mem_bytes, c->headroom);
-        fprintf(f, "\nbudget    %s: %s (%s); %.0f%% headroom leaves %s\n", c->gpu.name,
-                mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a), c->gpu.how, c->headroom * 100,
-                mp_fmt_gib(usable, b, sizeof b));
-        if (fits)
-            fprintf(f, "verdict   fits: uses %.1f%% of the GPU, %s to spare within the headroom\n",
-                    100 * e->device_bytes / c->gpu.mem_bytes, mp_fmt_gib(usable - e->device_bytes, a, sizeof a));
+        const char *stack = s->framework ? s->framework->name : "pytorch";
+        if (!c->compact)
+            fprintf(f, "\nbudget    %s: %s (%s); %.0f%% headroom leaves %s\n", c->gpu.name,
+                    mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a), c->gpu.how, c->headroom * 100,
+                    mp_fmt_gib(usable, b, sizeof b));
         else
-            fprintf(f, "verdict   does not fit: %s over the usable budget\n",
-                    mp_fmt_gib(e->device_bytes - usable, a, sizeof a));
+            fputc('\n', f);
+        if (fits && host_fits(c, e))
+            fprintf(f, "verdict   fits: uses %.1f%% of the GPU, %s to spare (%s profile)\n",
+                    100 * e->device_bytes / c->gpu.mem_bytes, mp_fmt_gib(usable - e->device_bytes, a, sizeof a), stack);
+        else if (fits)
+            fprintf(f, "verdict   does not fit: the GPU holds it (%.1f%%), the node's host RAM does not (%s profile)\n",
+                    100 * e->device_bytes / c->gpu.mem_bytes, stack);
+        else
+            fprintf(f, "verdict   does not fit: %s over the usable %s (%s profile)\n",
+                    mp_fmt_gib(e->device_bytes - usable, a, sizeof a), mp_fmt_gib(usable, b, sizeof b), stack);
+        print_host_verdict(f, c, e);
+        if (c->stack_note[0]) fprintf(f, "%s\n", c->stack_note);
         if (e->tokens_per_s > 0)
             fprintf(f, "speed     about %.0f tokens/s (%.2f s per optimizer step, estimate)\n",
                     e->tokens_per_s, e->step_seconds);
@@ -228,6 +344,13 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "host_train_bytes", bytes_json(e->host_train_bytes));
     json_object_set_new(o, "host_node_bytes", bytes_json(e->host_node_bytes));
     json_object_set_new(o, "host_ram_limit", c->host_ram > 0 ? json_boolean(e->host_node_bytes > c->host_ram) : json_null());
+    json_object_set_new(o, "stack_note", c->stack_note[0] ? json_string(c->stack_note + strspn(c->stack_note, " ")) : json_null());
+    json_object_set_new(o, "host_ram_limit_bytes", c->host_ram > 0 ? bytes_json(c->host_ram) : json_null());
+    {
+        char lim[160];
+        json_object_set_new(o, "host_ram_limit_from",
+                            c->host_ram > 0 ? json_string(host_limit_text(c, &c->gpu, lim, sizeof lim)) : json_null());
+    }
     json_t *comp = json_object(), *atp = json_object();
     for (int k = 0; k < MP_NCOMP; k++) {
         json_object_set_new(comp, mp_component_name(k), bytes_json(e->peak[k]));

@@ -262,13 +262,15 @@ static int gpu_row(const csv_table *t, char **row, int r, const char *path, mp_g
         F("mem_mib", mem_bytes, 1048576.0), F("tflops_16", tflops_16, 1), F("tflops_32", tflops_32, 1),
         F("bandwidth_gbs", bandwidth, 1e9), F("pcie_gbs", pcie, 1e9), F("nvlink_gbs", nvlink, 1e9),
         F("ib_gbs", ib, 1e9), F("context_mib", context_bytes, 1048576.0),
+        F("host_ram_gib", host_ram_bytes, MP_GiB),
 #undef F
     };
     memset(g, 0, sizeof *g);
     if (text_cell(t, row, "name", g->name, sizeof g->name, path, r, err) ||
         text_cell(t, row, "label", g->label, sizeof g->label, path, r, err) ||
         text_cell(t, row, "arch", g->arch, sizeof g->arch, path, r, err) ||
-        text_cell_cut(t, row, "source", g->source, sizeof g->source, true, path, r, err))
+        text_cell_cut(t, row, "source", g->source, sizeof g->source, true, path, r, err) ||
+        text_cell_cut(t, row, "host_ram_source", g->host_ram_source, sizeof g->host_ram_source, true, path, r, err))
         return -1;
     for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
         double d;
@@ -669,6 +671,9 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
         g->generic_speed = true;
         snprintf(g->source, sizeof g->source,
                  "size given on the command line; speed: generic Ampere PCIe card (RTX 3090 figures), not this GPU's");
+        /* and the generic card's machine: a desktop (gpus.csv's rtx3090 row) */
+        g->host_ram_bytes = 64 * MP_GiB;
+        snprintf(g->host_ram_source, sizeof g->host_ram_source, "a desktop, as for the generic card (RTX 3090)");
         return 0;
     }
     if (ensure_loaded(err)) return -1;

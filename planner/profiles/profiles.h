@@ -23,7 +23,10 @@ typedef struct mp_gpu {
     double context_bytes;     /* held outside the caching allocator while training runs (CUDA
                                * context, libraries' handles, loaded kernels), measured on this
                                * card; 0: the framework profile's */
+    double host_ram_bytes;    /* host RAM per node of the card's typical machine (a desktop, a
+                               * cloud instance: host_ram_source); the search's default limit */
     char source[MP_SOURCE_LEN];
+    char host_ram_source[MP_SOURCE_LEN];
     char how[64];             /* for sizes: how the size was read */
 } mp_gpu;
 
