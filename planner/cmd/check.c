@@ -82,10 +82,17 @@ static void print_text(const mp_check *c, const mp_gpu *gpu, const check_args *a
     printf("memplan check:");
     for (int i = 0; i < c->nfiles; i++) printf("%s %s (%s)", i ? "," : "", c->file[i], c->format[i]);
     printf("\nmodel     %s (%s)\n", c->model.name, c->model_how);
-    printf("\nsettings  value            from the key                     in\n");
+    /* columns as wide as their longest entry (a LoRA target list, a nested key) */
+    int ws = 12, wv = 5, wk = 12;
     for (int i = 0; i < c->norigins; i++) {
         const ck_origin *o = &c->origin[i];
-        printf("  %-14s %-16s %-32s %s%s%s\n", o->setting, o->value, o->key, o->file,
+        int ls = (int)strlen(o->setting), lv = (int)strlen(o->value), lk = (int)strlen(o->key);
+        ws = ls > ws ? ls : ws, wv = lv > wv ? lv : wv, wk = lk > wk ? lk : wk;
+    }
+    printf("\nsettings\n  %-*s %-*s %-*s in\n", ws, "setting", wv, "value", wk, "from the key");
+    for (int i = 0; i < c->norigins; i++) {
+        const ck_origin *o = &c->origin[i];
+        printf("  %-*s %-*s %-*s %s%s%s\n", ws, o->setting, wv, o->value, wk, o->key, o->file,
                o->how[0] && o->file[0] ? ": " : "", o->how);
     }
     if (c->nunknown) {
