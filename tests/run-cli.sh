@@ -161,8 +161,9 @@ expect 0 "README's memtop --plan opens on a plan" -- "$bin/$(echo "$readme_plan"
 has out '"fits": true'
 expect 0 "memtop --plan keeps what is given" -- "$bin/memtop" --plan --model llama-3.1-8b --gpu 24GB --precision fp32 --batch 3 --once
 has out '"precision": "fp32"'
-# the examples in README and the man pages are real (tests/examples.py; make examples rewrites them)
-if python3 tests/examples.py --bin "$bin" >"$tmp/ex" 2>&1; then ok "$(tail -1 "$tmp/ex")"; else cat "$tmp/ex"; bad "README or man page examples are stale (make examples)"; fi
+# the examples in README, docs/*.md and the man pages are real, and README's and docs' counts
+# (tests/examples.py; make examples rewrites them)
+if python3 tests/examples.py --bin "$bin" >"$tmp/ex" 2>&1; then ok "$(tail -1 "$tmp/ex")"; else cat "$tmp/ex"; bad "README, docs/ or man page examples are stale, or a Markdown block is neither run nor marked not-run (make examples)"; fi
 expect 0 "explain" -- "$mp" estimate --model llama-2-7b --precision amp-bf16 --batch 2 --seq 2048 --explain
 has out "autocast 16-bit weight copies"
 has out "step timeline"
