@@ -45,17 +45,21 @@ emit_all() { # NAME DIR: every target memplan writes, for the model of NAME.json
     e --gpus 2 --zero 2 --framework deepspeed --precision mixed-bf16 --emit hf -o "$o/deepspeed/" &&
     e --framework memtrain --emit memtrain -o "$o/m.cfg" &&
     e --gpus 2 --zero 3 --precision amp-bf16 --emit accelerate -o "$o/a.yaml" &&
-    e --gpus 2 --zero 2 --framework deepspeed --precision mixed-bf16 --emit deepspeed -o "$o/ds.json"
+    e --gpus 2 --zero 2 --framework deepspeed --precision mixed-bf16 --emit deepspeed -o "$o/ds.json" &&
+    e --lora-rank 16 --precision mixed-bf16 --emit axolotl -o "$o/axolotl/" &&
+    e --lora-rank 16 --precision mixed-bf16 --emit llamafactory -o "$o/llamafactory/"
 }
 if emit_all plain "$tmp/e-plain"; then ok "the plain name: every target written"; else bad "the plain name: a target failed"; cat "$tmp/e-plain/err"; fi
 # every file of every name in one python3 (its start is most of the time)
 set --
 for n in python quotes shell yaml unicode long-line; do
     if ! emit_all "$n" "$tmp/e-$n"; then bad "name '$n': a target failed"; sed 's/^/    /' "$tmp/e-$n/err"; continue; fi
-    for part in single fsdp deepspeed m.cfg a.yaml ds.json; do set -- "$@" "$tmp/$n.name" "$tmp/e-$n/$part" "$tmp/e-plain/$part"; done
+    for part in single fsdp deepspeed m.cfg a.yaml ds.json axolotl llamafactory; do
+        set -- "$@" "$tmp/$n.name" "$tmp/e-$n/$part" "$tmp/e-plain/$part"
+    done
 done
 if python3 tests/hostile/check_emitted.py "$@" >"$tmp/why"; then
-    ok "6 hostile names x 6 targets: every file parses, MODEL reads each name back, nothing else changes"
+    ok "6 hostile names x 8 targets: every file parses, the model's id reads each name back, nothing else changes"
 else
     bad "hostile names change emitted files"; sed 's/^/    /' "$tmp/why" | head -10
 fi
