@@ -27,9 +27,10 @@ with a reason; anything else is an error. Man pages keep the old rule: a block
 that runs something else, or shows no output and has no directive, is skipped
 and counted.
 
-A count in Markdown prose is generated, not typed: <!-- =COMMAND -->VALUE, where
-VALUE (one word) must equal what COMMAND prints, run like a block's command
-(e.g. <!-- =memplan list models | wc -l -->56 public models).
+A count in Markdown prose is generated, not typed: a line
+<!-- count VALUE: COMMAND --> before a paragraph says that COMMAND prints VALUE
+and that the paragraph states VALUE (e.g. <!-- count 56: memplan list models | wc -l -->
+before "memplan knows 56 public models"); with --update both are rewritten.
 
 usage: tests/examples.py [--update] [--bin DIR] [FILE...]
 exit status: 0 all shown output matches, 1 some does not (a diff is printed)
@@ -54,13 +55,13 @@ RUNNABLE = {"memplan", "head", "cut", "echo", "xmllint", "tail", "grep",
 # Markdown examples may also run memtop --once (a snapshot; the man pages' memtop blocks are interactive)
 RUNNABLE_MD = RUNNABLE | {"memtop"}
 TIMING = re.compile(r"(search took) [0-9.]+ ms")
-COUNT = re.compile(r"(?<!`)<!-- =(.+?) -->(\S*)")  # not in `code`, where it is shown
+COUNT = re.compile(r"^<!-- count (\S+): (.+) -->$")
 
 
 def default_files():
-    """README, every docs/*.md, then the man pages (paths relative to the repository)."""
-    docs = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
-    return ["README"] + docs + MAN
+    """README, every docs/*.md, then the man pages (as paths from here)."""
+    docs = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    return [os.path.relpath(p) for p in [os.path.join(ROOT, "README")] + docs + [os.path.join(ROOT, m) for m in MAN]]
 
 
 # ---------- roff <-> plain text (the subset the man pages' examples use) ----------
@@ -205,29 +206,59 @@ def normal(lines):
     return [TIMING.sub(r"\1 N ms", l.rstrip()) for l in lines]
 
 
+def word_at(value):
+    """the value as a whole word of prose (56, not the 56 of 1,056 or 5.6)"""
+    return re.compile(r"(?<![\w.,])%s(?![\w]|[.,]\d)" % re.escape(value))
+
+
 def check_counts(path, lines, bindir, update):
-    """<!-- =COMMAND -->VALUE in Markdown prose: VALUE is what COMMAND prints.
-    Returns (counts checked, stale, bad); rewrites lines in place with update."""
-    found = [(i, m) for i, l in enumerate(lines) for m in COUNT.finditer(l)]
+    """<!-- count VALUE: COMMAND --> lines before a paragraph: COMMAND prints VALUE,
+    and the paragraph states VALUE (the k-th count of a value is its k-th occurrence).
+    Returns (counts checked, stale, bad); rewrites the comment and the figure with update."""
+    found = []  # (comment line, value, command, paragraph line, column span)
+    i, bad = 0, 0
+    while i < len(lines):
+        comments = []
+        while i < len(lines) and COUNT.match(lines[i]):
+            comments.append(i)
+            i += 1
+        if not comments:
+            i += 1
+            continue
+        para = []
+        while i < len(lines) and lines[i].strip():
+            para.append(i)
+            i += 1
+        seen = {}
+        for c in comments:
+            value, command = COUNT.match(lines[c]).groups()
+            k = seen[value] = seen.get(value, 0) + 1
+            spots = [(j, m.span()) for j in para for m in word_at(value).finditer(lines[j])]
+            if not runnable_line(command):
+                print("%s:%d: the count's command '%s' is not one examples.py runs" % (path, c + 1, command))
+                bad += 1
+            elif len(spots) < k:
+                print("%s:%d: the paragraph after the count does not state %s" % (path, c + 1, value))
+                bad += 1
+            else:
+                found.append((c, value, command) + spots[k - 1])
     if not found:
-        return 0, 0, 0
-    bad = [(i, m) for i, m in found if not runnable_line(m.group(1))]
-    for i, m in bad:
-        print("%s:%d: the count's command '%s' is not one examples.py runs" % (path, i + 1, m.group(1)))
-    good = [(i, m) for i, m in found if runnable_line(m.group(1))]
-    outs = run_script([m.group(1) for _, m in good], bindir)
+        return 0, 0, bad
+    outs = run_script([f[2] for f in found], bindir)
     stale = 0
-    for (i, m), out in reversed(list(zip(good, outs))):
-        value = " ".join(" ".join(out).split())
-        if value == m.group(2):
+    # from the end, so that a rewritten figure keeps the spans before it
+    for (c, value, command, j, (start, end)), out in sorted(zip(found, outs), key=lambda x: (x[0][3], x[0][4]), reverse=True):
+        new = " ".join(" ".join(out).split())
+        if new == value:
             continue
         stale += 1
         if update:
-            lines[i] = lines[i][:m.start(2)] + value + lines[i][m.end(2):]
+            lines[j] = lines[j][:start] + new + lines[j][end:]
+            lines[c] = "<!-- count %s: %s -->" % (new, command)
         else:
             print("%s:%d: the count is stale: '%s' prints '%s', the text says '%s'"
-                  % (path, i + 1, m.group(1), value, m.group(2)))
-    return len(found), stale, len(bad)
+                  % (path, c + 1, command, new, value))
+    return len(found), stale, bad
 
 
 def main(argv):
