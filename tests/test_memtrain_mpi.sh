@@ -318,5 +318,44 @@ if python3 -c "
 import json; d = json.load(open('$tmp/k.json')); assert d['steps'] == $step + 2 and len(d['losses']) == 2, d['steps']
 "; then ok "resumed at step $step: only the steps after the last checkpoint were lost"; else bad "resume after kill"; fi
 
+# SIGTERM to one rank only, mid-step: the ranks agree on the stop between layers (a
+# collective every rank asks at the same points), all stop at the same layer, save the last
+# completed step's shards, and end with 143; resumed, the run goes on from that step
+"$mp" estimate --family gpt2 --layers 4 --hidden 256 --heads 4 --vocab 256 --max-pos 256 --seq 256 --batch 4 \
+    --gpus 2 --framework memtrain --emit memtrain -o "$tmp/stop.cfg" >/dev/null
+for zero in 0 3; do
+    rm -rf "$tmp/cks" "$tmp/stop.rank"*.csv && mkdir "$tmp/cks"
+    $run -np 2 "$mt" --config "$tmp/stop.cfg" --zero $zero --steps 100000 --cpu-gflops 1e6 --quiet --save "$tmp/cks" \
+        --metrics "$tmp/stop.csv" --report "$tmp/stop.json" >"$tmp/stop.out" 2>"$tmp/stop.err" &
+    job=$!
+    i=0
+    while :; do
+        n=$(grep -c '^"[0-9]' "$tmp/stop.rank1.csv" 2>/dev/null)
+        [ "${n:-0}" -lt 2 ] && [ $i -lt 1200 ] || break
+        sleep 0.1; i=$((i + 1))
+    done
+    sleep 0.3
+    victim=$(pgrep -f "memtrain --config $tmp/stop.cfg --zero $zero" | while read p; do
+        [ "$(ps -o comm= -p "$p")" = memtrain ] && echo "$p"; done | tail -1)
+    t0=$(date +%s.%N)
+    [ -n "$victim" ] && kill -TERM "$victim"
+    wait $job; status=$?
+    latency=$(echo "$(date +%s.%N) - $t0" | bc)
+    echo "     ZeRO-$zero, SIGTERM to one of 2 ranks: exit $status after $latency s (checkpoint included)"
+    if [ $status -eq 143 ]; then ok "ZeRO-$zero: SIGTERM to one rank: the job ends with 143"
+    else bad "ZeRO-$zero: SIGTERM to one rank: exit $status: $(tail -3 "$tmp/stop.err")"; fi
+    if [ "$(grep -c '^memtrain: SIGTERM: stopped' "$tmp/stop.err")" = 1 ]; then ok "ZeRO-$zero: one line says so (rank 0)"
+    else bad "ZeRO-$zero: stderr: $(cat "$tmp/stop.err")"; fi
+    k=$(python3 -c "import json; print(json.load(open('$tmp/cks/manifest.json'))['step'])" 2>/dev/null)
+    r0=$(grep -c '^"[0-9]' "$tmp/stop.rank0.csv") r1=$(grep -c '^"[0-9]' "$tmp/stop.rank1.csv")
+    if [ -n "$k" ] && [ "$k" = "$r0" ] && [ "$k" = "$r1" ]; then
+        ok "ZeRO-$zero: both ranks stopped after the same step ($k), its shards saved"
+    else bad "ZeRO-$zero: checkpoint step '$k', rank 0 took $r0 steps, rank 1 $r1"; fi
+    if [ -n "$k" ]; then
+        expect 0 "ZeRO-$zero: the stopped run resumes" -- $run -np 2 "$mt" --config "$tmp/stop.cfg" --zero $zero \
+            --steps $((k + 1)) --quiet --resume "$tmp/cks" --report "$tmp/sr.json"
+    fi
+done
+
 echo "memtrain over MPI: $pass passed, $fail failed"
 [ $fail -eq 0 ]

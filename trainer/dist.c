@@ -175,6 +175,13 @@ double mt_dist_sum(double v)
     return sum;
 }
 
+int mt_dist_max(int v)
+{
+    int max = v;
+    MPI_Allreduce(&v, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return max;
+}
+
 int mt_dist_gather(const void *mine, void *all, size_t len)
 {
     int rc = MPI_Gather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -212,6 +219,7 @@ int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, s
     return 0;
 }
 double mt_dist_sum(double v) { return v; }
+int mt_dist_max(int v) { return v; }
 int mt_dist_gather(const void *mine, void *all, size_t len)
 {
     memcpy(all, mine, len);

@@ -56,6 +56,8 @@ int mt_dist_gather_range(const void *shard, mt_dtype dt, size_t off, size_t n, s
 int mt_dist_failed(const char *what, int rc);
 /* Sum of one value over the ranks. */
 double mt_dist_sum(double v);
+/* Largest of one value over the ranks (memtrain's stop: the signal any rank got). */
+int mt_dist_max(int v);
 /* Gather `len` bytes from every rank into `all` (ranks x len) on rank 0. */
 int mt_dist_gather(const void *mine, void *all, size_t len);
 

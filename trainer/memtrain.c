@@ -9,7 +9,8 @@
  * Exit status (memtrain(1), EXIT STATUS): 0 done; 1 a runtime failure; 2 bad
  * input (nothing written); 3 the memory limit was hit (refused before the start,
  * or stopped after the step that crossed it); 4 the run diverged (a loss that was
- * not finite).
+ * not finite); 128 + N stopped by signal N (SIGINT, SIGTERM: between layers, after
+ * the last completed step and its checkpoint).
  */
 #include "checkpoint.h"
 #include "config_keys.h"
@@ -19,6 +20,7 @@
 #include "common/units.h"
 #include "common/version.h"
 #include "estimate/estimate.h"
+#include "estimate/speed.h"
 #include "memtrain/shape.h"
 #include "model/model.h"
 #include "profiles/profiles.h"
@@ -28,6 +30,7 @@
 #include "settings/options.h"
 #include "train.h"
 
+#include <cblas.h>
 #include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +87,7 @@ typedef struct run_opts {
     const char *config, *report, *metrics, *save_dir, *resume_dir, *resume_changed;
     int64_t save_every;
     double mem_limit;
+    double cpu_gflops; /* the CPU's rate as stated (0: measured when a run may be long) */
     bool quiet;
 } run_opts;
 
@@ -100,6 +104,8 @@ static const mp_opt run_rows[] = {
      .help = "with --resume: the settings this run changes on purpose (lr, seed, data, ...); any other change is refused"},
     {"mem-limit", MP_OPT_SIZE, R(mem_limit), .arg = "SIZE",
      .help = "refuse plans predicted above SIZE; stop if measured crosses it"},
+    {"cpu-gflops", MP_OPT_REAL, R(cpu_gflops), .lo = 0.001, .hi = 1e6, .arg = "RATE",
+     .help = "this CPU's rate in GFLOP/s for the run-time estimate (default: measured, when a run may be long)"},
     {"quiet", MP_OPT_FLAG, R(quiet), .help = "no progress bar or table"},
     {0},
 };
@@ -136,7 +142,9 @@ static void usage(FILE *f)
     fputs("config keys (in the file as 'key = value', or here as --key VALUE; the command line wins):\n", f);
     const mp_opt *keys = mt_config_keys();
     for (int i = 0; keys[i].name; i++) fprintf(f, "%s--%s", i % 6 ? "  " : "\n  ", keys[i].name);
-    fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit, 4 the run diverged\n", f);
+    fputs("\n\nexit status: 0 done, 1 runtime failure, 2 bad input, 3 memory limit, 4 the run diverged,\n"
+          "  128+N stopped by signal N (SIGINT 130, SIGTERM 143: after the last completed step, its\n"
+          "  checkpoint with --save)\n", f);
 }
 
 /* ---------- the planner's prediction for this config ---------- */
@@ -152,7 +160,68 @@ static int predict(const mt_config *c, mp_estimate *e, char *name, size_t name_l
     mp_settings s = c->s;
     s.framework = mp_framework_find("memtrain", err);
     if (!s.framework) return -1;
-    return mp_estimate_run(&m, &s, NULL, e, err);
+    if (mp_estimate_run(&m, &s, NULL, e, err)) return -1;
+    /* memtrain's own estimate leaves the step's FLOPs out: the speed model's count */
+    if (!(e->flops_per_step > 0)) speed_model(&m, &s, NULL, e, e->trainable_params, (double)mp_dp_degree(&s));
+    return 0;
+}
+
+/* ---------- how long the run will take ----------
+ * The planner's FLOPs of a step (planner/estimate/speed.c: forward, backward and
+ * recomputation, every rank's) against this CPU's matrix-product rate: measured with
+ * cblas_sgemm, or stated (--cpu-gflops). memtrain reaches about MT_CPU_EFFICIENCY of
+ * that rate (its attention, norms, 16-bit conversions: measured on the examples of
+ * memtrain(1)). A run whose estimate is past LONG_RUN_S says so before it starts. */
+#define LONG_RUN_S 180.0
+static double now_s(void);
+#define MT_CPU_EFFICIENCY 0.7
+#define CPU_RATE_BOUND 5e12 /* FLOP/s no CPU memtrain runs on reaches: below it, nothing to measure */
+
+/* fp32 FLOP/s of cblas_sgemm on 512 x 512 matrices, for about 0.2 s (buffers from malloc,
+ * not the tagged allocator: not part of the run's measurement). 0 when it cannot tell. */
+static double measure_cpu_rate(void)
+{
+    enum { n = 512 };
+    float *a = malloc(sizeof(float) * n * n * 3);
+    if (!a) return 0;
+    for (size_t i = 0; i < (size_t)n * n * 3; i++) a[i] = (float)(i % 7) * 0.01f;
+    double t0 = now_s(), t = 0;
+    long reps = 0;
+    do {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, a + n * n, n, 0.0f, a + 2 * n * n, n);
+        reps++;
+        t = now_s() - t0;
+    } while (t < 0.2 || reps < 3);
+    free(a);
+    return t > 0 ? 2.0 * n * n * n * (double)reps / t : 0;
+}
+
+static void fmt_duration(double s, char *out, size_t len)
+{
+    if (s < 120) snprintf(out, len, "%.0f s", s);
+    else if (s < 7200) snprintf(out, len, "%.0f min", s / 60);
+    else snprintf(out, len, "%.1f hours", s / 3600);
+}
+
+/* Before the start (rank 0): a run estimated past LONG_RUN_S says so, and how to shorten it. */
+static void warn_if_long(const run_opts *o, const mt_config *c, const mp_estimate *pred, long steps_left)
+{
+    double flops = pred->flops_per_step * (double)steps_left;
+    if (!(flops > 0) || (o->cpu_gflops <= 0 && flops / CPU_RATE_BOUND < LONG_RUN_S)) return;
+    double rate = o->cpu_gflops > 0 ? o->cpu_gflops * 1e9 : measure_cpu_rate();
+    if (!(rate > 0)) return;
+    double step_s = pred->flops_per_step / (rate * MT_CPU_EFFICIENCY), total = step_s * (double)steps_left;
+    if (total < LONG_RUN_S) return;
+    char a[32], b[32];
+    fmt_duration(step_s, a, sizeof a);
+    fmt_duration(total, b, sizeof b);
+    if (bar_open) fputc('\n', stderr);
+    fprintf(stderr, "memtrain: a long run: %.3g FLOPs a step at this CPU's %.3g GFLOP/s (%s) is about %s a step, "
+            "%s for %ld steps; to shorten it: fewer --steps, a smaller --batch (%lld) or --seq (%lld), or a smaller "
+            "model (--layers, --hidden)\n", pred->flops_per_step, rate / 1e9,
+            o->cpu_gflops > 0 ? "--cpu-gflops" : "measured", a, b, steps_left, (long long)c->s.batch,
+            (long long)c->s.seq);
+    fflush(stderr);
 }
 
 /* ---------- measured components, in the planner's names ---------- */
@@ -250,12 +319,44 @@ static void metrics_row(FILE *f, long step, double t, double loss, double tps, d
 
 /* ---------- the run ---------- */
 
-static volatile sig_atomic_t stop_requested;
-
-/* Whether any rank says so: with several ranks every rank decides alike (a
- * signal, the memory limit), so none waits in a collective the others left. */
+/* Whether any rank says so: with several ranks every rank decides alike (the
+ * memory limit), so none waits in a collective the others left. */
 static bool any_rank(bool mine, int ranks) { return ranks > 1 ? mt_dist_sum(mine ? 1 : 0) > 0 : mine; }
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+
+/* ---------- stopping on SIGINT/SIGTERM ----------
+ * The handler only records the signal (a sig_atomic_t: async-signal-safe). The
+ * run asks between steps and, through the trainer, after every layer of the
+ * forward and the backward (mt_trainer_set_stop): a stop comes within a layer's
+ * time, the step in progress is abandoned, and the run ends as the last completed
+ * step left it (its checkpoint with --save), with status 128 + the signal. With
+ * several ranks the question is a collective (the largest signal any rank got,
+ * MPI_MAX) asked at the same points on every rank, so all stop at the same layer.
+ * SA_RESETHAND: a second signal acts at once (the default: the process ends). */
+static volatile sig_atomic_t stop_signal;
+static int stop_agreed; /* the signal every rank agreed to stop on; 0 while none */
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void catch_stops(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Whether to stop now; ctx: the number of ranks. Once agreed it stays so, on every
+ * rank alike (no further collective). */
+static bool stop_poll(void *ctx)
+{
+    int ranks = *(const int *)ctx;
+    if (!stop_agreed) stop_agreed = ranks > 1 ? mt_dist_max((int)stop_signal) : (int)stop_signal;
+    return stop_agreed != 0;
+}
+
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
 static double now_s(void)
 {
@@ -339,6 +440,7 @@ typedef struct run_result {
     double allreduce_wait_s;  /* this rank's, summed over the run's steps */
     json_t *losses;
     int rc;
+    int stop_signal;          /* the signal the run stopped on (every rank's), 0 if none */
 } run_result;
 
 static double device_peak_of(const mt_mem_stats *st) { return (double)(st->total_peak - st->at_peak[MT_DATA]); }
@@ -392,6 +494,7 @@ static json_t *report_json(const mt_config *c, const rank_stats *rs, const mp_es
     json_object_set_new(r, "losses", json_deep_copy(res->losses));
     json_object_set_new(r, "diverged", json_boolean(res->nonfinite > 0));
     json_object_set_new(r, "exit_status", json_integer(res->rc));
+    json_object_set_new(r, "stopped_by", res->stop_signal ? json_string(signal_name(res->stop_signal)) : json_null());
     /* the run's config, every key as the config's rows write it (the same on every rank) */
     const mp_opt_group keys = {NULL, mt_config_keys(), (void *)c, NULL};
     json_object_set_new(r, "settings", mp_opt_json(&keys, 1));
@@ -436,11 +539,23 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     bar_open = tty;
     double t0 = now_s(), tokens = 0;
     res->first_step = mt_trainer_steps(t), res->done = 0, res->last_loss = NAN, res->rc = 0, res->allreduce_wait_s = 0;
-    res->nonfinite = 0, res->first_nonfinite = 0;
-    while (mt_trainer_steps(t) < steps && !any_rank(stop_requested, c->ranks)) {
+    res->nonfinite = 0, res->first_nonfinite = 0, res->stop_signal = 0;
+    int ranks = c->ranks;
+    bool mid_step = false;
+    long saved_at = -1; /* the step --save-every last saved */
+    if (mt_trainer_set_stop(t, stop_poll, &ranks, o->save_dir != NULL, err)) {
+        res->rc = run_error(1, "%s", err);
+        if (c->ranks > 1) mt_dist_abort(1);
+        return;
+    }
+    while (mt_trainer_steps(t) < steps && !stop_poll(&ranks)) {
         mt_step_result r;
         if (mt_trainer_step(t, &r, err)) {
             res->rc = run_error(1, "%s", err);
+            break;
+        }
+        if (r.stopped) {
+            mid_step = true;
             break;
         }
         res->done++;
@@ -461,9 +576,12 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
             }
         }
         if (tty) progress(r.step, steps, r.loss, tokens / el, el);
-        if (o->save_dir && o->save_every && r.step % o->save_every == 0 && mt_checkpoint_save(t, o->save_dir, err)) {
-            res->rc = run_error(1, "%s", err);
-            break;
+        if (o->save_dir && o->save_every && r.step % o->save_every == 0) {
+            if (mt_checkpoint_save(t, o->save_dir, err)) {
+                res->rc = run_error(1, "%s", err);
+                break;
+            }
+            saved_at = r.step;
         }
         /* the prediction's side: device memory, the data loader's host buffers apart */
         if (any_rank(o->mem_limit > 0 && device_peak_of(&st) > o->mem_limit, c->ranks)) {
@@ -476,9 +594,33 @@ static void train_loop(mt_trainer *t, const run_opts *o, long steps, const mp_es
     }
     if (tty) fputc('\n', stdout);
     bar_open = false;
+    mt_trainer_set_stop(t, NULL, NULL, false, NULL);
     if (res->rc == 1 && c->ranks > 1) mt_dist_abort(1); /* the others may wait in a collective */
     double elapsed = now_s() - t0;
-    if (!res->rc && o->save_dir && mt_checkpoint_save(t, o->save_dir, err))
+    if (!res->rc && stop_agreed) res->stop_signal = stop_agreed, res->rc = 128 + stop_agreed;
+    bool stopped = res->stop_signal != 0;
+    long at = mt_trainer_steps(t);
+    /* stopped: the state is the last completed step's (an abandoned step left nothing);
+     * saved unless the checkpoint already holds it (or no step was taken) */
+    bool save = o->save_dir && (!res->rc || (stopped && at > res->first_step && at != saved_at));
+    if (stopped && c->rank == 0) {
+        char where[96], ck[1200];
+        if (mid_step) snprintf(where, sizeof where, "in step %ld of %ld (abandoned)", at + 1, steps);
+        else snprintf(where, sizeof where, "after step %ld of %ld", at, steps);
+        if (save)
+            snprintf(ck, sizeof ck, "saving the checkpoint of step %ld in '%s' (continue with --resume %s)", at,
+                     o->save_dir, o->save_dir);
+        else if (o->save_dir && at == saved_at)
+            snprintf(ck, sizeof ck, "the checkpoint in '%s' already holds step %ld", o->save_dir, at);
+        else if (o->save_dir)
+            snprintf(ck, sizeof ck, "no step taken in this run: nothing saved");
+        else
+            snprintf(ck, sizeof ck, "no checkpoint (--save DIR keeps one)");
+        fprintf(stderr, "memtrain: %s: stopped %s; %s; exit status %d\n", signal_name(res->stop_signal), where, ck,
+                res->rc);
+        fflush(stderr);
+    }
+    if (save && mt_checkpoint_save(t, o->save_dir, err))
         res->rc = run_error(1, "%s", err);
     /* a diverged run is written out as any finished one, and says so in its status */
     if (!res->rc && res->nonfinite)
@@ -521,6 +663,9 @@ static int conclude(const mt_trainer *t, const run_opts *o, const mp_estimate *p
         if (!rc) rc = e;
     }
     free(all);
+    /* every rank ends with the same status, once rank 0's report is written: mpirun ends
+     * the job at the first rank leaving with a status not 0 (a stop's 128 + N) */
+    if (ranks > 1) rc = mt_dist_max(rc);
     return rc;
 }
 
@@ -597,6 +742,7 @@ static int run(int argc, char **argv, int rank, int ranks)
                          mp_fmt_gib(pred.total_bytes, a, sizeof a), mp_fmt_gib(o.mem_limit, b, sizeof b));
     }
 
+    catch_stops();
     mt_trainer *t;
     if (mt_trainer_create(&c, &t, err))
         return run_error(1, "%s", err);
@@ -610,6 +756,7 @@ static int run(int argc, char **argv, int rank, int ranks)
         return usage_error("checkpoint '%s' is at step %ld, past --steps %lld (which counts the steps already taken)",
                            o.resume_dir, mt_trainer_steps(t), (long long)c.own.steps);
     }
+    if (rank == 0) warn_if_long(&o, &c, &pred, (long)c.own.steps - mt_trainer_steps(t));
     FILE *mf = NULL;
     char metrics_path[1024];
     if (o.metrics) rank_path(o.metrics, rank, ranks, metrics_path, sizeof metrics_path);
@@ -637,8 +784,6 @@ static int run(int argc, char **argv, int rank, int ranks)
             return run_error(EXIT_RUNTIME, "cannot write metrics '%s': %s", metrics_path, strerror(e));
         }
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
 
     run_result res = {.losses = json_array()};
     train_loop(t, &o, c.own.steps, &pred, mf, metrics_path, &res);

@@ -156,6 +156,15 @@ void mt_model_set_grad_ready(mt_model *m, mt_grad_ready ready, void *ctx)
     m->ready_ctx = ctx;
 }
 
+void mt_model_set_stop(mt_model *m, mt_model_stop_fn stop, void *ctx)
+{
+    m->stop = stop;
+    m->stop_ctx = ctx;
+}
+
+/* Whether the pass stops after this layer (every rank asks at the same points). */
+static bool stop_here(mt_model *m) { return m->stop && m->stop(m->stop_ctx); }
+
 /* ---------- ZeRO-3: gathering the weights ---------- */
 
 void mt_model_params_changed(mt_model *m)
@@ -549,6 +558,10 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         } else {
             x = m->res[l + 1];
         }
+        if (stop_here(m)) {
+            mt_model_release(m);
+            return MT_MODEL_STOPPED;
+        }
     }
 
     float *lnf32 = final_norm_fwd(m, &inv, x);
@@ -661,6 +674,10 @@ int mt_model_backward(mt_model *m)
         if (grads_ready_layer(m, l, layer_tensors, NLAYER_TENSORS) != 0) {
             mt_model_release(m);
             return -1;
+        }
+        if (stop_here(m)) {
+            mt_model_release(m);
+            return MT_MODEL_STOPPED;
         }
     }
 

@@ -118,6 +118,14 @@ void mt_model_set_grad_sink(mt_model *m, mt_grad_sink sink, void *ctx);
  * sums in flight move on. Every rank calls it in the same order. NULL: none. */
 typedef int (*mt_grad_ready)(void *ctx, void *g, size_t n);
 void mt_model_set_grad_ready(mt_model *m, mt_grad_ready ready, void *ctx);
+/* A stop between layers (SIGINT/SIGTERM in memtrain): asked after every layer of
+ * the forward and of the backward; every rank asks in the same order, so the
+ * question may be a collective (memtrain agrees over the ranks). When it says
+ * true the pass releases the saved activations and returns MT_MODEL_STOPPED; the
+ * gradients are then partial (zero them). NULL: never. */
+#define MT_MODEL_STOPPED 1
+typedef bool (*mt_model_stop_fn)(void *ctx);
+void mt_model_set_stop(mt_model *m, mt_model_stop_fn stop, void *ctx);
 /* ZeRO-3 (zero = 3): the parameters' shard changed (an update, a load): the
  * next forward gathers every layer's weights again. */
 void mt_model_params_changed(mt_model *m);

@@ -62,6 +62,8 @@ struct mt_model {
     void *sink_ctx;
     mt_grad_ready ready;  /* ZeRO-0/1: final gradients announced to the all-reduce */
     void *ready_ctx;
+    mt_model_stop_fn stop; /* asked between layers (mt_model_set_stop) */
+    void *stop_ctx;
     mt_seg segs[MT_NPARAM];
     size_t nsegs;
     /* QLoRA: layer l's linears [Wqkv | Wo | Wfc | Wproj] in one NF4 store */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data.h"
@@ -41,6 +42,9 @@ struct mt_trainer {
      * micro-batches (the inventory's grads.shard; zero between steps) */
     float *gshard;
     size_t gtotal;
+    /* mt_trainer_set_stop: the loader's state at the step's start (keep_data) */
+    uint8_t *data_snap;
+    bool stop_set;
 };
 
 /* ZeRO-2: the backward's gradients [off, off + n) summed over the ranks into the
@@ -209,6 +213,7 @@ void mt_trainer_free(mt_trainer *t)
     mt_free(t->recv);
     mt_free(t->gshard);
     mt_free(t->shard_segs);
+    free(t->data_snap);
     mt_free(t);
 }
 
@@ -251,6 +256,36 @@ static bool grads_finite(mt_trainer *t, const mt_group *g)
     return t->cfg.ranks < 2 ? mine : mt_dist_sum(mine ? 0.0 : 1.0) == 0.0;
 }
 
+int mt_trainer_set_stop(mt_trainer *t, mt_model_stop_fn stop, void *ctx, bool keep_data, char *err)
+{
+    free(t->data_snap);
+    t->data_snap = NULL;
+    if (stop && keep_data && !(t->data_snap = malloc(mt_data_state_size(t->data))))
+        return say(err, "out of memory for the data loader's state (%zu bytes)", mt_data_state_size(t->data));
+    mt_model_set_stop(t->model, stop, ctx);
+    t->stop_set = stop != NULL;
+    return 0;
+}
+
+/* The step was stopped between layers: its partial gradients dropped (the
+ * all-reduce's queued sums finished first: every rank queued the same), the loader
+ * back where the step found it. */
+static int abandon_step(mt_trainer *t, bool ring, mt_step_result *r, char *err)
+{
+    mt_model_set_grad_ready(t->model, NULL, NULL);
+    if (ring && mt_ring_finish(NULL) != 0)
+        return fail(err, "data parallel");
+    mt_model_zero_grad(t->model);
+    if (t->gshard)
+        memset(t->gshard, 0, t->shard_n * sizeof(float));
+    if (t->data_snap && mt_data_state_load(t->data, t->data_snap) != 0)
+        return fail(err, "data");
+    r->stopped = true;
+    r->step = t->step;
+    r->skipped_total = t->scaler.skipped;
+    return 0;
+}
+
 int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
 {
     memset(r, 0, sizeof *r);
@@ -263,17 +298,24 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     bool ring = ranks > 1 && t->recv;
     mt_group g;
     mt_model_trainable(t->model, &g);
+    if (t->data_snap)
+        mt_data_state_save(t->data, t->data_snap);
     for (int k = 0; k < accum; k++) {
         float loss;
         if (mt_data_next(t->data, t->inputs, t->targets) != 0)
             return fail(err, "data");
         /* each rank's gradient is 1/ranks of the mean: the all-reduce's sum is the mean */
-        if (mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss) != 0)
+        int rc = mt_model_forward(t->model, t->inputs, t->targets, scale / (float)accum / (float)ranks, &loss);
+        if (rc == MT_MODEL_STOPPED && t->stop_set)
+            return abandon_step(t, false, r, err);
+        if (rc != 0)
             return fail(err, "forward");
         bool overlap = ring && t->cfg.own.overlap && k == accum - 1;
         mt_model_set_grad_ready(t->model, overlap ? grad_ready : NULL, t);
-        int rc = mt_model_backward(t->model);
+        rc = mt_model_backward(t->model);
         mt_model_set_grad_ready(t->model, NULL, NULL);
+        if (rc == MT_MODEL_STOPPED && t->stop_set)
+            return abandon_step(t, overlap, r, err);
         if (rc != 0)
             return fail(err, "backward");
         sum += loss;

@@ -40,6 +40,8 @@ typedef struct mt_step_result {
     size_t tokens;     /* tokens processed by this step, over all ranks: B*T*accum*ranks */
     double allreduce_wait_s; /* ZeRO-0/1 over several ranks: seconds this rank waited, after its
                                 backward, for the gradients' sum (what the backward did not hide) */
+    bool stopped;      /* the stop (mt_trainer_set_stop) came mid-step: the step was abandoned and
+                          the trainer is as the last completed step left it (step not counted) */
 } mt_step_result;
 
 int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err);
@@ -47,6 +49,13 @@ void mt_trainer_free(mt_trainer *t);
 
 /* One optimizer step over cfg.accum micro-batches. */
 int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err);
+/* A stop asked between layers (mt_model_set_stop: every rank in the same order).
+ * When it says true mid-step, mt_trainer_step abandons the step: its partial
+ * gradients are dropped (ZeRO-0/1's sums in flight finished first, alike on every
+ * rank), and with keep_data the data loader goes back to where the step found it,
+ * so a checkpoint then is the last completed step's. keep_data costs a copy of the
+ * loader's state (mt_data_state_size) per step, outside the tagged allocator. */
+int mt_trainer_set_stop(mt_trainer *t, mt_model_stop_fn stop, void *ctx, bool keep_data, char *err);
 /* Mean loss over `batches` further micro-batches, without gradients (the
  * loader advances). */
 int mt_trainer_eval(mt_trainer *t, int batches, float *loss, char *err);
