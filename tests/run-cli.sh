@@ -205,6 +205,37 @@ if python3 -c "import json; d=json.load(open('$tmp/ds.json')); assert 'zero_opti
 expect 0 "emit hf: -o without a slash writes the bundle folder" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/hfrun"
 if [ -d "$tmp/hfrun" ] && [ -x "$tmp/hfrun/launch.sh" ] && python3 -c "import ast; ast.parse(open('$tmp/hfrun/train.py').read())"
 then ok "the bundle's hf script is valid Python"; else bad "hf bundle"; fi
+# what a newcomer needs of the bundle (issue 33): train.py's flags and the model saved at the
+# end; README.txt: how to run it, the data format, a gated model's login, what to change
+if python3 - "$tmp/hfrun" <<'EOP'
+import ast, os, sys
+d = sys.argv[1]
+src = open(os.path.join(d, "train.py")).read()
+flags = set()
+for n in ast.walk(ast.parse(src)):
+    if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "add_argument" and n.args:
+        flags.add(n.args[0].value)
+assert {"data", "--steps", "--lr", "--output"} <= flags, flags
+assert "max_steps=ARGS.steps" in src and "learning_rate=ARGS.lr" in src and "output_dir=ARGS.output" in src
+assert "trainer.save_model(ARGS.output)" in src
+readme = open(os.path.join(d, "README.txt")).read()
+for want in ("RUN\n", "bash launch.sh DATA_FILE", "DATA\n", "one training example a line", "huggingface-cli login",
+             "WHAT TO CHANGE", "--steps, --lr, --output"):
+    assert want in readme, want
+assert readme.count("memplan plan for") == 1, "the plan's header repeated"
+EOP
+then ok "the hf bundle: train.py takes data, --steps, --lr, --output and saves the model; README.txt says how to run, the data, the login, what to change"
+else bad "the hf bundle lacks what a newcomer needs"; fi
+# -o: a folder for every target that writes a bundle, slash or not; one file for the others
+for t in axolotl llamafactory; do
+    expect 0 "emit $t: -o without a slash" -- "$mp" --model llama-3.1-8b --gpu 24GB --emit $t -o "$tmp/run-$t"
+    if [ -d "$tmp/run-$t" ] && [ -x "$tmp/run-$t/launch.sh" ] && [ -s "$tmp/run-$t/README.txt" ]
+    then ok "--emit $t -o DIR (no slash) writes the bundle folder"; else bad "--emit $t -o DIR"; fi
+done
+for t in memtrain deepspeed accelerate launch; do
+    expect 0 "emit $t: -o FILE" -- "$mp" --model gpt2 --gpu 24GB --emit $t -o "$tmp/one-$t"
+    if [ -f "$tmp/one-$t" ] && [ -s "$tmp/one-$t" ]; then ok "--emit $t -o FILE writes one file"; else bad "--emit $t -o FILE"; fi
+done
 : >"$tmp/afile"
 expect 2 "emit hf: -o an existing file is refused (a bundle is a folder)" -- "$mp" --params 7e9 --gpu 12GB --emit hf -o "$tmp/afile"
 has err "writes a bundle folder"
@@ -535,6 +566,13 @@ assert a+b==full, (a, b, full)
     tp=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
     tf=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
     if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_memtrain_tile.sh did not finish"; fi
+    # SIGINT/SIGTERM between layers, the checkpoint of the last completed step, 128 + N;
+    # a long plan says so before it starts (issue 33; tests/test_memtrain_stop.sh)
+    stop_out=$(sh tests/test_memtrain_stop.sh "$bin" 2>&1)
+    printf '%s\n' "$stop_out" | sed '$d'
+    sp=$(printf '%s\n' "$stop_out" | sed -n 's/^stop: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    sf=$(printf '%s\n' "$stop_out" | sed -n 's/^stop: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_memtrain_stop.sh did not finish"; fi
 fi
 
 # ---------------------------------------------------------------------------
