@@ -550,6 +550,12 @@ top_abs=$(cd "$(dirname "$memtop")" && pwd)/memtop
 if [ $rc -eq 0 ] && grep -q "memtop run.rank0.csv" "$tmp/out" && ! grep -q "other.csv" "$tmp/out" &&
    grep -q "memtop -- memtrain --config plan.cfg" "$tmp/out"
 then ok "memtop alone lists the metrics files here and how to start"; else bad "memtop alone (exit $rc)"; fi
+# a FIFO named *.csv is not waited on (no writer would ever come)
+if command -v mkfifo >/dev/null 2>&1 && mkfifo "$tmp/guide/pipe.csv" 2>/dev/null; then
+    (cd "$tmp/guide" && timeout 10 "$top_abs" >"$tmp/out" 2>"$tmp/err"); rc=$?
+    if [ $rc -eq 0 ] && grep -q "memtop run.rank0.csv" "$tmp/out" && ! grep -q "pipe.csv" "$tmp/out"
+    then ok "memtop alone skips a FIFO named *.csv without waiting"; else bad "memtop alone with a FIFO (exit $rc)"; fi
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -920,7 +920,11 @@ static int guide(void)
     for (struct dirent *e; d && (e = readdir(d));) {
         size_t n = strlen(e->d_name);
         if (n < 5 || strcmp(e->d_name + n - 4, ".csv")) continue;
-        FILE *f = fopen(e->d_name, "r");
+        /* a regular file only, opened without waiting (a FIFO named *.csv never blocks the listing) */
+        struct stat st;
+        int fd = stat(e->d_name, &st) || !S_ISREG(st.st_mode) ? -1 : open(e->d_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        if (fd >= 0 && !f) close(fd);
         char line[64] = "";
         if (f && fgets(line, sizeof line, f) && !strncmp(line, "# memtrain metrics", 18)) {
             char shown[160];
