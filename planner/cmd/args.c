@@ -164,6 +164,8 @@ static const mp_opt budget_opts[] = {
 static const mp_opt search_opts[] = {
     {"task", MP_OPT_ENUM, CLI(opts.task), .vocab = &mp_vocab_task, .list_from = 1, .or_last = true,
      .help = "the kind of training: full fine-tuning, LoRA, QLoRA, or any (the most complete that fits)"},
+    {"lora", MP_OPT_FLAG, CLI(opts.task), .set = MP_TASK_LORA, .help = "LoRA: the same as --task lora"},
+    {"qlora", MP_OPT_FLAG, CLI(opts.task), .set = MP_TASK_QLORA, .help = "QLoRA: the same as --task qlora"},
     {"global-batch", MP_OPT_INT, CLI(opts.global_batch), .lo = 1, .hi = 1 << 24, .arg = "G",
      .help = "sequences per optimizer step over the job (sets --accum)"},
     {"prefer", MP_OPT_ENUM, CLI(opts.prefer_speed), .vocab = &preferences, .or_last = true,
@@ -249,7 +251,13 @@ static int read_source(cli *c)
         else
             snprintf(c->model_how, sizeof c->model_how, "profile '%s'", m->name);
     } else if (src->hf_config) {
-        if (mp_model_from_hf_config(src->hf_config, m, err)) return cli_error("%s", err);
+        if (mp_model_from_hf_config(src->hf_config, m, err)) {
+            /* a Hub id that a profile has the shapes of: --model takes it as it is */
+            char why[MP_ERR_LEN];
+            if (mp_hf_id_not_file(src->hf_config) && !mp_model_lookup(src->hf_config, m, why))
+                return cli_error("%s; or --model %s, a profile with its shapes", err, m->name);
+            return cli_error("%s", err);
+        }
         char shown[160]; /* a path as typed, shown as one line */
         snprintf(c->model_how, sizeof c->model_how, "Hugging Face config '%s'",
                  mp_quote(src->hf_config, shown, sizeof shown));
@@ -456,6 +464,8 @@ int cli_parse(cli *c, int argc, char **argv, const cli_command *cmd)
     if (r == MP_OPT_UNKNOWN) return cli_error("%s (memplan --help)", err);
     if (r == MP_OPT_BAD) return cli_error("%s", err);
     if (optind < argc) return cli_error("unexpected argument '%s' for memplan %s", argv[optind], cmd->name);
+    if (mp_opt_given(&p, "task") + mp_opt_given(&p, "lora") + mp_opt_given(&p, "qlora") > 1)
+        return cli_error("give the kind of training once: --task, --lora or --qlora");
     c->seq_given = mp_opt_given(&p, "seq");
     c->top_given = mp_opt_given(&p, "top");
 

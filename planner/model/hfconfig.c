@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "model/quantization_config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,10 +53,12 @@ static bool get_bool(json_t *root, const char *name, bool dflt)
 static json_t *config_object(json_t *root, const json_error_t *je, const char *path, char *err)
 {
     if (!root) {
-        if (je->line <= 0 || strstr(je->text, "unable to open"))
-            snprintf(err, MP_ERR_LEN, "cannot read config '%.150s': %.80s", path, je->text);
+        char q[120];
+        mp_quote(path, q, sizeof q);
+        if (je->line <= 0)
+            snprintf(err, MP_ERR_LEN, "cannot read config '%s': %.90s", q, je->text);
         else
-            snprintf(err, MP_ERR_LEN, "config '%.150s' is not valid JSON (line %d): %.40s", path, je->line, je->text);
+            snprintf(err, MP_ERR_LEN, "config '%s' is not valid JSON (line %d): %.80s", q, je->line, je->text);
         return NULL;
     }
     if (!json_is_object(root)) {
@@ -284,23 +287,45 @@ static int model_from_json(json_t *file, const char *given, const char *path, mp
     return hf_quantization_groups_check(m, path, err);
 }
 
+bool mp_hf_id_not_file(const char *given)
+{
+    struct stat st;
+    const char *slash = given ? strchr(given, '/') : NULL;
+    return slash && slash != given && slash[1] && !strchr(slash + 1, '/') && given[0] != '.' && stat(given, &st);
+}
+
 int mp_model_from_hf_config(const char *given, mp_model *m, char *err)
 {
     char folder_config[4096];
     const char *path = config_path(given, folder_config, sizeof folder_config);
-    struct stat st;
-    /* ORG/NAME that is no file here: a Hub id, whose config.json must be fetched first */
-    const char *slash = strchr(given, '/');
-    if (stat(given, &st) && slash && slash != given && !strchr(slash + 1, '/') && slash[1]) {
-        char q[48];
+    if (mp_hf_id_not_file(given)) {
+        /* a Hub id, whose config.json must be fetched first: the whole line, the URL
+         * left out where the id is too long for both */
+        char q[160];
         mp_quote(given, q, sizeof q);
-        snprintf(err, MP_ERR_LEN, "'%s' is no file here: --hf-config reads a config.json (huggingface-cli download "
-                 "%s config.json), or try --model %s", q, q, q);
+        int n = snprintf(err, MP_ERR_LEN, "'%s' is no file here: --hf-config reads a config.json; fetch it with "
+                         "huggingface-cli download %s config.json (it prints the path) or from "
+                         "https://huggingface.co/%s/resolve/main/config.json", q, q, q);
+        if (n >= MP_ERR_LEN)
+            n = snprintf(err, MP_ERR_LEN, "'%s' is no file here: --hf-config reads a config.json; fetch it with "
+                         "huggingface-cli download %s config.json", q, q);
+        if (n >= MP_ERR_LEN)
+            snprintf(err, MP_ERR_LEN, "'%s' is no file here: --hf-config reads a config.json (fetch it with "
+                     "huggingface-cli download)", q);
         return -1;
     }
     if (mp_check_input_file("config", path, 16.0 * 1048576, err)) return -1;
+    /* opened here, so that why it cannot be says so whole (jansson's message, the path
+     * again in 160 bytes, was cut mid-word) */
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char q[160];
+        snprintf(err, MP_ERR_LEN, "cannot read config '%s': %s", mp_quote(path, q, sizeof q), strerror(errno));
+        return -1;
+    }
     json_error_t je;
-    json_t *file = config_object(json_load_file(path, 0, &je), &je, path, err);
+    json_t *file = config_object(json_loadf(f, 0, &je), &je, path, err);
+    fclose(f);
     if (!file) return -1;
     return model_from_json(file, given, path, m, err);
 }

@@ -79,6 +79,8 @@ int mp_model_finish(mp_model *m, char *err);
 int mp_model_from_params(double params, mp_model *m, char *err);
 /* A Hugging Face config.json. */
 int mp_model_from_hf_config(const char *path, mp_model *m, char *err);
+/* Whether --hf-config's value reads as a Hub id (ORG/NAME) that is no file here. */
+bool mp_hf_id_not_file(const char *given);
 /* The same from a config.json's text in memory; `name` stands for its path in
  * errors and labels the model when the config names none. */
 int mp_model_from_hf_json(const char *text, size_t len, const char *name, mp_model *m, char *err);

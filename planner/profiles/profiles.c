@@ -481,45 +481,79 @@ static int model_index(const char *name)
     return -1;
 }
 
-/* An instruct or chat variant has its base's shapes: "llama-3.1-8b-instruct",
- * "gemma-2-9b-it", "meta-llama/Llama-3.1-8B-Instruct" (the org dropped too).
- * The base's name into base, or false. */
-static bool variant_base(const char *name, char *base, size_t len)
+/* An instruct or chat variant has its base's shapes (fine-tuning keeps the
+ * architecture): its name less the words that name the tuning or the upload
+ * ("instruct", "it", "chat", "hf", "base") is the base's name less them, or
+ * that of one of its Hub ids, the org apart: "llama-3.1-8b-instruct",
+ * "gemma-2-9b-it", "meta-llama/Meta-Llama-3-8B-Instruct",
+ * "mistralai/Mistral-7B-Instruct-v0.3" (mistral-7b-v0.3), "Llama-2-7b-chat-hf".
+ * The words are compared loosely (case, '-', '_', '.' and blanks apart).
+ * A checkpoint stored otherwise ("-GPTQ", "-bnb-4bit", "-128k") keeps its word,
+ * and so matches nothing. */
+static void variant_key(const char *name, char *key, size_t len)
 {
-    static const char *const suffixes[] = {"-instruct", "-it", "-chat", "-hf"};
+    static const char *const tuning[] = {"instruct", "it", "chat", "hf", "base"};
     const char *slash = strrchr(name, '/');
-    snprintf(base, len, "%s", slash ? slash + 1 : name);
-    bool cut = slash != NULL;
-    for (bool again = true; again;) {
-        again = false;
-        size_t n = strlen(base);
-        for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-            size_t k = strlen(suffixes[i]);
-            if (n > k && !strcasecmp(base + n - k, suffixes[i])) base[n - k] = 0, again = cut = true;
-        }
+    const char *s = slash ? slash + 1 : name;
+    size_t o = 0;
+    key[0] = 0;
+    while (*s) {
+        while (*s && strchr("-_ .", *s)) s++;
+        size_t n = strcspn(s, "-_ .");
+        bool drop = false;
+        for (size_t i = 0; i < sizeof tuning / sizeof *tuning && !drop; i++)
+            drop = strlen(tuning[i]) == n && !strncasecmp(s, tuning[i], n);
+        for (size_t i = 0; i < n && !drop && o + 1 < len; i++) key[o++] = (char)tolower((unsigned char)s[i]);
+        key[o] = 0;
+        s += n;
     }
-    return cut && *base;
+}
+
+/* The one profile `name` is a variant of: its index; -1 none; -2 several (err lists them). */
+static int variant_index(const char *name, char *err)
+{
+    char want[MP_NAME_LEN * 2], key[MP_NAME_LEN * 2], buf[512];
+    variant_key(name, want, sizeof want);
+    if (!want[0] || strlen(name) >= sizeof want) return -1;
+    int found[4], n = 0;
+    for (int i = 0; i < nmodels; i++) {
+        variant_key(models[i].name, key, sizeof key);
+        bool same = !strcmp(key, want);
+        snprintf(buf, sizeof buf, "%s", model_aliases[i] ? model_aliases[i] : "");
+        for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && !same; tok = strtok_r(NULL, "|", &save)) {
+            variant_key(tok, key, sizeof key);
+            same = !strcmp(key, want);
+        }
+        if (same && n < 4) found[n++] = i;
+    }
+    if (n <= 1) return n ? found[0] : -1;
+    char quoted[96];
+    size_t o = (size_t)snprintf(err, MP_ERR_LEN, "model '%s' may be a variant of %d profiles:",
+                                mp_quote(name, quoted, sizeof quoted), n);
+    for (int k = 0; k < n && o < MP_ERR_LEN; k++)
+        o += (size_t)snprintf(err + o, MP_ERR_LEN - o, "%s %s", k ? "," : "", models[found[k]].name);
+    if (o < MP_ERR_LEN) snprintf(err + o, MP_ERR_LEN - o, ": give one of them");
+    return -2;
 }
 
 bool mp_model_is_variant(const char *name)
 {
-    char err[MP_ERR_LEN], base[MP_NAME_LEN];
-    return !ensure_loaded(err) && model_index(name) < 0 && variant_base(name, base, sizeof base) &&
-           model_index(base) >= 0;
+    char err[MP_ERR_LEN];
+    return !ensure_loaded(err) && model_index(name) < 0 && variant_index(name, err) >= 0;
 }
 
 int mp_model_lookup(const char *name, mp_model *m, char *err)
 {
     if (ensure_loaded(err)) return -1;
     int i = model_index(name);
-    char base[MP_NAME_LEN];
-    if (i < 0 && variant_base(name, base, sizeof base) && (i = model_index(base)) >= 0) {
+    if (i < 0 && (i = variant_index(name, err)) >= 0) {
         *m = models[i];
         /* the variant's own Hub id is what a script loads */
         if (strchr(name, '/') && strlen(name) < sizeof m->hf_id && utf8_plain(name))
             snprintf(m->hf_id, sizeof m->hf_id, "%s", name);
         return 0;
     }
+    if (i == -2) return -1;
     if (i >= 0) {
         *m = models[i];
         return 0;
@@ -638,6 +672,30 @@ static int gpu_by_words(const char *name, mp_gpu *g, char *err)
     return -1;
 }
 
+/* "; nearest: 'a', 'b'" for a name no profile has every word of: the profiles that
+ * have the most of them ("NVIDIA H100 NVL": both H100s); "" when none has any. */
+static void gpu_near_words(const char *name, char *out, size_t len)
+{
+    gpu_words q = {0}, ws;
+    words_of(name, &q, false);
+    int best = 0, count[64] = {0};
+    for (int i = 0; i < ngpus && i < 64; i++) {
+        ws = (gpu_words){0};
+        words_of(gpus[i].name, &ws, false);
+        words_of(gpus[i].label, &ws, false);
+        char al[512];
+        snprintf(al, sizeof al, "%s", gpu_aliases[i] ? gpu_aliases[i] : "");
+        words_of(al, &ws, false);
+        for (int k = 0; k < q.n; k++) count[i] += has_word(&ws, q.w[k]);
+        if (count[i] > best) best = count[i];
+    }
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0, shown = 0; best && i < ngpus && i < 64 && shown < 4 && o < len; i++)
+        if (count[i] == best)
+            o += (size_t)snprintf(out + o, len - o, "%s '%s'", shown++ ? "," : "; nearest:", gpus[i].name);
+}
+
 int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
 {
     if (!name || !*name) {
@@ -685,7 +743,8 @@ int mp_gpu_lookup(const char *name, mp_gpu *g, char *err)
     int by_words = gpu_by_words(name, g, err);
     if (by_words) return by_words > 0 ? 0 : -1;
     char near[160], quoted[64];
-    suggest(name, gpu_name_at, ngpus, near, sizeof near);
+    gpu_near_words(name, near, sizeof near);
+    if (!near[0]) suggest(name, gpu_name_at, ngpus, near, sizeof near);
     snprintf(err, MP_ERR_LEN, "unknown GPU '%s'%s (memplan list gpus, or a size such as 24GB)",
              mp_quote(name, quoted, sizeof quoted), near);
     return -1;

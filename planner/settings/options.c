@@ -4,6 +4,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -36,6 +37,112 @@ const char *mp_opt_choices(const mp_opt *o, const mp_vocab *v, char *buf, size_t
     return join(v, o->list_from, ", ", o->or_last ? " or " : ", ", buf, len);
 }
 
+/* ---------- the names nearest to a mistyped one ---------- */
+
+/* A letter as names are compared: case ignored, '_' read as '-' (transformers' lora_rank
+ * is --lora-rank). */
+static int fold(char c) { return c == '_' ? '-' : tolower((unsigned char)c); }
+
+/* Edits from a to b (insertions, deletions, changes and swaps of neighbours); 99 for
+ * names longer than 47 bytes, never near anything. */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 47 || lb > 47) return 99;
+    int d[48][48];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int v = d[i - 1][j - 1] + (fold(a[i - 1]) != fold(b[j - 1]));
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && fold(a[i - 1]) == fold(b[j - 2]) && fold(a[i - 2]) == fold(b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* How near `cand` is to what was typed (n bytes), lower nearer: 0 the same but for case
+ * and '_'; a name it begins (--optim for --optimizer) 100 and a point for each letter
+ * more; else 1000 an edit, up to a third of its length (at least 1); -1 not near. */
+enum { NEAR_BEGINS = 100, NEAR_EDIT = 1000 };
+static int nearness(const char *typed, size_t n, const char *cand)
+{
+    size_t k = 0;
+    while (k < n && cand[k] && fold(typed[k]) == fold(cand[k])) k++;
+    if (k == n) return cand[k] ? NEAR_BEGINS + (int)(strlen(cand + k) < 99 ? strlen(cand + k) : 99) : 0;
+    char t[48];
+    if (n >= sizeof t) return -1;
+    memcpy(t, typed, n);
+    t[n] = 0;
+    int d = distance(t, cand), most = n / 3 > 1 ? (int)(n / 3) : 1;
+    return d <= most ? d * NEAR_EDIT : -1;
+}
+
+/* The nearest names seen, the best three, in the order they came (ties) or nearer first. */
+enum { NEAR_MAX = 3 };
+typedef struct near_names {
+    char text[NEAR_MAX][96];
+    int d[NEAR_MAX], n;
+} near_names;
+
+static void near_add(near_names *nn, int d, const char *fmt, const char *a, const char *b)
+{
+    if (d < 0) return;
+    int at = nn->n;
+    while (at > 0 && nn->d[at - 1] > d) at--;
+    if (at == NEAR_MAX) return;
+    for (int k = nn->n < NEAR_MAX ? nn->n : NEAR_MAX - 1; k > at; k--) {
+        nn->d[k] = nn->d[k - 1];
+        memcpy(nn->text[k], nn->text[k - 1], sizeof nn->text[k]);
+    }
+    nn->d[at] = d;
+    snprintf(nn->text[at], sizeof nn->text[at], fmt, a, b);
+    if (nn->n < NEAR_MAX) nn->n++;
+}
+
+/* "; did you mean a, b or c?" (the nearest ones only), or "" */
+static const char *near_text(const near_names *nn, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    int shown = 0;
+    while (shown < nn->n && nn->d[shown] == nn->d[0]) shown++;
+    for (int k = 0; k < shown && o < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", k == 0 ? "; did you mean " : k == shown - 1 ? " or " : ", ",
+                              nn->text[k]);
+    if (shown && o < len) snprintf(buf + o, len - o, "?");
+    return buf;
+}
+
+/* Each of a blank-separated list of spellings, in turn. */
+static const char *next_spelling(const char **list, char *one, size_t len)
+{
+    const char *a = *list;
+    while (a && *a == ' ') a++;
+    if (!a || !*a) return NULL;
+    size_t n = strcspn(a, " ");
+    snprintf(one, len, "%.*s", (int)n, a);
+    *list = a + n;
+    return one;
+}
+
+/* v's spellings nearest to `typed`: names, and aliases with their name. */
+static void near_values(const mp_vocab *v, const char *typed, near_names *nn)
+{
+    char one[64];
+    size_t n = strlen(typed);
+    for (int k = 0; k < v->n; k++) {
+        const char *name = vocab_name(v, k);
+        near_add(nn, nearness(typed, n, name), "%s%s", name, "");
+        const char *list = mp_vocab_aliases(v, k);
+        while (next_spelling(&list, one, sizeof one)) near_add(nn, nearness(typed, n, one), "%s (%s)", one, name);
+    }
+}
+
 int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *err)
 {
     int i = -1;
@@ -46,9 +153,11 @@ int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *e
             if (!strcmp(value, vocab_name(v, k))) i = k;
     }
     if (i < 0) {
-        char list[512], quoted[1024];
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)", QUOTED(value), o->name,
-                 mp_opt_choices(o, v, list, sizeof list));
+        char list[512], quoted[1024], mean[400];
+        near_names nn = {0};
+        near_values(v, value, &nn);
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)%s", QUOTED(value), o->name,
+                 mp_opt_choices(o, v, list, sizeof list), near_text(&nn, mean, sizeof mean));
     }
     return i;
 }
@@ -138,13 +247,16 @@ int mp_opt_read(const mp_opt *o, const char *value, void *base, unsigned *pinned
     int64_t i = 0;
     int rc = 0;
     switch (o->kind) {
-    case MP_OPT_FLAG: store_int(field, o->size, 1); break;
+    case MP_OPT_FLAG: store_int(field, o->size, o->set ? o->set : 1); break;
     case MP_OPT_STRING:
         if (o->vocab && mp_opt_choose(o, o->vocab, value, err) < 0) return -1;
         memcpy(field, &value, sizeof value);
         break;
     case MP_OPT_ENUM:
-        if ((rc = mp_opt_choose(o, o->vocab, value, err)) >= 0) store_int(field, o->size, rc), rc = 0;
+        if ((rc = mp_opt_choose(o, o->vocab, value, err)) >= 0) {
+            store_int(field, o->size, rc), rc = 0;
+            if (o->also) o->also(o, value, base);
+        }
         break;
     case MP_OPT_INT:
         if (!(rc = read_number(o, value, true, &d, err))) store_int(field, o->size, (int64_t)d);
@@ -233,6 +345,38 @@ void mp_opt_start(mp_opt_parser *p, const mp_opt_group *g, int ngroups, unsigned
     opterr = 0;
 }
 
+/* "; did you mean --optimizer?" for a flag no row has: the rows it begins (getopt_long
+ * takes a flag's unique beginning, so these are several), else an enum row that takes it
+ * as a value (--bf16: --precision bf16), else the rows a few edits away; "" when none. */
+static const char *near_flags(const mp_opt_parser *p, const char *arg, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (strncmp(arg, "--", 2) || !arg[2]) return buf;
+    const char *typed = arg + 2;
+    size_t n = strcspn(typed, "=");
+    near_names begun = {0}, valued = {0}, edited = {0};
+    for (int i = 0; i < p->n; i++) {
+        const mp_opt *o = p->rows[i];
+        if (!o->help) continue;
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", o->name);
+        int d = nearness(typed, n, o->name);
+        if (d > 0 && d < NEAR_EDIT) near_add(&begun, d, "%s%s", flag, "");
+        else if (d >= 0) near_add(&edited, d, "%s%s", flag, "");
+        if (o->vocab && (o->kind == MP_OPT_ENUM || o->kind == MP_OPT_STRING) && n < 48) {
+            char word[48];
+            snprintf(word, sizeof word, "%.*s", (int)n, typed);
+            int v;
+            bool takes = o->vocab->parse ? !o->vocab->parse(word, &v) : false;
+            for (int k = 0; k < o->vocab->n && !takes && !o->vocab->parse; k++) takes = !strcmp(word, vocab_name(o->vocab, k));
+            if (takes) near_add(&valued, 0, "%s %s", flag, word);
+        }
+    }
+    /* the beginnings all shown, the shortest first */
+    for (int k = 0; k < begun.n; k++) begun.d[k] = 0;
+    return near_text(begun.n ? &begun : valued.n ? &valued : &edited, buf, len);
+}
+
 int mp_opt_next(mp_opt_parser *p, const mp_opt **row, char *err)
 {
     int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
@@ -246,7 +390,9 @@ int mp_opt_next(mp_opt_parser *p, const mp_opt **row, char *err)
     for (int k = 0; k < p->n && i < 0 && c != '?'; k++)
         if (p->rows[k]->short_name == c) i = k;
     if (i < 0 || i >= p->n) {
-        snprintf(err, MP_OPT_ERR_LEN, "unknown option '%s'", QUOTED(p->argv[optind - 1]));
+        char mean[400];
+        snprintf(err, MP_OPT_ERR_LEN, "unknown option '%s'%s", QUOTED(p->argv[optind - 1]),
+                 near_flags(p, p->argv[optind - 1], mean, sizeof mean));
         return MP_OPT_UNKNOWN;
     }
     if (mp_opt_read(p->rows[i], optarg, p->bases[i], p->pinned, err)) return MP_OPT_BAD;
@@ -311,13 +457,34 @@ static void wrap(FILE *f, const char *s, int col, int indent, int width)
 
 #define HELP_COLUMN 24
 
+/* "; also bf16=amp-bf16, adamw_torch|adamw_hf=adamw" (the vocabulary's other spellings), or "" */
+static const char *alias_text(const mp_vocab *v, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int k = 0; v && k < v->n && o < len; k++) {
+        const char *list = mp_vocab_aliases(v, k);
+        char one[64];
+        bool first = true;
+        while (next_spelling(&list, one, sizeof one) && o < len) {
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", first ? (o ? ", " : "; also ") : "|", one);
+            first = false;
+        }
+        if (!first && o < len) o += (size_t)snprintf(buf + o, len - o, "=%s", vocab_name(v, k));
+    }
+    return buf;
+}
+
 static void help_row(FILE *f, const mp_opt *o, int width)
 {
-    char left[600], text[1200], list[512];
+    char left[600], text[2400], list[512], also[1024];
     int n = fprintf(f, "  %s", flag_text(o, left, sizeof left));
     if (n > HELP_COLUMN - 2) fprintf(f, "\n%*s", HELP_COLUMN, "");
     else fprintf(f, "%*s", HELP_COLUMN - n, "");
-    if (o->vocab && o->arg) snprintf(text, sizeof text, "%s (%s)", o->help, mp_opt_choices(o, o->vocab, list, sizeof list));
+    alias_text(o->vocab, also, sizeof also);
+    if (o->vocab && o->arg)
+        snprintf(text, sizeof text, "%s (%s%s)", o->help, mp_opt_choices(o, o->vocab, list, sizeof list), also);
+    else if (also[0]) snprintf(text, sizeof text, "%s (also %s)", o->help, also + strlen("; also "));
     else snprintf(text, sizeof text, "%s", o->help);
     wrap(f, text, HELP_COLUMN, HELP_COLUMN, width);
 }

@@ -30,6 +30,10 @@ typedef struct mp_vocab {
     int (*parse)(const char *s, int *v); /* NULL: a name of the list, exactly; a parse may return
                                           * values, not positions, for a list of only some values */
 } mp_vocab;
+/* The other spellings v's parse takes for value k, between blanks, or NULL (the settings'
+ * vocabularies: their rows' aliases): help lists them, and a mistyped value is matched
+ * against them too. */
+const char *mp_vocab_aliases(const mp_vocab *v, int k);
 
 extern const mp_vocab mp_vocab_precision, mp_vocab_optimizer, mp_vocab_ckpt, mp_vocab_attention,
     mp_vocab_quant, mp_vocab_offload, mp_vocab_ce, mp_vocab_loader, mp_vocab_task, mp_vocab_step_impl;
@@ -61,6 +65,7 @@ struct mp_opt {
     unsigned pin;            /* MP_PIN_* bits set when the flag is given */
     const char *arg;         /* the value in help ("B", "FILE"); NULL: the choices, or lo..hi */
     const char *help;        /* NULL: not listed */
+    int set;                 /* FLAG: the value it stores (0: 1), as --lora stores the task */
     char short_name;         /* 'o' for -o, or 0 */
     bool or_last;            /* the choices read "a, b or c" (else "a, b, c") */
     int list_from;           /* the choices are listed from this one on, then the first ones */
@@ -70,6 +75,9 @@ struct mp_opt {
     /* CUSTOM: the field in `base` as text read() takes back (into buf, len bytes);
      * NULL: the field has no written form (not set) */
     const char *(*write)(const mp_opt *o, const void *base, char *buf, size_t len);
+    /* ENUM: after a value is read, what else that spelling says (transformers'
+     * adamw_torch_fused: the AdamW, and its fused step) into `base`; NULL: nothing */
+    void (*also)(const mp_opt *o, const char *value, void *base);
 };
 
 #define MP_OPT_AT(type, field) offsetof(type, field), sizeof(((type *)0)->field)
@@ -112,7 +120,8 @@ enum { MP_OPT_DONE = 0, MP_OPT_GIVEN = 1, MP_OPT_BAD = -1, MP_OPT_UNKNOWN = -2 }
 void mp_opt_start(mp_opt_parser *p, const mp_opt_group *g, int ngroups, unsigned *pinned, int argc,
                   char **argv);
 /* Read the next flag into its field: MP_OPT_GIVEN with *row; MP_OPT_DONE at the end (optind is
- * then the first operand); MP_OPT_BAD (a bad or missing value) or MP_OPT_UNKNOWN, with err. */
+ * then the first operand); MP_OPT_BAD (a bad or missing value) or MP_OPT_UNKNOWN, with err
+ * (an unknown flag with the rows nearest to it: "; did you mean --optimizer?"). */
 int mp_opt_next(mp_opt_parser *p, const mp_opt **row, char *err);
 /* Whether the flag `name` was given. */
 bool mp_opt_given(const mp_opt_parser *p, const char *name);
@@ -124,7 +133,8 @@ const mp_opt *mp_opt_find(const mp_opt *rows, const char *name);
 /* Copy the row's field from one struct to another. */
 void mp_opt_copy(const mp_opt *o, void *dst, const void *src);
 /* The value `value` names in v (its index, or what v->parse makes of it), or -1 with
- * "invalid value ... for --NAME (CHOICES)" in err, the choices listed as o says. */
+ * "invalid value ... for --NAME (CHOICES)" in err, the choices listed as o says, then the
+ * spellings nearest to it ("; did you mean bf16 (amp-bf16)?"). */
 int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *err);
 /* "fp32, amp-bf16, ..." (or "... or pure-bf16"), as the row lists v. */
 const char *mp_opt_choices(const mp_opt *o, const mp_vocab *v, char *buf, size_t len);

@@ -29,6 +29,34 @@ VOCAB(loader, mp_loader, MP_NLOADER)
 VOCAB(task, mp_task, MP_NTASK)
 VOCAB(step_impl, mp_step_impl, MP_NSTEP)
 
+const char *mp_vocab_aliases(const mp_vocab *v, int k)
+{
+    static const struct {
+        const mp_vocab *vocab;
+        const mp_value *(*value_at)(int);
+    } rows[] = {
+        {&mp_vocab_precision, mp_precision_value}, {&mp_vocab_optimizer, mp_optimizer_value},
+        {&mp_vocab_ckpt, mp_ckpt_value},           {&mp_vocab_attention, mp_attention_value},
+        {&mp_vocab_quant, mp_quant_value},         {&mp_vocab_offload, mp_offload_value},
+        {&mp_vocab_ce, mp_ce_value},               {&mp_vocab_loader, mp_loader_value},
+        {&mp_vocab_task, mp_task_value},           {&mp_vocab_step_impl, mp_step_impl_value},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (rows[i].vocab == v) {
+            const mp_value *r = rows[i].value_at(k);
+            return r ? r->aliases : NULL;
+        }
+    return NULL;
+}
+
+/* An optimizer's alias that says how its step runs sets that too (adamw_torch_fused). */
+static void optimizer_also(const mp_opt *o, const char *value, void *base)
+{
+    (void)o;
+    mp_step_impl step;
+    if (!mp_optimizer_alias_step(value, &step)) ((mp_settings *)base)->step_impl = step;
+}
+
 /* LoRA targets: the modules as a comma list, or a group of them. */
 static const char *lora_target_choice(int v)
 {
@@ -88,7 +116,9 @@ const mp_opt mp_settings_opts[] = {
     {"precision", MP_OPT_ENUM, S(precision), .vocab = &mp_vocab_precision, .pin = MP_PIN_PRECISION,
      .arg = "P", .help = "the precision regime"},
     {"optimizer", MP_OPT_ENUM, S(optimizer), .vocab = &mp_vocab_optimizer, .pin = MP_PIN_OPTIMIZER,
-     .arg = "O", .help = "the optimizer"},
+     .arg = "O", .also = optimizer_also,
+     .help = "the optimizer, in memplan's or transformers' words; adamw_torch_fused also sets "
+             "--optimizer-impl fused"},
     {"adam8-block", MP_OPT_INT, S(adam8_block), .lo = 1, .hi = 1 << 20, .arg = "N",
      .help = "block size of the 8- and 4-bit optimizers: 256 (the default: bitsandbytes now, transformers' "
              "torchao), 2048 (bitsandbytes before) or 128 (torchao's AdamW4bit default)"},

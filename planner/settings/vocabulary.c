@@ -37,7 +37,7 @@ static const mp_precision_desc precisions[MP_NPRECISION] = {
 };
 
 static const mp_optimizer_desc optimizers[MP_NOPTIMIZER] = {
-    [MP_ADAMW] = {{"adamw", "adamw_torch adamw_hf", "AdamW: two fp32 states per parameter", true},
+    [MP_ADAMW] = {{"adamw", "adamw_torch adamw_hf adamw_torch_fused", "AdamW: two fp32 states per parameter", true},
                   .states = 2, .tier = 0, .adamw_class = true, .same_memory_as = MP_ADAMW},
     [MP_ADAMW_8BIT] = {{"adamw-8bit", "adamw8bit adamw8 adamw_8bit adamw_bnb_8bit", "8-bit block-wise AdamW (bitsandbytes)", true},
                        .states = 2, .tier = 0, .adamw_class = true, .low_bit = true, .state_bits = 8, .same_memory_as = MP_ADAMW_8BIT},
@@ -144,6 +144,24 @@ static const mp_value step_impls[MP_NSTEP] = {
     [MP_STEP_FUSED] = {"fused", NULL, "one fused kernel: no parameter-sized temporaries", true},
 };
 
+
+/* Spellings that say how the step runs too: transformers' optim="adamw_torch_fused" is
+ * torch.optim.AdamW(fused=True) (huggingface/transformers@00349ae8 src/transformers/
+ * trainer_optimizer.py, tests/data/engines/transformers_optim.txt); each one an alias of
+ * its optimizer's row above. */
+static const struct { const char *alias; mp_step_impl step; } step_aliases[] = {
+    {"adamw_torch_fused", MP_STEP_FUSED},
+};
+
+int mp_optimizer_alias_step(const char *s, mp_step_impl *step)
+{
+    for (int i = 0; s && i < N(step_aliases); i++)
+        if (!strcmp(s, step_aliases[i].alias)) {
+            *step = step_aliases[i].step;
+            return 0;
+        }
+    return -1;
+}
 
 /* A row's value, by its name or one of its aliases. */
 static bool spelled(const mp_value *v, const char *s)

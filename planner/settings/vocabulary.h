@@ -95,6 +95,9 @@ const mp_value *mp_task_value(int i);
 const mp_value *mp_step_impl_value(int i);
 /* The index of the row spelled `s` (name or alias), or -1. */
 int mp_value_index(const mp_value *(*value_at)(int), const char *s);
+/* An optimizer alias that also names the step's implementation (transformers'
+ * adamw_torch_fused: AdamW, fused): 0 with *step, or -1. */
+int mp_optimizer_alias_step(const char *s, mp_step_impl *step);
 /* "a, b, c" (or "a, b or c" with last_sep " or "), only memtrain's values if asked. */
 const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
                        char *buf, size_t len);
