@@ -119,6 +119,8 @@ test-cli: $(PROGS)
 	@tests/layering.sh
 	@tests/run-cli.sh $(BIN)
 	@tests/test_names.sh $(BIN)
+	@# verdicts: host RAM, hints followed, the stack, one screen, 120-column tables (issue 33)
+	@tests/test_verdicts.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
 	@# what strangers' files and planted paths can do (tests/hostile/): refused, nothing written
 	@tests/hostile/run.sh $(BIN)

@@ -53,7 +53,7 @@ for path in files:
         assert e['budget_bytes'] == r['capacity_bytes'], (r['gpu'], e['budget_bytes'], r['capacity_bytes'])
         assert e['fits'] == r['fits'], (r['gpu'], e['fits'], r['fits'])
         assert e['tokens_per_s'] == r['tokens_per_s'], (r['gpu'], e['tokens_per_s'], r['tokens_per_s'])
-        assert (r['gpus'] > 1) == (r['note'] is not None and 'ZeRO-3 over' in r['note']), r
+        assert (r['gpus'] > 1) == (r['note'] is not None and 'memplan plan --gpus %d fits' % r['gpus'] in r['note']), r
         checked += 1
 print(checked, 'rows agree')
 assert checked == 9, checked
@@ -100,20 +100,25 @@ for r in rows:
         if not one['fits']:
             assert cell is None, cell
             continue
-        name = {'full': 'full', 'lora': 'LoRA', 'qlora': 'QLoRA'}[one['task']]
-        if one['gpus'] > 1:
-            assert cell.startswith('%dx ZeRO-3' % one['gpus']), (cell, one)
-        assert (name in cell) if name != 'full' else cell.startswith('full') or 'ZeRO-3' in cell, (cell, one)
+        name = {'full': 'full fine-tuning', 'lora': 'LoRA', 'qlora': 'QLoRA'}[one['task']]
+        assert cell.startswith(name), (cell, one)
+        assert (' on %d GPUs' % one['gpus'] in cell) == (one['gpus'] > 1), (cell, one)
+        assert ('8-bit AdamW' in cell) == (one['optimizer'] in ('adamw-8bit', 'paged-adamw-8bit')), (cell, one)
+        assert ('CPU offload' in cell) == (one['offload'] != 'none'), (cell, one)
 EOF
 expect 0 "the issue's matrix as text" -- "$mp" table --models gpt2,llama-2-7b,mistral-7b,llama-3.1-70b --gpus rtx3060-12g,rtx4090,a100-80g,h100-80g
+has out "gpu          gpt2"
+has out "rtx3060-12g  full fine-tuning"
+has out "QLoRA on 2 GPUs"
+if awk 'length($0) > 120 { bad = 1 } END { exit bad }' "$tmp/out"; then ok "the matrix fits 120 columns"; else bad "a matrix line is over 120 columns"; fi
+expect 0 "the matrix --wide: a row per model" -- "$mp" table --models gpt2,llama-2-7b,mistral-7b,llama-3.1-70b --gpus rtx3060-12g,rtx4090,a100-80g,h100-80g --wide
 has out "model          rtx3060-12g"
-has out "QLoRA"
-has out "ZeRO-3"
 
 # --- text states its units; default GPUs are every profile
 expect 0 "table text, every GPU profile" -- "$mp" table --model llama-3.1-8b --task lora
 has out "GiB (2^30 bytes)"
-n=$(grep -c "^llama-3.1-8b " "$tmp/out"); g=$("$mp" list gpus | wc -l)
+n=$(grep -c "  LoRA" "$tmp/out"); g=$("$mp" list gpus | wc -l)
+if awk 'length($0) > 120 { bad = 1 } END { exit bad }' "$tmp/out"; then ok "the one-model table fits 120 columns"; else bad "a table line is over 120 columns"; fi
 if [ "$n" -eq "$g" ]; then ok "one row per GPU profile ($n)"; else bad "$n rows for $g GPU profiles"; fi
 
 # --- Markdown parses back: a header, a rule, a row per GPU, the JSON keys as columns
@@ -172,7 +177,7 @@ EOF
 expect 0 "ladder text without a GPU" -- "$mp" ladder --model llama-2-7b --batch 8 --seq 2048
 has out "baseline: fp32 weights, AdamW"
 has out "+ 4-bit base (nf4-dq)"
-has out "branch from 3"
+has out "+ CPU offload (ZeRO-2, CPU AdamW), from 3"
 has out "GiB (2^30 bytes)"
 expect 0 "ladder --task full stops before LoRA" -- "$mp" ladder --model gpt2 --task full --format csv
 n=$(($(wc -l <"$tmp/out") - 1))

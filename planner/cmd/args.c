@@ -188,6 +188,7 @@ static const mp_opt output_opts[] = {
     {"output", MP_OPT_STRING, CLI(out_path), .short_name = 'o', .arg = "FILE",
      .help = "write --emit's config, a table, ladder or sweep, or plot's SVG to FILE, not stdout"},
     {"ladder", MP_OPT_FLAG, CLI(ladder), .help = "plot: the technique ladder, not the plan and its alternatives"},
+    {"wide", MP_OPT_FLAG, CLI(wide), .help = "table, ladder, sweep: every column on screen, past 120 columns"},
     {"help", MP_OPT_FLAG, CLI(help), .short_name = 'h', .help = "this text"},
     {0},
 };
@@ -343,6 +344,8 @@ static int check_scope(cli *c)
     }
     if (c->gpu_list && c->gpu_name)
         return cli_error("--gpu '%s' conflicts with --gpus '%s': give the GPUs once", c->gpu_name, c->gpu_list);
+    if (c->wide && !(scope & CLI_GRID))
+        return cli_error("--wide is for memplan table, ladder and sweep, not memplan %s", name);
     if ((scope & (CLI_GRID | CLI_SVG)) && (c->emit || c->solve))
         return cli_error("%s '%s' is for memplan plan and estimate, not memplan %s", c->emit ? "--emit" : "--solve",
                          c->emit ? c->emit : c->solve, name);
@@ -419,11 +422,11 @@ static int settle(cli *c)
     if (apply_stored_quant(c) || apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;
     c->opts.budget_bytes = c->have_gpu ? c->gpu.mem_bytes : 0;
-    c->opts.host_budget_bytes = c->host_ram;
-    c->opts.pinned = c->pinned;
     /* no --host-ram: the host RAM of the GPU's typical machine (gpus.csv host_ram_gib) */
     if (c->host_ram <= 0 && c->have_gpu && c->gpu.host_ram_bytes > 0)
         c->host_ram = c->gpu.host_ram_bytes, c->host_ram_typical = true;
+    c->opts.host_budget_bytes = c->host_ram;
+    c->opts.pinned = c->pinned;
     /* the planner proposes no ZeRO stage that shards nothing (memplan check reads one a config states) */
     if ((c->pinned & MP_PIN_ZERO) && mp_settings_idle_sharding(&c->s, err, sizeof err)) return cli_error("%s", err);
     /* The global batch is split evenly: each data-parallel rank takes the same

@@ -74,6 +74,7 @@ struct cli {
     const char *models;        /* --models LIST (table only) */
     const char *gpu_list;      /* table: --gpus LIST, or --gpu with commas */
     bool ladder;               /* plot --ladder */
+    bool wide;                 /* table, ladder, sweep --wide: every column in text */
     bool seq_given, top_given;
 };
 
@@ -145,6 +146,11 @@ size_t grid_add_row(grid *g);  /* a row of unset cells; exits on out of memory *
 void grid_str(grid *g, size_t row, int col, const char *s);   /* NULL leaves it unset */
 void grid_num(grid *g, size_t row, int col, double v);
 void grid_write(FILE *f, const grid *g, out_format fmt);
+/* As grid_write, but text shows only the columns `keep` lists (NULL: all): the
+ * screen's selection, within 120 columns; Markdown, CSV and JSON keep them all. */
+void grid_write_some(FILE *f, const grid *g, out_format fmt, const int *keep, int nkeep);
+/* Text headers: a size column named x_bytes shows GiB there, so it is "x_gib". */
+const char *grid_col_title(const grid_col *c, char *buf, size_t len);
 void grid_free(grid *g);
 
 /* Output is built in memory, then written to -o FILE atomically or to stdout. */
@@ -165,6 +171,7 @@ typedef struct recommendation {
     bool fits;                 /* a plan fits on `gpus` GPUs */
     bool multi;                /* nothing fit on the GPU count asked: ZeRO-3 over `gpus` */
     int64_t gpus;
+    bool tried;                /* nothing fit on one GPU and the GPU counts were tried */
     mp_task task;
     mp_settings s;             /* the plan; when nothing fits, the least-memory plan */
     mp_estimate e;             /* mp_estimate_run of s */

@@ -105,12 +105,22 @@ static size_t width(const char *s)
 
 static bool right_aligned(col_kind k) { return k != COL_STR && k != COL_BOOL; }
 
+const char *grid_col_title(const grid_col *c, char *buf, size_t len)
+{
+    size_t n = strlen(c->name);
+    if (c->kind == COL_BYTES && n > 6 && !strcmp(c->name + n - 6, "_bytes")) {
+        snprintf(buf, len, "%.*s_gib", (int)(n - 6), c->name);
+        return buf;
+    }
+    return c->name;
+}
+
 static void write_text(FILE *f, const grid *g)
 {
     size_t *w = xrealloc(NULL, (size_t)g->ncols * sizeof *w);
-    char buf[64];
+    char buf[64], title[64];
     for (int c = 0; c < g->ncols; c++) {
-        w[c] = width(g->cols[c].name);
+        w[c] = width(grid_col_title(&g->cols[c], title, sizeof title));
         for (size_t r = 0; r < g->nrows; r++) {
             size_t n = width(cell_text(g, r, c, true, buf, sizeof buf));
             if (n > w[c]) w[c] = n;
@@ -118,7 +128,8 @@ static void write_text(FILE *f, const grid *g)
     }
     for (size_t r = 0; r <= g->nrows; r++) {
         for (int c = 0; c < g->ncols; c++) {
-            const char *t = r == 0 ? g->cols[c].name : cell_text(g, r - 1, c, true, buf, sizeof buf);
+            const char *t = r == 0 ? grid_col_title(&g->cols[c], title, sizeof title)
+                                   : cell_text(g, r - 1, c, true, buf, sizeof buf);
             size_t pad = w[c] - width(t);
             bool last = c == g->ncols - 1;
             if (c) fputs("  ", f);
@@ -264,4 +275,28 @@ int split_list(const char *flag, const char *list, char *buf, size_t len, char *
         p = comma + 1;
     }
     return n;
+}
+
+void grid_write_some(FILE *f, const grid *g, out_format fmt, const int *keep, int nkeep)
+{
+    if (!keep || fmt != FMT_TEXT) {
+        grid_write(f, g, fmt);
+        return;
+    }
+    grid_col *cols = xrealloc(NULL, (size_t)nkeep * sizeof *cols);
+    for (int i = 0; i < nkeep; i++) cols[i] = g->cols[keep[i]];
+    grid v;
+    grid_init(&v, cols, nkeep);
+    for (size_t r = 0; r < g->nrows; r++) {
+        size_t k = grid_add_row(&v);
+        for (int i = 0; i < nkeep; i++) {
+            const grid_cell *x = cell(g, r, keep[i]);
+            if (!x->set) continue;
+            if (cols[i].kind == COL_STR) grid_str(&v, k, i, x->s);
+            else grid_num(&v, k, i, x->v);
+        }
+    }
+    grid_write(f, &v, fmt);
+    grid_free(&v);
+    free(cols);
 }

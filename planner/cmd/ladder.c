@@ -8,7 +8,7 @@
  *   3 + gradient checkpointing (full)
  *   4 + LoRA (r=16 on every linear layer)
  *   5 + 4-bit base (nf4-dq)
- *   6 branch from 3: + CPU offload of the optimizer (ZeRO-Offload)
+ *   6 + CPU offload of the optimizer (ZeRO-Offload), from 3
  *
  * Offload is a branch, not a rung: it moves optimizer state to host RAM, which
  * only matters for full fine-tuning (under LoRA the state is a few MiB), and
@@ -45,7 +45,7 @@ static int add(const cli *c, ladder_step *rows, int *n, int from, const mp_setti
         snprintf(err, MP_ERR_LEN, "ladder step %d (%.60s): %.160s", *n, change, e2);
         return -1;
     }
-    r->fits = c->have_gpu && mp_fits(&r->e, c->gpu.mem_bytes, c->headroom);
+    r->fits = c->have_gpu && mp_fits(&r->e, c->gpu.mem_bytes, c->headroom) && host_fits(c, &r->e);
     (*n)++;
     return 0;
 }
@@ -122,10 +122,10 @@ int ladder_build(const cli *c, ladder_step *rows, int *n, char *err)
         if (!(pin & MP_PIN_OPTIMIZER) && mp_optimizer_desc_of(s.optimizer)->low_bit)
             s.optimizer = MP_ADAMW;
         if (off == MP_OFFLOAD_PARAMS)
-            snprintf(ch, sizeof ch, "branch from %d: + CPU offload of parameters (ZeRO-%d)", last_full, s.zero);
+            snprintf(ch, sizeof ch, "+ CPU offload of parameters (ZeRO-%d), from %d", s.zero, last_full);
         else
-            snprintf(ch, sizeof ch, "branch from %d: + CPU offload (ZeRO-%d, %s on the CPU)", last_full, s.zero,
-                     s.optimizer == MP_ADAMW ? "AdamW" : mp_optimizer_name(s.optimizer));
+            snprintf(ch, sizeof ch, "+ CPU offload (ZeRO-%d, CPU %s), from %d", s.zero,
+                     s.optimizer == MP_ADAMW ? "AdamW" : mp_optimizer_name(s.optimizer), last_full);
         snprintf(l0, sizeof l0, "branch from %d", last_full);
         snprintf(l1, sizeof l1, "+ offload %s", mp_offload_name(off));
         if (add(c, rows, n, last_full, &s, ch, l0, l1, err)) return -1;
@@ -146,6 +146,9 @@ static const grid_col ladder_cols[L_NCOL] = {
     {"saving_prev_pct", COL_PCT}, {"saving_base_bytes", COL_BYTES}, {"saving_base_pct", COL_PCT},
     {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"speed_vs_prev_pct", COL_PCT}, {"fits", COL_BOOL},
 };
+
+/* the screen's columns (--wide: all) */
+static const int ladder_screen[] = {L_STEP, L_FROM, L_CHANGE, L_DEVICE, L_HOST, L_SAVE_BASE_PCT, L_TOKENS, L_FITS};
 
 int cmd_ladder(cli *c)
 {
@@ -192,17 +195,18 @@ int cmd_ladder(cli *c)
     FILE *f = out_open(&ob);
     const mp_settings *s = &rows[0].s;
     if (c->format == FMT_TEXT) {
-        fprintf(f, "memplan ladder: %s (%s), micro-batch %lld x seq %lld, accumulation %lld, %lld GPU(s), %s attention, %s CE\n",
+        fprintf(f, "memplan ladder: %s (%s),\nmicro-batch %lld x seq %lld, accumulation %lld, %lld GPU(s), %s attention, %s CE\n",
                 c->model.name, c->model_how, (long long)s->batch, (long long)s->seq, (long long)s->accum,
                 (long long)s->gpus, mp_attention_name(s->attention), mp_ce_name(s->ce));
         if (c->have_gpu)
             fprintf(f, "on %s: %s (%s); %.0f%% headroom leaves %s\n", c->gpu.name, mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
                     c->gpu.how[0] ? c->gpu.how : c->gpu.label, c->headroom * 100,
                     mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), b, sizeof b));
-        fprintf(f, "per GPU in GiB (2^30 bytes), each component at the step's peak: they add up to device_bytes\n"
-                   "(what nvidia-smi shows); savings are against the row in 'from' and the baseline\n\n");
+        fprintf(f, "per GPU in GiB (2^30 bytes), each component at the step's peak: they add up to device\n"
+                   "(what nvidia-smi shows); savings are against the row in 'from' and the baseline%s\n\n",
+                c->wide ? "" : "\n(--wide: each component and setting)");
     }
-    grid_write(f, &g, c->format);
+    grid_write_some(f, &g, c->format, c->wide ? NULL : ladder_screen, (int)(sizeof ladder_screen / sizeof *ladder_screen));
     if (c->format == FMT_TEXT) {
         if (rows[n - 1].s.offload != MP_OFFLOAD_NONE)
             fprintf(f, "\nstep %d is a branch, not a rung: offload moves optimizer state to host RAM (host_bytes), which\n"

@@ -240,13 +240,27 @@ static int plot_plans(const cli *c, bar *bars, int *n, char *title, char *sub, s
     mp_search_result r;
     if (mp_search(&c->model, &c->s, &c->gpu, &c->opts, &r, err)) return -1;
     const mp_candidate *pick[MAX_BARS];
-    int np = 0;
+    int np = 0, kinds = 0;
+    char other[64] = "";
     bool fits = r.n && r.cands[0].fits;
     if (fits) {
         int want = 1 + (c->top < MAX_BARS - 1 ? c->top : MAX_BARS - 1);
-        for (size_t i = 0; i < r.n && r.cands[i].fits && np < want; i++) {
+        pick[np++] = &r.cands[0];
+        /* then the best plan of each other kind of training that fits, in the ranking's order */
+        for (size_t i = 1; i < r.n && r.cands[i].fits && np < want; i++) {
+            bool seen = false;
+            for (int j = 0; j < np && !seen; j++) seen = r.cands[i].task == pick[j]->task;
+            if (seen) continue;
+            pick[np++] = &r.cands[i];
+            kinds++;
+            size_t o = strlen(other);
+            snprintf(other + o, sizeof other - o, "%s%s", o ? ", " : "",
+                     r.cands[i].task == MP_TASK_FULL ? "full fine-tuning" : r.cands[i].task == MP_TASK_LORA ? "LoRA" : "QLoRA");
+        }
+        /* then the ranking's next plans that differ in their kind (same_kind) */
+        for (size_t i = 1; i < r.n && r.cands[i].fits && np < want; i++) {
             bool dup = false;
-            for (int j = 0; j < np && !dup; j++) dup = same_kind(&r.cands[i].s, &pick[j]->s);
+            for (int j = 0; j < np && !dup; j++) dup = &r.cands[i] == pick[j] || same_kind(&r.cands[i].s, &pick[j]->s);
             if (!dup) pick[np++] = &r.cands[i];
         }
     } else {
@@ -269,8 +283,14 @@ static int plot_plans(const cli *c, bar *bars, int *n, char *title, char *sub, s
     }
     *n = np;
     snprintf(title, len, "%s on %s: memory per GPU by component", c->model.name, c->gpu.name);
-    snprintf(sub, len, "%s; seq %lld, %lld GPU(s); %.120s", fits ? "the chosen plan and the best plan of each other kind that fits"
-             : "nothing fits: the least memory each kind of training needs", (long long)c->s.seq, (long long)c->s.gpus,
+    char what[160];
+    if (!fits) snprintf(what, sizeof what, "nothing fits: the least memory each kind of training needs");
+    else if (kinds)
+        snprintf(what, sizeof what, "the chosen plan, the best plan of each other kind that fits (%s)%s", other,
+                 np > 1 + kinds ? ", then the ranking's next" : "");
+    else snprintf(what, sizeof what, "the chosen plan%s (no other kind of training fits)",
+                  np > 1 ? " and the ranking's next plans" : "");
+    snprintf(sub, len, "%.110s; seq %lld, %lld GPU(s); %.80s", what, (long long)c->s.seq, (long long)c->s.gpus,
              c->model_how);
     mp_search_free(&r);
     return 0;

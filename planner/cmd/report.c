@@ -113,32 +113,6 @@ static void print_settings_text(FILE *f, const mp_settings *s)
     }
 }
 
-double host_limit_of(const cli *c, const mp_gpu *g)
-{
-    if (c->host_ram > 0 && !c->host_ram_typical) return c->host_ram;
-    return g ? g->host_ram_bytes : 0;
-}
-
-const char *host_limit_text(const cli *c, const mp_gpu *g, char *buf, size_t len)
-{
-    char a[32];
-    double limit = host_limit_of(c, g);
-    if (c->host_ram > 0 && !c->host_ram_typical) {
-        snprintf(buf, len, "--host-ram %s", mp_fmt_gib(limit, a, sizeof a));
-        return buf;
-    }
-    /* the machine, as gpus.csv's host_ram_source names it before its colon */
-    const char *src = g && g->host_ram_source[0] ? g->host_ram_source : "the GPU's typical machine";
-    int n = (int)strcspn(src, ":");
-    snprintf(buf, len, "the %s of %.*s", mp_fmt_gib(limit, a, sizeof a), n > 60 ? 60 : n, src);
-    return buf;
-}
-
-bool host_fits(const cli *c, const mp_estimate *e)
-{
-    return !(c->host_ram > 0 && e->host_node_bytes > c->host_ram);
-}
-
 /* The host RAM a plan needs, in the verdict: where it offloads, where a node
  * needs more than a desktop holds, or where it is over the limit. */
 static void print_host_verdict(FILE *f, const cli *c, const mp_estimate *e)
@@ -166,10 +140,10 @@ static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
         return;
     }
     if (c->compact) {
-        fprintf(f, "  %-12s %12s   per node: %d process%s at %s peak, %s\n", "host RAM",
+        fprintf(f, "  %-12s %12s   per node, %d process%s, peak while %s\n", "host RAM",
                 mp_fmt_gib(e->host_node_bytes, a, sizeof a), e->host_ranks_per_node,
-                e->host_ranks_per_node == 1 ? "" : "es", e->host_ranks_per_node == 1 ? "its" : "their",
-                e->host_load_bytes >= e->host_train_bytes ? "loading the checkpoint" : "training");
+                e->host_ranks_per_node == 1 ? "" : "es",
+                e->host_load_bytes >= e->host_train_bytes ? "loading" : "training");
         return;
     }
     fprintf(f, "  %-12s %12s   per process, at its peak while %s\n", "host RAM", mp_fmt_gib(e->host_bytes, a, sizeof a),

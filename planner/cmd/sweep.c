@@ -24,6 +24,10 @@ static const grid_col sweep_cols[S_NCOL] = {
     {"device_bytes", COL_BYTES}, {"host_bytes", COL_BYTES}, {"fits", COL_BOOL}, {"tokens_per_s", COL_REAL},
 };
 
+/* the screen's columns (--wide: all) */
+static const int sweep_screen[] = {S_RANK, S_TASK, S_PRECISION, S_OPTIMIZER, S_QUANT, S_ATTENTION, S_BATCH, S_ZERO,
+                                   S_OFFLOAD, S_DEVICE, S_FITS, S_TOKENS};
+
 int cmd_sweep(cli *c)
 {
     char err[MP_ERR_LEN], a[32], b[32], cnt[3][40];
@@ -63,15 +67,16 @@ int cmd_sweep(cli *c)
     out_buf ob;
     FILE *f = out_open(&ob);
     if (c->format == FMT_TEXT) {
-        fprintf(f, "memplan sweep: %s (%s) on %s: %s (%s), %.0f%% headroom leaves %s\n", c->model.name, c->model_how,
+        fprintf(f, "memplan sweep: %s (%s)\non %s: %s (%s), %.0f%% headroom leaves %s\n", c->model.name, c->model_how,
                 c->gpu.name, mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a), c->gpu.how[0] ? c->gpu.how : c->gpu.label,
                 c->headroom * 100, mp_fmt_gib(c->gpu.mem_bytes * (1 - c->headroom), b, sizeof b));
         fprintf(f, "%s combinations in the space, %s estimated (a larger micro-batch after a miss is pruned: it needs\n"
-                   "more memory still), %s fit; best first%s; per GPU in GiB (2^30 bytes), components at the peak\n\n",
+                   "more memory still), %s fit; best first%s; per GPU in GiB (2^30 bytes), components at the peak\n",
                 mp_fmt_count((double)r.considered, cnt[0], sizeof cnt[0]), mp_fmt_count((double)r.evaluated, cnt[1], sizeof cnt[1]),
                 mp_fmt_count((double)r.fitting, cnt[2], sizeof cnt[2]), rows < r.n ? " (--top)" : "");
+        if (!c->wide) fprintf(f, "device: what nvidia-smi would show; --wide: each component, host RAM and the rest\n\n");
     }
-    grid_write(f, &g, c->format);
+    grid_write_some(f, &g, c->format, c->wide ? NULL : sweep_screen, (int)(sizeof sweep_screen / sizeof *sweep_screen));
     grid_free(&g);
     bool any = r.fitting > 0;
     mp_search_free(&r);

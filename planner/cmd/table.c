@@ -33,6 +33,33 @@ void table_base(const cli *c, const mp_model *m, mp_settings *s)
     if (!c->seq_given) s->seq = mp_default_seq(m);
 }
 
+/* The host RAM limit per node (cli.h): --host-ram, else the GPU's typical machine's. */
+double host_limit_of(const cli *c, const mp_gpu *g)
+{
+    if (c->host_ram > 0 && !c->host_ram_typical) return c->host_ram;
+    return g ? g->host_ram_bytes : 0;
+}
+
+const char *host_limit_text(const cli *c, const mp_gpu *g, char *buf, size_t len)
+{
+    char a[32];
+    double limit = host_limit_of(c, g);
+    if (c->host_ram > 0 && !c->host_ram_typical) {
+        snprintf(buf, len, "--host-ram %s", mp_fmt_gib(limit, a, sizeof a));
+        return buf;
+    }
+    /* the machine, as gpus.csv's host_ram_source names it before its colon */
+    const char *src = g && g->host_ram_source[0] ? g->host_ram_source : "the GPU's typical machine";
+    int n = (int)strcspn(src, ":");
+    snprintf(buf, len, "the %s of %.*s", mp_fmt_gib(limit, a, sizeof a), n > 60 ? 60 : n, src);
+    return buf;
+}
+
+bool host_fits(const cli *c, const mp_estimate *e)
+{
+    return !(c->host_ram > 0 && e->host_node_bytes > c->host_ram);
+}
+
 /* The best plan of one task, or that task's least-memory candidate. */
 typedef struct task_result {
     bool ran, fits;
@@ -49,6 +76,7 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     mp_search_opts o = c->opts;
     o.pinned |= extra_pins;
     o.budget_bytes = g->mem_bytes;
+    o.host_budget_bytes = host_limit_of(c, g); /* --host-ram, else this GPU's typical machine's */
     o.headroom = c->headroom;
     o.exhaustive = false;
     o.task = t;
@@ -174,21 +202,18 @@ int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp
     }
     mp_candidate fallback = res[least].best;
 
-    /* Nothing fits on one GPU: the smallest power of two on which some plan fits with
-     * ZeRO-3 and no offload (offloading parameters would trade GPUs for host RAM and
-     * PCIe time), and the best plan there. */
+    /* Nothing fits on one GPU: the smallest power of two on which a plan fits, and
+     * the best plan there: the search `memplan plan --gpus N` runs (every other flag
+     * as given, the same host RAM limit), so that the table and the plan agree. */
     bool tried = false;
-    if (win < 0 && !(c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO))) {
+    if (win < 0 && !(c->pinned & MP_PIN_GPUS)) {
         tried = true;
         int64_t unit = base->tp * base->pp;
         for (int k = 1; k < TC_LEVELS && win < 0; k++) {
             mp_settings b = *base;
             b.gpus = ((int64_t)1 << k) * unit;
-            b.zero = 3;
-            unsigned pins = MP_PIN_GPUS | MP_PIN_ZERO;
-            if (!(c->pinned & MP_PIN_OFFLOAD)) b.offload = MP_OFFLOAD_NONE, pins |= MP_PIN_OFFLOAD;
             char e2[MP_ERR_LEN];
-            if (search_tasks(c, m, &b, g, pins, cache, k, res, &win, e2) == 0 && win >= 0) rec->multi = true;
+            if (search_tasks(c, m, &b, g, MP_PIN_GPUS, cache, k, res, &win, e2) == 0 && win >= 0) rec->multi = true;
         }
     }
 
@@ -196,31 +221,48 @@ int recommend(const cli *c, const mp_model *m, const mp_settings *base, const mp
     rec->s = pick->s;
     rec->task = pick->task;
     if (mp_estimate_run(m, &rec->s, g, &rec->e, err)) return -1;
-    rec->fits = mp_fits(&rec->e, g->mem_bytes, c->headroom);
+    double host = host_limit_of(c, g);
+    rec->fits = mp_fits(&rec->e, g->mem_bytes, c->headroom) && !(host > 0 && rec->e.host_node_bytes > host);
     rec->gpus = rec->s.gpus;
-    char a[32], b[32];
+    rec->tried = tried;
+    char a[32], b[32], lim[160];
     if (rec->multi)
-        snprintf(rec->note, sizeof rec->note, "nothing fits on one GPU: ZeRO-3 over %lld GPUs",
+        snprintf(rec->note, sizeof rec->note, "nothing fits on one GPU: memplan plan --gpus %lld fits",
                  (long long)rec->gpus);
+    else if (!rec->fits && rec->e.device_bytes <= usable)
+        snprintf(rec->note, sizeof rec->note, "nothing fits: a node needs %s of host RAM, over %s%s",
+                 mp_fmt_gib(rec->e.host_node_bytes, a, sizeof a), host_limit_text(c, g, lim, sizeof lim),
+                 tried ? ", nor on " TC_MAX_GPUS " GPUs" : "");
     else if (!rec->fits)
         snprintf(rec->note, sizeof rec->note, "nothing fits: needs at least %s, %.1fx the usable %s%s",
                  mp_fmt_gib(rec->e.device_bytes, a, sizeof a), rec->e.device_bytes / usable,
-                 mp_fmt_gib(usable, b, sizeof b), tried ? ", nor on " TC_MAX_GPUS " GPUs with ZeRO-3" : "");
+                 mp_fmt_gib(usable, b, sizeof b), tried ? ", nor on " TC_MAX_GPUS " GPUs" : "");
     return 0;
 }
 
+/* The plan in a buyer's words: the kind of training, then only what a buyer
+ * weighs (fewer bits, host RAM, more GPUs): "full fine-tuning, 8-bit AdamW",
+ * "QLoRA on 4 GPUs", "LoRA, fp16". */
 const char *recommendation_label(const recommendation *r, char *buf, size_t len)
 {
-    const char *task = r->task == MP_TASK_LORA ? "LoRA" : r->task == MP_TASK_QLORA ? "QLoRA" : NULL;
-    if (!r->fits) snprintf(buf, len, "\xe2\x80\x94");
-    else if (r->multi) snprintf(buf, len, "%lldx ZeRO-3%s%s", (long long)r->gpus, task ? " " : "", task ? task : "");
-    else if (task) snprintf(buf, len, "%s", task);
-    else {
-        const mp_optimizer_desc *od = mp_optimizer_desc_of(r->s.optimizer);
-        snprintf(buf, len, "full %s%s%s", mp_precision_desc_of(r->s.precision)->short_name,
-                 !od->low_bit ? "" : od->state_bits == 4 ? " 4-bit" : " 8-bit",
-                 r->s.offload != MP_OFFLOAD_NONE ? " +offload" : "");
+    const mp_settings *s = &r->s;
+    if (!r->fits) {
+        snprintf(buf, len, "\xe2\x80\x94");
+        return buf;
     }
+    const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
+    const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
+    size_t o = (size_t)snprintf(buf, len, "%s", r->task == MP_TASK_LORA ? "LoRA" : r->task == MP_TASK_QLORA ? "QLoRA"
+                                                                        : "full fine-tuning");
+#define ADD(...) (o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__))
+    if (r->multi || s->gpus > 1) ADD(" on %lld GPUs", (long long)s->gpus);
+    if (!strcmp(pd->short_name, "fp16") || !strcmp(pd->short_name, "fp32")) ADD(", %s", pd->short_name);
+    if (od->low_bit) ADD(", %d-bit %s", od->state_bits, od->adamw_class ? "AdamW" : mp_optimizer_name(s->optimizer));
+    else if (!od->adamw_class) ADD(", %s", s->optimizer == MP_SGD ? "SGD" : s->optimizer == MP_ADAFACTOR ? "Adafactor"
+                                            : s->optimizer == MP_LION ? "Lion" : mp_optimizer_name(s->optimizer));
+    if (r->task == MP_TASK_FULL && !pd->master_copy && !pd->autocast && pd->stored_bytes == 2) ADD(", bf16 weights");
+    if (s->offload != MP_OFFLOAD_NONE) ADD(", CPU offload");
+#undef ADD
     return buf;
 }
 
@@ -228,7 +270,9 @@ const char *recommendation_label(const recommendation *r, char *buf, size_t len)
 
 enum { T_MODEL, T_GPU, T_CAPACITY, T_FITS, T_GPUS, T_TASK, T_PRECISION, T_OPTIMIZER, T_QUANT, T_LORA_RANK,
        T_LORA_TARGETS, T_CKPT, T_ATTENTION, T_CE, T_BATCH, T_ACCUM, T_SEQ, T_ZERO, T_OFFLOAD, T_DEVICE,
-       T_USED, T_TOKENS, T_STEP_S, T_NOTE, T_NCOL };
+       T_USED, T_TOKENS, T_STEP_S, T_NOTE, T_PLAN, T_NCOL };
+/* the screen's columns (--wide: all) */
+static const int row_screen[] = {T_GPU, T_PLAN, T_BATCH, T_DEVICE, T_USED, T_TOKENS};
 
 static const grid_col row_cols[T_NCOL] = {
     {"model", COL_STR}, {"gpu", COL_STR}, {"capacity_bytes", COL_BYTES}, {"fits", COL_BOOL},
@@ -236,7 +280,7 @@ static const grid_col row_cols[T_NCOL] = {
     {"quant", COL_STR}, {"lora-rank", COL_INT}, {"lora-targets", COL_STR}, {"checkpointing", COL_STR},
     {"attention", COL_STR}, {"ce", COL_STR}, {"batch", COL_INT}, {"accum", COL_INT}, {"seq", COL_INT},
     {"zero", COL_INT}, {"offload", COL_STR}, {"device_bytes", COL_BYTES}, {"used_pct", COL_PCT},
-    {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"note", COL_STR},
+    {"tokens_per_s", COL_REAL}, {"step_seconds", COL_SECS}, {"note", COL_STR}, {"plan", COL_STR},
 };
 
 /* "all", "attn", "mlp" when the bits are exactly those (the flags accept them), else "q,k,v". */
@@ -277,6 +321,11 @@ static void add_plan_row(grid *gr, const mp_model *m, const mp_gpu *g, const rec
     if (r->e.tokens_per_s > 0) grid_num(gr, i, T_TOKENS, r->e.tokens_per_s);
     if (r->e.step_seconds > 0) grid_num(gr, i, T_STEP_S, r->e.step_seconds);
     grid_str(gr, i, T_NOTE, r->note[0] ? r->note : NULL);
+    if (gr->ncols <= T_PLAN) return; /* the words are the screen's (CSV, JSON, Markdown: the settings) */
+    char words[160];
+    if (r->fits) recommendation_label(r, words, sizeof words);
+    else snprintf(words, sizeof words, "nothing fits%s", r->tried ? ", even on " TC_MAX_GPUS " GPUs" : "");
+    grid_str(gr, i, T_PLAN, words);
 }
 
 static const char *task_words(mp_task t)
@@ -398,25 +447,26 @@ static void write_plans(FILE *f, const cli *c, const table_job *t)
     grid gr;
     mp_settings base;
     table_base(c, &t->models[0], &base);
-    grid_init(&gr, row_cols, T_NCOL);
+    grid_init(&gr, row_cols, c->format == FMT_TEXT ? T_NCOL : T_PLAN);
     for (int i = 0; i < t->n; i++) add_plan_row(&gr, &t->models[0], &t->gpus[i], &t->recs[i]);
     if (c->format == FMT_TEXT) {
         char how[220];
         if (c->models) snprintf(how, sizeof how, "profile '%s'", t->models[0].name);
         else snprintf(how, sizeof how, "%s", c->model_how);
-        fprintf(f, "memplan table: %s (%s), %s; seq %lld, %s; %.0f%% headroom kept free\n",
+        fprintf(f, "memplan table: %s (%s), %s;\nseq %lld, %s; %.0f%% headroom kept free\n",
                 t->models[0].name, how, task_words(c->opts.task), (long long)base.seq,
                 c->pinned & MP_PIN_BATCH ? "micro-batch pinned" : "micro-batch searched", c->headroom * 100);
-        fprintf(f, "sizes per GPU in GiB (2^30 bytes); device_bytes is what nvidia-smi would show "
+        fprintf(f, "sizes per GPU in GiB (2^30 bytes); device is what nvidia-smi would show "
                    "(--format csv or json: bytes)\n\n");
     }
-    grid_write(f, &gr, c->format);
+    grid_write_some(f, &gr, c->format, c->wide ? NULL : row_screen, (int)(sizeof row_screen / sizeof *row_screen));
     if (c->format == FMT_TEXT) {
         bool multi = false;
         for (int i = 0; i < t->n; i++) multi |= t->recs[i].multi;
         if (multi)
-            fprintf(f, "\ngpus > 1: nothing fits on one GPU; the smallest power of two on which a plan fits with\n"
-                       "ZeRO-3 (parameters, gradients and optimizer state sharded), and the best plan there\n");
+            fprintf(f, "\n\"on N GPUs\": nothing fits on one GPU; the smallest power of two on which memplan plan --gpus N\n"
+                       "fits a plan, and that plan\n");
+        if (!c->wide) fprintf(f, "--wide: every setting of each plan\n");
         write_speed_note(f, t->gpus, t->ngpus);
     }
     grid_free(&gr);
@@ -435,14 +485,14 @@ void write_speed_note(FILE *f, const mp_gpu *gpus, int n)
 /* The legend under the matrix, and the first cell that could not be planned. */
 static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool na)
 {
-    fprintf(f, "\nfull bf16   full fine-tuning, bf16 mixed precision (fp16 or fp32 where named); pure bf16: 16-bit\n"
-               "            weights, no fp32 master copy; 8-bit: 8-bit AdamW; +offload: optimizer state in host\n"
-               "            RAM (ZeRO-Offload)\n"
-               "LoRA        adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
-               "Nx ZeRO-3   nothing fits on one GPU: N GPUs (a power of two) with ZeRO-3\n"
-               "\xe2\x80\x94           nothing fits%s\n"
-               "details of one column: memplan table --model NAME --gpus GPU\n",
-            c->pinned & (MP_PIN_GPUS | MP_PIN_ZERO) ? "" : ", even on " TC_MAX_GPUS " GPUs");
+    fprintf(f, "\nfull fine-tuning  every weight trained, bf16 mixed precision unless fp16 or fp32 is named;\n"
+               "                  bf16 weights: no fp32 master copy; 8-bit AdamW: its states in 8 bits;\n"
+               "                  CPU offload: optimizer state in host RAM (ZeRO-Offload)\n"
+               "LoRA              adapters on a 16-bit base; QLoRA: adapters on a 4-bit (or 8-bit) base\n"
+               "on N GPUs         nothing fits on one GPU: memplan plan --gpus N fits this\n"
+               "\xe2\x80\x94                 nothing fits%s\n"
+               "details of one model: memplan table --model NAME --gpus GPU\n",
+            c->pinned & MP_PIN_GPUS ? "" : ", even on " TC_MAX_GPUS " GPUs");
     if (na)
         for (int i = 0; i < t->n; i++)
             if (t->rcs[i]) {
@@ -451,10 +501,53 @@ static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool 
             }
 }
 
+/* The matrix on a screen: a row per GPU and a column per model (GPUs outnumber
+ * models), in slices of models that keep each line within 120 columns. */
+static void write_matrix_screen(FILE *f, const table_job *t)
+{
+    char lab[160];
+    size_t gw = 3; /* "gpu" */
+    for (int g = 0; g < t->ngpus; g++)
+        if (strlen(t->gpus[g].name) > gw) gw = strlen(t->gpus[g].name);
+    for (int m0 = 0; m0 < t->nmodels;) {
+        size_t width = gw;
+        int m1 = m0;
+        while (m1 < t->nmodels) { /* the next model's column: its name or its widest cell */
+            size_t w = strlen(t->models[m1].name);
+            for (int g = 0; g < t->ngpus; g++) {
+                int i = m1 * t->ngpus + g;
+                size_t n = t->rcs[i] ? 3 : t->recs[i].fits ? strlen(recommendation_label(&t->recs[i], lab, sizeof lab)) : 1;
+                if (n > w) w = n;
+            }
+            if (m1 > m0 && width + 2 + w > 120) break;
+            width += 2 + w, m1++;
+        }
+        grid_col *cols = calloc((size_t)(m1 - m0) + 1, sizeof *cols);
+        cols[0] = (grid_col){"gpu", COL_STR};
+        for (int m = m0; m < m1; m++) cols[m - m0 + 1] = (grid_col){t->models[m].name, COL_STR};
+        grid gr;
+        grid_init(&gr, cols, m1 - m0 + 1);
+        for (int g = 0; g < t->ngpus; g++) {
+            size_t r = grid_add_row(&gr);
+            grid_str(&gr, r, 0, t->gpus[g].name);
+            for (int m = m0; m < m1; m++) {
+                int i = m * t->ngpus + g;
+                if (t->rcs[i]) grid_str(&gr, r, m - m0 + 1, "n/a");
+                else if (t->recs[i].fits) grid_str(&gr, r, m - m0 + 1, recommendation_label(&t->recs[i], lab, sizeof lab));
+            }
+        }
+        if (m0) fputc('\n', f);
+        grid_write(f, &gr, FMT_TEXT);
+        grid_free(&gr);
+        free(cols);
+        m0 = m1;
+    }
+}
+
 /* Several models: a models x GPUs matrix of the most complete training that fits. */
 static void write_matrix(FILE *f, const cli *c, const table_job *t)
 {
-    char a[32], lab[64];
+    char a[32], lab[160];
     grid gr;
     grid_col *cols = calloc((size_t)t->ngpus + 1, sizeof *cols);
     cols[0] = (grid_col){"model", COL_STR};
@@ -472,10 +565,11 @@ static void write_matrix(FILE *f, const cli *c, const table_job *t)
         }
     }
     if (c->format == FMT_TEXT)
-        fprintf(f, "memplan table: the most complete training that fits each GPU (%s; %s%s; %.0f%% headroom)\n\n",
+        fprintf(f, "memplan table: the most complete training that fits each GPU\n(%s; %s%s; %.0f%% headroom)\n\n",
                 task_words(c->opts.task), c->seq_given ? "seq " : "seq: each model's maximum or 2048",
                 c->seq_given ? (snprintf(a, sizeof a, "%lld", (long long)c->s.seq), a) : "", c->headroom * 100);
-    grid_write(f, &gr, c->format);
+    if (c->format == FMT_TEXT && !c->wide) write_matrix_screen(f, t);
+    else grid_write(f, &gr, c->format);
     if (c->format == FMT_TEXT) write_matrix_legend(f, c, t, na);
     grid_free(&gr);
     free(cols);
