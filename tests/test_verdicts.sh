@@ -37,6 +37,19 @@ hint_check "7B full, 2 GPUs, no offload" -- --params 7e9 --gpu 12GB --gpus 2 --t
 hint_check "8B on a T4" -- --model llama-3.1-8b --gpu t4
 hint_check "70B on a 4090" -- --model llama-3.1-70b --gpu rtx4090
 hint_check "70B, --explain" -- --model llama-3.1-70b --gpu rtx3060-12g --explain
+# JSON's misses carry the same hint: fits_with_gpus
+expect 0 "7B on 12GB, json" -- "$mp" --params 7e9 --gpu 12GB --format json
+if python3 - "$mp" "$tmp/out" <<'EOF'
+import json, subprocess, sys
+mp, path = sys.argv[1], sys.argv[2]
+misses = json.load(open(path))['misses']
+assert misses and all(m['fits_with_gpus'] for m in misses), misses
+for m in misses:
+    p = subprocess.run([mp, '--params', '7e9', '--gpu', '12GB', '--gpus', str(m['fits_with_gpus']), '--task', m['task']],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, (m, p.stdout[-400:])
+EOF
+then ok "json: each miss's fits_with_gpus, followed, fits"; else bad "json fits_with_gpus"; fi
 # the issue's contradiction: the hint said ZeRO-3 on 2 GPUs; with --offload none nothing fits on 2
 expect 1 "7B full on 2 x 12GB without offload: nothing fits" -- "$mp" --params 7e9 --gpu 12GB --gpus 2 --task full --offload none
 lacks out "fits with --gpus 2 "

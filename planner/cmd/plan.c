@@ -350,6 +350,9 @@ static json_t *miss_json(const cli *c, mp_task t, const mp_candidate *k)
     json_object_set_new(o, "min_device_bytes", json_integer((json_int_t)llround(k->device_bytes)));
     json_object_set_new(o, "over_bytes", json_integer((json_int_t)llround(k->device_bytes - c->gpu.mem_bytes * (1 - c->headroom))));
     json_object_set_new(o, "plan", json_string(plan_summary(&k->s, sum, sizeof sum)));
+    mp_candidate found;
+    int64_t g = gpus_needed(c, t, &found); /* the text's hint: --gpus N --task T fits */
+    json_object_set_new(o, "fits_with_gpus", g ? json_integer(g) : json_null());
     return o;
 }
 
