@@ -115,6 +115,15 @@ unknown=""
 for w in $words; do [ "$w" = adamw_hf ] || grep -qx "$w" tests/data/engines/transformers_optim.txt || unknown="$unknown $w"; done
 [ -n "$words" ] && [ -z "$unknown" ] && ok "--help's $(echo $words | wc -w) transformers optim words are all OptimizerNames" \
     || bad "optim words not in transformers_optim.txt:$unknown"
+# and every OptimizerNames member is taken, or refused by name as not modelled (never matched to a near one)
+taken=0 refused=0 other=""
+for w in $(grep -v '^#' tests/data/engines/transformers_optim.txt); do
+    if "$mp" estimate --model gpt2 --optimizer "$w" >/dev/null 2>"$tmp/oerr"; then taken=$((taken + 1))
+    elif grep -q "for --optimizer: transformers' optim is not modelled (" "$tmp/oerr" && ! grep -q "did you mean" "$tmp/oerr"
+    then refused=$((refused + 1)); else other="$other $w"; fi
+done
+[ -z "$other" ] && ok "transformers' $((taken + refused)) optim names: $taken taken, $refused refused as not modelled" \
+    || bad "optim names neither taken nor refused by name:$other"
 grep -q "bf16=amp-bf16, fp16=amp-fp16" "$tmp/help" && ok "--help lists bf16 and fp16 with their regimes" \
     || bad "--help lacks bf16=amp-bf16"
 grep -q "adamw8bit|adamw8|adamw_8bit|adamw_bnb_8bit=adamw-8bit" "$tmp/help" && ok "--help lists adamw_8bit with its row" \

@@ -155,9 +155,11 @@ int mp_opt_choose(const mp_opt *o, const mp_vocab *v, const char *value, char *e
     if (i < 0) {
         char list[512], quoted[1024], mean[400];
         near_names nn = {0};
-        near_values(v, value, &nn);
-        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s (%s)%s", QUOTED(value), o->name,
-                 mp_opt_choices(o, v, list, sizeof list), near_text(&nn, mean, sizeof mean));
+        const char *refused = mp_vocab_refusal(v, value);
+        if (!refused) near_values(v, value, &nn);
+        snprintf(err, MP_OPT_ERR_LEN, "invalid value '%s' for --%s%s%s (%s)%s", QUOTED(value), o->name,
+                 refused ? ": " : "", refused ? refused : "", mp_opt_choices(o, v, list, sizeof list),
+                 near_text(&nn, mean, sizeof mean));
     }
     return i;
 }

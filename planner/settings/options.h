@@ -34,6 +34,9 @@ typedef struct mp_vocab {
  * vocabularies: their rows' aliases): help lists them, and a mistyped value is matched
  * against them too. */
 const char *mp_vocab_aliases(const mp_vocab *v, int k);
+/* Why v refuses `value` when it knows the word (an engine's name for what is not
+ * modelled: "transformers' optim 'lion_8bit' is not modelled"), or NULL. */
+const char *mp_vocab_refusal(const mp_vocab *v, const char *value);
 
 extern const mp_vocab mp_vocab_precision, mp_vocab_optimizer, mp_vocab_ckpt, mp_vocab_attention,
     mp_vocab_quant, mp_vocab_offload, mp_vocab_ce, mp_vocab_loader, mp_vocab_task, mp_vocab_step_impl;

@@ -49,6 +49,12 @@ const char *mp_vocab_aliases(const mp_vocab *v, int k)
     return NULL;
 }
 
+const char *mp_vocab_refusal(const mp_vocab *v, const char *value)
+{
+    if (v == &mp_vocab_optimizer && mp_optimizer_unmodelled(value)) return "transformers' optim is not modelled";
+    return NULL;
+}
+
 /* An optimizer's alias that says how its step runs sets that too (adamw_torch_fused). */
 static void optimizer_also(const mp_opt *o, const char *value, void *base)
 {

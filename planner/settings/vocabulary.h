@@ -98,6 +98,8 @@ int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* An optimizer alias that also names the step's implementation (transformers'
  * adamw_torch_fused: AdamW, fused): 0 with *step, or -1. */
 int mp_optimizer_alias_step(const char *s, mp_step_impl *step);
+/* A transformers optim name for an optimizer memplan does not model (lion_8bit, galore_adamw...). */
+bool mp_optimizer_unmodelled(const char *s);
 /* "a, b, c" (or "a, b or c" with last_sep " or "), only memtrain's values if asked. */
 const char *mp_choices(const mp_value *(*value_at)(int), bool memtrain_only, const char *last_sep,
                        char *buf, size_t len);
