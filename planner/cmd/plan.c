@@ -482,8 +482,10 @@ static void print_plan_text(const cli *c, const plan_result *p)
         if (c->explain) fputc('\n', stdout);
         print_estimate_text(stdout, c, &best->s, &p->e);
     } else {
-        printf("\nnothing fits in %s with %.0f%% headroom.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
-               c->headroom * 100);
+        char lim[160];
+        printf("\nnothing fits in %s with %.0f%% headroom%s%s.\n", mp_fmt_gib(c->gpu.mem_bytes, a, sizeof a),
+               c->headroom * 100, c->host_ram > 0 ? "\nand host RAM per node within " : "",
+               c->host_ram > 0 ? host_limit_text(c, &c->gpu, lim, sizeof lim) : "");
     }
     print_plan_why(c, p);
 }
