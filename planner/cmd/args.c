@@ -179,7 +179,7 @@ static const mp_opt output_opts[] = {
     {"format", MP_OPT_CUSTOM, CLI(format), .vocab = &grid_formats, .or_last = true, .read = read_format,
      .help = "markdown for table, ladder and sweep; plot writes SVG"},
     {"explain", MP_OPT_FLAG, CLI(explain), .help = "every term behind the numbers"},
-    {"top", MP_OPT_INT, CLI(top), .lo = 0, .hi = 1000, .arg = "N", .help = "alternatives shown (default 5)"},
+    {"top", MP_OPT_INT, CLI(top), .lo = 0, .hi = 1000, .arg = "N", .help = "alternatives shown (default 5; 3 on the plan's text screen)"},
     {"solve", MP_OPT_STRING, CLI(solve), .arg = "Q",
      .help = "max-batch, max-seq or max-params: the largest that fits the --gpu"},
     {"emit", MP_OPT_STRING, CLI(emit), .arg = "KIND",
