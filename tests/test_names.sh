@@ -143,6 +143,9 @@ mean() { # WHAT WANT ARGS...: exit 2, one line, saying WANT
 mean "--optim: the rows it begins" "unknown option '--optim'; did you mean --optimizer, --optimizer-impl or --optimizer-in-backward?" --optim adamw
 mean "--precison: one edit" "unknown option '--precison'; did you mean --precision?" --precison bf16
 mean "--lora_rank: transformers' underscore" "unknown option '--lora_rank'; did you mean --lora-rank?" --lora_rank 8
+mean "--gradient_checkpointing: a row's name as its last word" "unknown option '--gradient_checkpointing'; did you mean --checkpointing?" --gradient_checkpointing
+mean "--zero_stage: a row's name as its first word" "did you mean --zero?" --zero_stage 2
+mean "--qlora_rank: one edit before a word" "did you mean --lora-rank?" --qlora_rank 8
 mean "--bf16: a value's row" "unknown option '--bf16'; did you mean --precision bf16?" --bf16
 mean "--flash: a value's row" "did you mean --attention flash?" --flash
 mean "--precision bf17" "invalid value 'bf17' for --precision (fp32, amp-bf16, amp-fp16, mixed-bf16, mixed-fp16, pure-bf16); did you mean bf16 (amp-bf16)?" --precision bf17

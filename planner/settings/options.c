@@ -347,6 +347,21 @@ void mp_opt_start(mp_opt_parser *p, const mp_opt_group *g, int ngroups, unsigned
     opterr = 0;
 }
 
+/* Whether a row's name is a whole word at either end of what was typed, as
+ * transformers' --gradient_checkpointing ends in --checkpointing and --zero_stage
+ * begins with --zero. */
+static bool word_of(const char *typed, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    if (k < 3 || k + 1 >= n) return false;
+    bool at_end = fold(typed[n - k - 1]) == '-', at_start = fold(typed[k]) == '-';
+    for (size_t i = 0; i < k && (at_end || at_start); i++) {
+        at_end = at_end && fold(typed[n - k + i]) == fold(name[i]);
+        at_start = at_start && fold(typed[i]) == fold(name[i]);
+    }
+    return at_end || at_start;
+}
+
 /* "; did you mean --optimizer?" for a flag no row has: the rows it begins (getopt_long
  * takes a flag's unique beginning, so these are several), else an enum row that takes it
  * as a value (--bf16: --precision bf16), else the rows a few edits away; "" when none. */
@@ -365,6 +380,7 @@ static const char *near_flags(const mp_opt_parser *p, const char *arg, char *buf
         int d = nearness(typed, n, o->name);
         if (d > 0 && d < NEAR_EDIT) near_add(&begun, d, "%s%s", flag, "");
         else if (d >= 0) near_add(&edited, d, "%s%s", flag, "");
+        else if (word_of(typed, n, o->name)) near_add(&edited, NEAR_EDIT + NEAR_EDIT / 2, "%s%s", flag, "");
         if (o->vocab && (o->kind == MP_OPT_ENUM || o->kind == MP_OPT_STRING) && n < 48) {
             char word[48];
             snprintf(word, sizeof word, "%.*s", (int)n, typed);
