@@ -3,7 +3,8 @@
 # comes within a second even mid-step; one line on stderr says so; exit 128 + the signal;
 # with --save the checkpoint is the last completed step's (an abandoned step leaves nothing:
 # resumed, the run's losses equal an uninterrupted run's, bit for bit); the report says
-# stopped_by. Also: a plan estimated past a few minutes says so before it starts.
+# stopped_by. Also: a plan estimated past a few minutes says so before it starts, and
+# memtrain(1)'s examples run in under a minute each.
 # (The same over MPI, every rank stopping together: tests/test_memtrain_mpi.sh.)
 # usage: tests/test_memtrain_stop.sh [BINDIR]
 bin=${1:-build/bin}
@@ -91,6 +92,34 @@ has err "for 2 steps; to shorten it: fewer --steps, a smaller --batch (8) or --s
 expect 0 "a short plan is quiet" -- "$mt" --config "$tmp/m.cfg" --steps 1 --quiet
 lacks err "a long run"
 expect 2 "--cpu-gflops 0 refused" -- "$mt" --config "$tmp/m.cfg" --cpu-gflops 0
+
+# memtrain(1)'s EXAMPLES run as shown, each in under a minute (memplan and memtrain lines;
+# mpirun with --oversubscribe where MPI is built)
+bin_abs=$(cd "$bin" && pwd)
+mkdir "$tmp/ex"
+python3 - man/memtrain.1 >"$tmp/ex/cmds" <<'EOP'
+import re, sys
+text = open(sys.argv[1]).read()
+block = text.split(".SH EXAMPLES", 1)[1].split(".EX", 1)[1].split(".EE", 1)[0]
+block = block.replace("\\e\n", " ").replace("\\-", "-")
+for line in block.splitlines():
+    line = " ".join(line.split())
+    if line.startswith(("memplan ", "memtrain ", "mpirun ")):
+        print(line)
+EOP
+mpi=no
+command -v mpirun >/dev/null && ldd "$mt" 2>/dev/null | grep -q libmpi && mpi=yes
+asroot=""; [ "$(id -u)" = 0 ] && asroot="--allow-run-as-root"
+nex=0
+while IFS= read -r cmd; do
+    case $cmd in mpirun*) [ $mpi = yes ] || continue; cmd="mpirun --oversubscribe $asroot ${cmd#mpirun }" ;; esac
+    nex=$((nex + 1))
+    t0=$(now)
+    (cd "$tmp/ex" && PATH="$bin_abs:$PATH" timeout 60 sh -c "$cmd" >/dev/null 2>"$tmp/ex/err"); rc=$?
+    took=$(echo "$(now) - $t0" | bc)
+    if [ $rc -eq 0 ]; then ok "memtrain(1) example in $took s: $cmd"; else bad "memtrain(1) example (exit $rc, $took s): $cmd: $(tail -1 "$tmp/ex/err")"; fi
+done <"$tmp/ex/cmds"
+[ $nex -ge 5 ] || bad "memtrain(1)'s EXAMPLES: $nex commands found"
 
 echo "stop: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
