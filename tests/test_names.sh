@@ -130,6 +130,18 @@ grep -q "adamw8bit|adamw8|adamw_8bit|adamw_bnb_8bit=adamw-8bit" "$tmp/help" && o
     || bad "--help lacks the optimizer aliases"
 grep -q "^  --lora  .*--task lora" "$tmp/help" && grep -q "^  --qlora  .*--task qlora" "$tmp/help" \
     && ok "--help has --lora and --qlora" || bad "--help lacks --lora or --qlora"
+# memplan(1) is reference: an entry (a .TP item naming it) for every flag --help lists
+missing=$(python3 - "$tmp/help" <<'EOP'
+import re, sys
+man = open("man/memplan.1").read().split("\n")
+entries = {m for i, l in enumerate(man[:-1]) if l == ".TP"
+           for m in re.findall(r"--[a-z0-9-]+", man[i + 1].replace("\\-", "-"))}
+flags = set(re.findall(r"^  (?:-., )?(--[a-z0-9-]+)", open(sys.argv[1]).read(), re.M))
+print(len(flags), " ".join(sorted(flags - entries)))
+EOP
+)
+[ -n "$missing" ] && [ "${missing#* }" = "" ] && ok "memplan(1) has an entry for each of --help's ${missing% *} flags" \
+    || bad "flags --help lists without a memplan(1) entry: $missing"
 expect 2 "--lora with --task: the kind of training once" -- "$mp" estimate --model gpt2 --lora --task full
 has err "give the kind of training once: --task, --lora or --qlora"
 
