@@ -3,7 +3,8 @@
  * an image with any field out of range, resealed so that its checksum holds, is
  * refused with one line and leaves the trainer as it was; every prefix of an image
  * is refused; the manifest's counts are exact integers in range; the settings a
- * resume may change; the config file's comment and quoting rule.
+ * resume may change; the config file's comment and quoting rule; a step stopped
+ * between layers leaves the last completed step's state.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,8 +267,76 @@ static void test_config_comments(void)
           err);
 }
 
+/* ---------- a step stopped between layers (memtrain's SIGINT/SIGTERM) ---------- */
+
+typedef struct stop_at {
+    int asked, at; /* the at-th question says stop */
+} stop_at;
+
+static bool stop_nth(void *ctx)
+{
+    stop_at *s = ctx;
+    return ++s->asked == s->at;
+}
+
+/* Every point a step can stop at (after each layer of each micro-batch's forward and
+ * backward), both loaders: the step is abandoned, the state is byte for byte the last
+ * completed step's (the loader's position and shuffle buffer back), and the next step
+ * is the one a trainer never stopped takes. */
+static void test_stop(void)
+{
+    for (int loader = 0; loader < 2; loader++) {
+        mt_config c;
+        tiny(&c, MP_ADAMW);
+        c.shape.layers = 2, c.s.accum = 2, c.s.loader = loader ? MP_LOAD_STREAM : MP_LOAD_MEMORY;
+        c.s.shuffle_buffer = 4;
+        CHECK(!mt_config_finish(&c, err), "config: %s", err);
+        int points = 2 * c.s.accum * c.shape.layers; /* forward and backward, each layer, each micro-batch */
+        mt_trainer *whole = NULL;
+        mt_step_result r1, r2;
+        CHECK(!mt_trainer_create(&c, &whole, err), "create: %s", err);
+        if (!whole) return;
+        mt_trainer_step(whole, &r1, err);
+        mt_trainer_step(whole, &r2, err);
+        size_t nw;
+        uint8_t *sw = state_of(whole, &nw);
+        for (int at = 1; at <= points + 1; at++) {
+            mt_trainer *t = NULL;
+            CHECK(!mt_trainer_create(&c, &t, err), "create: %s", err);
+            if (!t) break;
+            mt_step_result r;
+            mt_trainer_step(t, &r, err);
+            size_t n0, n1, n2;
+            uint8_t *s0 = state_of(t, &n0);
+            stop_at sa = {0, at};
+            CHECK(!mt_trainer_set_stop(t, stop_nth, &sa, true, err), "set_stop: %s", err);
+            CHECK(!mt_trainer_step(t, &r, err), "%s loader, stop at %d: %s", loader ? "stream" : "memory", at, err);
+            bool stops = at <= points;
+            CHECK(r.stopped == stops && mt_trainer_steps(t) == (stops ? 1 : 2),
+                  "%s loader, stop at question %d of %d: stopped %d, steps %ld", loader ? "stream" : "memory", at,
+                  points, r.stopped, mt_trainer_steps(t));
+            uint8_t *s1 = state_of(t, &n1);
+            if (stops)
+                CHECK(s0 && s1 && n0 == n1 && !memcmp(s0, s1, n0),
+                      "%s loader, stopped at question %d: the state is not the last completed step's",
+                      loader ? "stream" : "memory", at);
+            mt_trainer_set_stop(t, NULL, NULL, false, err);
+            if (stops) mt_trainer_step(t, &r, err);
+            uint8_t *s2 = state_of(t, &n2);
+            CHECK(s2 && sw && n2 == nw && !memcmp(s2, sw, nw) && r.loss == r2.loss,
+                  "%s loader, stopped at question %d, then a step: not the step of a trainer never stopped",
+                  loader ? "stream" : "memory", at);
+            free(s0), free(s1), free(s2);
+            mt_trainer_free(t);
+        }
+        free(sw);
+        mt_trainer_free(whole);
+    }
+}
+
 int main(void)
 {
+    test_stop();
     test_image();
     test_manifest();
     test_changes();
