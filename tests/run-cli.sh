@@ -406,6 +406,20 @@ hdr=$(head -n 1 profiles/frameworks.csv)
 printf '%s\npt-nan,512,8,512,nan,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n' "$hdr" > "$tmp/nan.csv"
 expect 2 "a profile with frag nan refused" -- "$mp" estimate --model gpt2 --framework "$tmp/nan.csv"
 has err "framework 'pt-nan': frag 'nan' is not a number from -1e12 to 1e12"
+# the optimizer step a stack takes without --optimizer-impl (frameworks.csv optimizer_impl): torchtune's
+# recipes set fused: True; PyTorch 1.13 on the CPU steps tensor by tensor unless told foreach
+impl_of() { "$mp" estimate --model llama-3.2-1b --format json "$@" 2>/dev/null |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["settings"]["optimizer-impl"])'; }
+if [ "$(impl_of --framework torchtune)" = fused ] && [ "$(impl_of --framework pytorch-cpu)" = for-loop ] &&
+   [ "$(impl_of)" = foreach ] && [ "$(impl_of --framework hf)" = foreach ] &&
+   [ "$(impl_of --framework torchtune --optimizer-impl foreach)" = foreach ] &&
+   [ "$(impl_of --framework pytorch-cpu --optimizer adamw_torch_fused)" = fused ]; then
+    ok "each stack's own optimizer step unless --optimizer-impl (or adamw_torch_fused) says another"
+else bad "the stack's default optimizer step"; fi
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++) if ($i == "optimizer_impl") c = i } NR == 2 { $c = 7; $1 = "pt-impl" } NR <= 2' \
+    profiles/frameworks.csv > "$tmp/impl.csv"
+expect 2 "a profile with optimizer_impl 7 refused" -- "$mp" estimate --model gpt2 --framework "$tmp/impl.csv"
+has err "framework 'pt-impl': optimizer_impl 7 is not 0 (foreach), 1 (for-loop) or 2 (fused)"
 one_line_err
 printf '%s\npt-abc,abc,8,512,0.05,0,1,1,1,1,1,0,1,1,1,0,0,1,0,0,0,1,1,1,0,"x"\n' "$hdr" > "$tmp/abc.csv"
 expect 2 "a profile with a word for a number refused" -- "$mp" estimate --model gpt2 --framework "$tmp/abc.csv"

@@ -76,7 +76,7 @@ COLUMNS = (
 MEASUREMENT_COLUMNS = [
     "name", "framework", "device", "torch", "model", "family", "layers", "hidden",
     "heads", "kv_heads", "ffn", "vocab", "max_pos", "batch", "seq", "accum",
-    "precision", "optimizer", "checkpointing", "attention", "lora_rank",
+    "precision", "optimizer", "optimizer_impl", "checkpointing", "attention", "lora_rank",
     "lora_targets", "quant", "dropout", "ce", "params", "step_base_bytes",
     "allocated_peak_bytes", "reserved_peak_bytes", "device_peak_bytes", "peak_phase",
 ]

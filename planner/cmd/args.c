@@ -413,6 +413,11 @@ static int settle(cli *c)
     /* a config is estimated as its stack runs it, unless another profile is named */
     if (!c->framework && c->target) c->framework = mp_emit_target_framework(c->target);
     if (c->framework && !(c->s.framework = mp_framework_find(c->framework, err))) return cli_error("%s", err);
+    /* no --optimizer-impl (nor an optimizer name that says it, adamw_torch_fused): the step the
+     * stack takes (frameworks.csv optimizer_impl: torchtune's recipes fused, PyTorch 1.13 on the
+     * CPU per tensor) */
+    if (!(c->pinned & MP_PIN_STEP) && c->s.step_impl == MP_STEP_FOREACH)
+        c->s.step_impl = (mp_step_impl)settings_framework(&c->s)->optimizer_impl;
     if (c->gpu_name) {
         if (mp_gpu_lookup(c->gpu_name, &c->gpu, err)) return cli_error("%s for --gpu", err);
         c->have_gpu = true;

@@ -80,6 +80,7 @@ static const struct { const char *col, *flag; bool numeric; } row_opts[] = {
     {"ffn", "--ffn", true},          {"vocab", "--vocab", true},     {"max_pos", "--max-pos", true},
     {"batch", "--batch", true},      {"seq", "--seq", true},         {"accum", "--accum", true},
     {"precision", "--precision", false}, {"optimizer", "--optimizer", false},
+    {"optimizer_impl", "--optimizer-impl", false},
     {"checkpointing", "--checkpointing", false}, {"attention", "--attention", false},
     {"lora_rank", "--lora-rank", true}, {"lora_targets", "--lora-targets", false},
     {"quant", "--quant", false},     {"ce", "--ce", false},          {"dropout", NULL, true},
@@ -404,7 +405,7 @@ static void fit_allocator(const char *path, run *runs, int n, const mp_framework
 /* A profile as the text it will be written as (name, then framework.h's columns, then
  * source), so that the profile used for the fitted predictions is exactly the one
  * --framework FILE reads back. */
-#define NPCOLS 40 /* at least fw_ncolumns + 2 */
+#define NPCOLS 64 /* at least fw_ncolumns + 2: cmd_calibrate refuses to run otherwise */
 typedef struct profile_text {
     char v[NPCOLS][MP_SOURCE_LEN];
 } profile_text;
@@ -727,6 +728,10 @@ static int calibrate_report(const calibrate_args *a, const char *path, run *runs
 
 int cmd_calibrate(int argc, char **argv)
 {
+    /* a profile's text has a slot per column (profile_text): a column past them would overflow */
+    if (fw_ncolumns + 2 > NPCOLS)
+        return cli_error("calibrate holds %d profile columns, the profiles have %d: raise NPCOLS", NPCOLS - 2,
+                         fw_ncolumns);
     calibrate_args a;
     const char *path = NULL;
     int rc = calibrate_parse(argc, argv, &a, &path);

@@ -57,6 +57,7 @@ const fw_column fw_columns[] = {
     COL("nccl_comms", nccl_comms, false, 1, 1),
     COL("managed_paging", managed_paging, true, 1, 1),
     COL("ce_output_chunks", ce_output_chunks, false, 1, 0),
+    COL("optimizer_impl", optimizer_impl, false, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 

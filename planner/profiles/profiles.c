@@ -336,6 +336,12 @@ static int framework_from_row(const csv_table *t, char **row, int r, mp_framewor
         }
         fw_set(f, &fw_columns[i], d);
     }
+    if (f->optimizer_impl != 0 && f->optimizer_impl != 1 && f->optimizer_impl != 2) {
+        char qname[48];
+        snprintf(err, MP_ERR_LEN, "profile '%.100s': framework '%s': optimizer_impl %g is not 0 (foreach), 1 (for-loop) "
+                 "or 2 (fused)", path, mp_quote(f->name, qname, sizeof qname), f->optimizer_impl);
+        return -1;
+    }
     return 0;
 }
 

@@ -76,6 +76,8 @@ typedef struct mp_framework {
     double nccl_comms;        /* NCCL communicators a data-parallel run opens on each GPU (DeepSpeed: 2) */
     bool managed_paging;      /* paged optimizers page their states in CUDA managed memory (0: on the CPU) */
     double ce_output_chunks;  /* a chunked loss: the model returns this many chunks of logits as a list (torchtune: 8) */
+    double optimizer_impl;    /* the step the stack takes without --optimizer-impl: an mp_step_impl (0 foreach,
+                                 1 for-loop, 2 fused) */
     double act_scale;         /* calibrated factor on activations (1: as modelled) */
     char source[MP_SOURCE_LEN];
 } mp_framework;

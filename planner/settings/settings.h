@@ -104,6 +104,7 @@ enum { MP_PIN_PRECISION = 1 << 0, MP_PIN_OPTIMIZER = 1 << 1, MP_PIN_CKPT = 1 << 
        MP_PIN_ATTENTION = 1 << 3, MP_PIN_BATCH = 1 << 4, MP_PIN_ACCUM = 1 << 5,
        MP_PIN_SEQ = 1 << 6, MP_PIN_CE = 1 << 7, MP_PIN_LORA = 1 << 8,
        MP_PIN_QUANT = 1 << 9, MP_PIN_ZERO = 1 << 10, MP_PIN_OFFLOAD = 1 << 11,
-       MP_PIN_TARGETS = 1 << 12, MP_PIN_GPUS = 1 << 13 };
+       MP_PIN_TARGETS = 1 << 12, MP_PIN_GPUS = 1 << 13,
+       MP_PIN_STEP = 1 << 14 /* --optimizer-impl: not an axis; the stack's default applies without it */ };
 
 #endif

@@ -169,7 +169,9 @@ const mp_opt mp_settings_opts[] = {
     {"pp", MP_OPT_INT, S(pp), .lo = 1, .hi = 1024, .arg = "N", .help = "pipeline-parallel degree (default 1)"},
     {"ep", MP_OPT_INT, S(ep), .lo = 1, .hi = 4096, .arg = "N", .help = "expert-parallel degree (default 1)"},
     {"optimizer-impl", MP_OPT_ENUM, S(step_impl), .vocab = &mp_vocab_step_impl, .or_last = true,
-     .help = "how the optimizer step runs: its temporaries (default foreach)"},
+     .pin = MP_PIN_STEP,
+     .help = "how the optimizer step runs: its temporaries (default: the stack's; foreach, for-loop "
+             "under pytorch-cpu, fused under torchtune)"},
     {"loader", MP_OPT_ENUM, S(loader), .vocab = &mp_vocab_loader, .or_last = true,
      .help = "the training text held in host memory, or streamed through a shuffle buffer"},
     {"dataset-size", MP_OPT_SIZE, S(dataset_bytes), .arg = "SIZE",

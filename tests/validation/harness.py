@@ -165,6 +165,7 @@ def memplan_args(cfg, framework):
          "--batch", cfg["batch"], "--seq", cfg["seq"], "--accum", cfg["accum"],
          "--precision", cfg["precision"], "--optimizer", cfg["optimizer"],
          "--checkpointing", cfg["checkpointing"], "--attention", "eager", "--ce", "full",
+         "--optimizer-impl", "foreach",  # the step run_config builds (foreach=True)
          "--format", "json"]
     if cfg["family"] == "gpt2":
         a += ["--max-pos", cfg["max_pos"]]
@@ -247,7 +248,7 @@ def run(argv):
                    device=m.get("device_name", "cpu"),
                    reserved_peak_bytes=m.get("reserved_peak_bytes", ""),
                    device_peak_bytes=m.get("device_peak_bytes", ""),
-                   attention="eager", quant="none", ce="full",
+                   attention="eager", quant="none", ce="full", optimizer_impl="foreach",
                    dropout=1 if cfg["dropout"] > 0 else 0,
                    lora_targets=cfg["lora_targets"] if cfg["lora_rank"] else "",
                    params=m["params"], step_base_bytes=m["step_base_bytes"],
