@@ -337,14 +337,7 @@ static void readme_axolotl(sbuf *b, const mp_plan *p)
     sbuf_put(b, "DATA\n  DATA_FILE is plain text, one example a line (linked as data.txt, read as completions),\n"
                 "  %s into rows of %lld tokens: every step holds the micro-batch and sequence the plan counted.\n\n",
              packed(s) ? "packed" : "each padded", (long long)s->seq);
-    if (p->m->hf_id[0])
-        sbuf_put(b, "MODEL\n  config.yml loads %s from the Hugging Face Hub (or a local folder: edit base_model).\n"
-                    "  A gated model (Llama, Gemma, Mistral...) needs its license accepted on its Hub page and\n"
-                    "  a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n",
-                 EMIT_TEXT(p->m->hf_id));
-    else
-        sbuf_put(b, "MODEL\n  memplan has no Hub id for this model: set base_model in config.yml to its id or\n"
-                    "  folder.\n\n");
+    emit_readme_model(b, p->m, "config.yml", "base_model");
     sbuf_put(b, "WHAT TO CHANGE\n  The learning rate, steps, epochs, output folder and data change nothing the plan\n"
                 "  counted. The micro-batch, accumulation, sequence, precision, optimizer, checkpointing, attention,\n"
                 "  LoRA, quantisation and sharding keys are the plan's: to change one, plan again with memplan\n"

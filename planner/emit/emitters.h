@@ -58,6 +58,9 @@ int emit_check_engine(const mp_model *m, const mp_settings *s, char *err);
 /* 0, or -1 with err: tiled attention where the architecture's modeling file
  * declares no SDPA (the Trainer would run eager: another plan) */
 int emit_check_sdpa(const mp_model *m, const mp_settings *s, char *err);
+/* A bundle README's MODEL section: where FILE names the model (KEY), and the Hub login a
+ * gated model needs. */
+void emit_readme_model(sbuf *b, const mp_model *m, const char *file, const char *key);
 const char *emit_engine_name(emit_engine_kind k);
 /* The ZeRO bucket DeepSpeed is given, in elements (engine.c). */
 long long emit_zero_bucket(const mp_settings *s);

@@ -372,15 +372,7 @@ static void readme_hf(sbuf *b, const mp_plan *p)
                 "  lines are tokenised, joined with the end-of-text token and cut into sequences of %lld\n"
                 "  tokens, so every step sees the micro-batch and sequence the plan counted.\n\n",
              (long long)s->seq);
-    if (p->m->hf_id[0])
-        sbuf_put(b, "MODEL\n  train.py loads %s from the Hugging Face Hub (or a local folder: edit MODEL).\n"
-                    "  A gated model (Llama, Gemma, Mistral...) needs its license accepted on its Hub page and\n"
-                    "  a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n",
-                 EMIT_TEXT(p->m->hf_id));
-    else
-        sbuf_put(b, "MODEL\n  memplan has no Hub id for this model: set MODEL in train.py to its id or folder.\n"
-                    "  A gated model on the Hub (Llama, Gemma, Mistral...) needs its license accepted on its\n"
-                    "  Hub page and a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n");
+    emit_readme_model(b, p->m, "train.py", "MODEL");
     sbuf_put(b, "WHAT TO CHANGE\n  --steps, --lr, --output and the data change nothing the plan counted. The micro-batch,\n"
                 "  accumulation, sequence length, precision, optimizer, checkpointing, attention, loss,\n"
                 "  LoRA and sharding are the plan's: to change one, plan again with memplan and write a new\n"

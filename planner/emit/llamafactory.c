@@ -372,13 +372,7 @@ static void readme_llamafactory(sbuf *b, const mp_plan *pl)
                 "  To fine-tune on instructions instead, register your dataset in dataset_info.json and set\n"
                 "  stage: sft with packing: true (rows of cutoff_len tokens, padded to a multiple of 8).\n\n",
              (long long)s->seq);
-    if (pl->m->hf_id[0])
-        sbuf_put(b, "MODEL\n  llamafactory.yaml loads %s from the Hugging Face Hub (or a local folder: edit\n"
-                    "  model_name_or_path). A gated model (Llama, Gemma, Mistral...) needs its license accepted on\n"
-                    "  its Hub page and a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n",
-                 EMIT_TEXT(pl->m->hf_id));
-    else
-        sbuf_put(b, "MODEL\n  memplan has no Hub id for this model: set model_name_or_path in llamafactory.yaml.\n\n");
+    emit_readme_model(b, pl->m, "llamafactory.yaml", "model_name_or_path");
     sbuf_put(b, "WHAT TO CHANGE\n  max_steps, learning_rate, output_dir and the data change nothing the plan counted. The\n"
                 "  micro-batch, accumulation, cutoff_len, precision, optimizer, checkpointing, attention, LoRA,\n"
                 "  quantisation, DeepSpeed's config and the GPU count are the plan's: to change one, plan again\n"

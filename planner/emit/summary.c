@@ -87,3 +87,14 @@ void emit_summary_prefixed(sbuf *b, const mp_plan *p, const emit_engine *e, cons
 }
 
 void emit_summary_comment(sbuf *b, const mp_plan *p, const emit_engine *e) { emit_summary_prefixed(b, p, e, "# "); }
+
+void emit_readme_model(sbuf *b, const mp_model *m, const char *file, const char *key)
+{
+    if (m->hf_id[0])
+        sbuf_put(b, "MODEL\n  %s loads %s from the Hugging Face Hub;\n  for a local copy, set %s to its folder.\n",
+                 file, EMIT_TEXT(m->hf_id), key);
+    else
+        sbuf_put(b, "MODEL\n  memplan has no Hub id for this model: set %s in %s to its id or folder.\n", key, file);
+    sbuf_put(b, "  A gated model on the Hub (Llama, Gemma, Mistral...) needs its license accepted on its\n"
+                "  Hub page and a login first: huggingface-cli login, or HF_TOKEN in the environment.\n\n");
+}
