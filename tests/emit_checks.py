@@ -61,3 +61,18 @@ def same_value(plan_value, check_value):
         except ValueError:
             return False
     return check_value == str(plan_value)
+
+
+# plan settings that are the search's, not the run's: no file states them
+NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
+
+
+def check_back(memplan, path, plan, extra=()):
+    """memplan check on an emitted file, with the plan's --gpu and --gpus (and EXTRA), as JSON."""
+    s = plan["settings"]
+    args = [memplan, "check", path, "--format", "json", *extra]
+    if s.get("gpu"):
+        args += ["--gpu", s["gpu"]]
+    if s["gpus"] > 1:
+        args += ["--gpus", str(s["gpus"])]
+    return subprocess.run(args, capture_output=True, text=True)

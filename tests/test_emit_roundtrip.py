@@ -27,15 +27,13 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from emit_checks import Tally, same_value
+from emit_checks import NOT_A_SETTING, Tally, check_back, same_value
 
 TALLY = Tally()
 check = TALLY.check
 
 # the file of each bundle that check is given
 MAIN = {"axolotl": "config.yml", "llamafactory": "llamafactory.yaml", "memtrain": "memtrain.conf"}
-# plan settings that are the search's, not the run's
-NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
 # settings a file may leave to the launcher
 LAUNCHER = {"gpus", "zero"}
 # targets that write an engine's file alone: the script it launches states the rest (given as flags)
@@ -54,16 +52,6 @@ def emit(memplan, target, args, out):
         return None
     check(p.returncode == 0, f"{target} {' '.join(args)}: memplan exit {p.returncode}: {p.stderr.strip()[:300]}")
     return json.loads(p.stdout) if p.returncode == 0 else None
-
-
-def read_back(memplan, path, plan, extra=()):
-    s = plan["settings"]
-    args = [memplan, "check", path, "--format", "json", *extra]
-    if s.get("gpu"):
-        args += ["--gpu", s["gpu"]]
-    if s["gpus"] > 1:
-        args += ["--gpus", str(s["gpus"])]
-    return subprocess.run(args, capture_output=True, text=True)
 
 
 def flags_beyond(plan, p):
@@ -139,7 +127,7 @@ def one(memplan, tmp, i, target, args):
         return None
     tag = f"{target} {' '.join(args)}"
     path = os.path.join(out, MAIN[target])
-    p = read_back(memplan, path, plan)
+    p = check_back(memplan, path, plan)
     if target in ENGINE_FILES:  # the model and what the launched script states, as flags
         model = args[args.index("--model") + 1]
         if target == "accelerate" and plan["settings"]["framework"] == "deepspeed" or \
@@ -147,10 +135,10 @@ def one(memplan, tmp, i, target, args):
             # accelerate's DeepSpeed plugin names the JSON: written beside it, as the hf bundle does
             subprocess.run([memplan, *args, "--emit", "deepspeed", "-o", os.path.join(out, "ds_config.json")],
                            capture_output=True)
-        p = read_back(memplan, path, plan, ["--model", model])
+        p = check_back(memplan, path, plan, ["--model", model])
         flags = flags_beyond(plan, p)
         if flags is not None:
-            p = read_back(memplan, path, plan, ["--model", model, *flags])
+            p = check_back(memplan, path, plan, ["--model", model, *flags])
     return tag, plan, p
 
 

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
-from emit_checks import Tally, csv_rows, emit, same_value
+from emit_checks import NOT_A_SETTING, Tally, check_back, csv_rows, emit, same_value
 
 ENGINES = "tests/data/engines"
 # Arguments of the components the config builds, from torchtune's source (README.txt beside
@@ -281,18 +281,6 @@ def check_refusals(memplan, tmp):
         check(not os.path.exists(out), f"{tag}: nothing written")
 
 
-# plan settings the check does not read from a torchtune.yaml (the plan's search, not the run)
-NOT_A_SETTING = {"gpu", "task", "headroom", "global-batch"}
-
-
-def run_check(memplan, path, plan, extra):
-    s = plan["settings"]
-    args = [memplan, "check", path, "--format", "json", *extra]
-    if s.get("gpu"):
-        args += ["--gpu", s["gpu"]]
-    if s["gpus"] > 1:
-        args += ["--gpus", str(s["gpus"])]
-    return subprocess.run(args, capture_output=True, text=True)
 
 
 def compare_round_trip(tag, plan, p):
@@ -325,8 +313,8 @@ def compare_round_trip(tag, plan, p):
 def round_trip(memplan, trip):
     """memplan check on an emitted file (run beside the emits, in threads: ~130 runs)."""
     tag, path, plan, gemma2 = trip
-    p = run_check(memplan, path, plan, [])
-    flash = run_check(memplan, path, plan, ["--attention", "flash"]) if gemma2 else None
+    p = check_back(memplan, path, plan, [])
+    flash = check_back(memplan, path, plan, ["--attention", "flash"]) if gemma2 else None
     return trip, p, flash
 
 
