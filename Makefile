@@ -119,6 +119,8 @@ test-cli: $(PROGS)
 	@tests/layering.sh
 	@tests/run-cli.sh $(BIN)
 	@tests/test_names.sh $(BIN)
+	@# the section-5 pages list exactly the keys and columns the programs read and write
+	@tests/test_man5.sh $(BIN)
 	@# verdicts: host RAM, hints followed, the stack, one screen, 120-column tables (issue 33)
 	@tests/test_verdicts.sh $(BIN)
 	@tests/test_memtop_e2e.sh $(BIN)
@@ -243,14 +245,16 @@ validate-ddp: $(PROGS) $(COUNTER)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) ddp --out $(BUILD)/ddp-measurements.csv
 
 install: $(PROGS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANPREFIX)/man1 $(DESTDIR)$(MANPREFIX)/man5
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANPREFIX)/man1/
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANPREFIX)/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/memplan/profiles
 	install -m 644 profiles/*.csv $(DESTDIR)$(PREFIX)/share/memplan/profiles/
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,memplan memtrain memtop)
 	rm -f $(addprefix $(DESTDIR)$(MANPREFIX)/man1/,memplan.1 memtrain.1 memtop.1)
+	rm -f $(addprefix $(DESTDIR)$(MANPREFIX)/man5/,memtrain.conf.5 memplan-profiles.5 memtrain-metrics.5)
 	rm -rf $(DESTDIR)$(PREFIX)/share/memplan
 
 clean:
