@@ -16,11 +16,12 @@ same() {
     sort -u "$2" >"$tmp/a" && sort -u "$3" >"$tmp/b"
     if cmp -s "$tmp/a" "$tmp/b"; then pass "$1"; else fail "$1 (< page, > source)"; diff "$tmp/a" "$tmp/b"; fi
 }
-# the words a page lists after .TP lines under one .SH or .SS heading (first word of the .B/.BR
-# line, man escapes undone)
-listed() { # PAGE SECTION-REGEX
-    awk -v sec="$2" '
-        /^\.S[HS] / { on = ($0 ~ sec) ; next }
+# the words a page lists after .TP lines under a .SH heading matching SH and (when given) a
+# .SS heading matching SS: the first word of the .B/.BR line, man escapes undone
+listed() { # PAGE SH-REGEX [SS-REGEX]
+    awk -v sh="$2" -v ss="${3:-}" '
+        /^\.SH / { insh = ($0 ~ sh); on = insh && ss == ""; tp = 0; next }
+        /^\.SS / { on = insh && (ss == "" || $0 ~ ss); tp = 0; next }
         on && tp { n = split($0, w, " "); if (w[1] == ".B" || w[1] == ".BR") { x = w[2]; gsub(/"/, "", x); print x } }
         { tp = on && $0 == ".TP" }' "$1" | sed 's/\\-/-/g; s/,$//'
 }
@@ -39,7 +40,7 @@ done
 
 # --- memtrain.conf(5): its keys are memtrain's (--help lists every config key from the rows)
 page=man/memtrain.conf.5
-listed "$page" '^\.(SH KEYS|SS )' | sed 's/ .*//' >"$tmp/page-keys"
+listed "$page" '^\.SH KEYS' | sed 's/ .*//' >"$tmp/page-keys"
 "$bin/memtrain" --help 2>&1 | sed -n '/^config keys/,/^exit status/{/^config keys/d;p;}' | tr ' ' '\n' | sed -n 's/^--//p' >"$tmp/help-keys"
 same "memtrain.conf(5) lists exactly memtrain's config keys (memtrain --help)" "$tmp/page-keys" "$tmp/help-keys"
 # and the rows in the sources: the shape, the settings memtrain reads, zero and ranks, its own
@@ -62,6 +63,44 @@ if (cd "$tmp" && "$bin/memtrain" --config plan.cfg --steps 1 --quiet >out 2>&1);
 else fail "memtrain.conf(5)'s example runs"; cat "$tmp/out"; fi
 "$bin/memplan" check "$tmp/plan.cfg" >"$tmp/out" 2>&1 && pass "memplan check reads memtrain.conf(5)'s example" ||
     { fail "memplan check reads memtrain.conf(5)'s example"; cat "$tmp/out"; }
+
+# --- memtrain-metrics(5): the metrics columns are metrics_format.c's, tools/memplan_callback.py's
+# COLUMNS and (in order) what memtrain writes; the measurements columns MEASUREMENT_COLUMNS
+page=man/memtrain-metrics.5
+listed "$page" '^\.SH METRICS FILE' '^\.SS Columns' >"$tmp/page-metrics"
+sed -n '/names\[MP_NMETRIC\] = {/,/};/p' planner/memtrain/metrics_format.c | grep -o '"[a-z_0-9]*"' | tr -d '"' >"$tmp/src-metrics"
+if cmp -s "$tmp/page-metrics" "$tmp/src-metrics"; then pass "memtrain-metrics(5)'s columns are metrics_format.c's, in order"
+else fail "memtrain-metrics(5)'s columns are metrics_format.c's, in order"; diff "$tmp/page-metrics" "$tmp/src-metrics"; fi
+PYTHONPATH=tools python3 -c 'import memplan_callback as m; print("\n".join(m.COLUMNS))' >"$tmp/py-metrics" 2>"$tmp/err" ||
+    { fail "tools/memplan_callback.py imports"; cat "$tmp/err"; }
+cmp -s "$tmp/page-metrics" "$tmp/py-metrics" && pass "memtrain-metrics(5)'s columns are memplan_callback.py's COLUMNS" ||
+    fail "memtrain-metrics(5)'s columns are memplan_callback.py's COLUMNS"
+PYTHONPATH=tools python3 -c 'import memplan_callback as m; print(m.FORMAT_LINE)' >"$tmp/py-format" 2>/dev/null
+grep -qxF "$(cat "$tmp/py-format")" "$page" && pass "memtrain-metrics(5) states the format line" ||
+    fail "memtrain-metrics(5) states the format line"
+# what memtrain writes: its format line and its header, as the page's example shows them
+printf 'family = gpt2\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 256\nseq = 32\nbatch = 2\n' >"$tmp/m.cfg"
+if "$bin/memtrain" --config "$tmp/m.cfg" --steps 1 --quiet --metrics "$tmp/run.csv" >"$tmp/out" 2>&1; then
+    head -1 "$tmp/run.csv" >"$tmp/got-format"; grep -v '^#' "$tmp/run.csv" | head -1 >"$tmp/got-header"
+    cmp -s "$tmp/got-format" "$tmp/py-format" && pass "memtrain writes the format line the page states" ||
+        fail "memtrain writes the format line the page states"
+    tr -d '"' <"$tmp/got-header" | tr ',' '\n' | cmp -s - "$tmp/page-metrics" &&
+        pass "memtrain writes the page's columns, in order" || fail "memtrain writes the page's columns, in order"
+    example "$page" 1 | grep -v '^#' | head -1 | cmp -s - "$tmp/got-header" &&
+        pass "memtrain-metrics(5)'s example header is memtrain's" || fail "memtrain-metrics(5)'s example header is memtrain's"
+else fail "memtrain writes a metrics file"; cat "$tmp/out"; fi
+listed "$page" '^\.SH MEASUREMENTS FILE' '^\.SS Columns' >"$tmp/page-meas"
+PYTHONPATH=tools python3 -c 'import memplan_callback as m; print("\n".join(m.MEASUREMENT_COLUMNS))' >"$tmp/py-meas" 2>/dev/null
+if cmp -s "$tmp/page-meas" "$tmp/py-meas"; then pass "memtrain-metrics(5)'s measurement columns are MEASUREMENT_COLUMNS, in order"
+else fail "memtrain-metrics(5)'s measurement columns are MEASUREMENT_COLUMNS, in order"; diff "$tmp/page-meas" "$tmp/py-meas"; fi
+# every column memplan calibrate reads is one of them
+grep -o '{"[a-z_]*", "--\|{"dropout", NULL\|csv_table_col(t, "[a-z_]*")' planner/cmd/calibrate.c | grep -o '"[a-z_]*"' | tr -d '"' | sort -u |
+    comm -23 - "$(sort -u "$tmp/py-meas" >"$tmp/m2"; echo "$tmp/m2")" >"$tmp/extra"
+[ -s "$tmp/extra" ] && { fail "memplan calibrate reads columns the page lacks"; cat "$tmp/extra"; } ||
+    pass "every column memplan calibrate reads is in memtrain-metrics(5)"
+example "$page" 2 | head -1 | tr ',' '\n' | sort -u | comm -23 - "$tmp/m2" | grep -q . &&
+    fail "memtrain-metrics(5)'s measurements example has columns of its own" ||
+    pass "memtrain-metrics(5)'s measurements example has only listed columns"
 
 echo "test_man5: $fails failed"
 [ "$fails" -eq 0 ]
