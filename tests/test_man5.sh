@@ -102,5 +102,29 @@ example "$page" 2 | head -1 | tr ',' '\n' | sort -u | comm -23 - "$tmp/m2" | gre
     fail "memtrain-metrics(5)'s measurements example has columns of its own" ||
     pass "memtrain-metrics(5)'s measurements example has only listed columns"
 
+# --- memplan-profiles(5): each file's columns are the shipped CSV's header, and the framework
+# columns fw_columns' rows (with name and source)
+page=man/memplan-profiles.5
+for f in models gpus frameworks; do
+    sec=$(echo "$f" | tr a-z A-Z)
+    listed "$page" "^\\.SH $sec\\.CSV" >"$tmp/page-$f"
+    head -1 "profiles/$f.csv" | tr -d '\r' | tr ',' '\n' >"$tmp/csv-$f"
+    same "memplan-profiles(5) lists exactly profiles/$f.csv's columns" "$tmp/page-$f" "$tmp/csv-$f"
+done
+{ echo name; echo source; sed -n 's/^ *COL("\([a-z_0-9]*\)".*/\1/p' planner/profiles/framework.c; } >"$tmp/src-fw"
+same "memplan-profiles(5) lists exactly framework.c's fw_columns" "$tmp/page-frameworks" "$tmp/src-fw"
+# every column profiles.c reads from models.csv and gpus.csv is in the page (hf_id: in its prose)
+grep -o '[CF]("[a-z_0-9]*"\|(t, row, "[a-z_0-9]*"' planner/profiles/profiles.c | grep -o '"[a-z_0-9]*"' | tr -d '"' | sort -u |
+    comm -23 - "$(cat "$tmp/page-models" "$tmp/page-gpus" | sort -u >"$tmp/mg"; echo "$tmp/mg")" >"$tmp/extra"
+if [ "$(cat "$tmp/extra")" = hf_id ] && grep -q '^\.B hf_id$' "$page"; then pass "every column profiles.c reads is in memplan-profiles(5)"
+else fail "every column profiles.c reads is in memplan-profiles(5)"; cat "$tmp/extra"; fi
+# the example profile loads, and its columns are listed ones
+mkdir "$tmp/ex" && example "$page" 1 >"$tmp/ex/mystack.csv"
+if "$bin/memplan" --model gpt2 --gpu 24GB --framework "$tmp/ex/mystack.csv" >"$tmp/out" 2>&1; then
+    pass "memplan-profiles(5)'s example profile loads"
+else fail "memplan-profiles(5)'s example profile loads"; cat "$tmp/out"; fi
+head -1 "$tmp/ex/mystack.csv" | tr ',' '\n' | sort -u | comm -23 - "$(sort -u "$tmp/src-fw" >"$tmp/fw2"; echo "$tmp/fw2")" | grep -q . &&
+    fail "memplan-profiles(5)'s example has columns of its own" || pass "memplan-profiles(5)'s example has only listed columns"
+
 echo "test_man5: $fails failed"
 [ "$fails" -eq 0 ]
