@@ -47,7 +47,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = os.path.join(ROOT, "tests", "data", "configs")
-MAN = ["man/memplan.1", "man/memtop.1", "man/memtrain.1"]
+MAN = ["man/memplan.1", "man/memtop.1", "man/memtrain.1", "man/memtrain.conf.5", "man/memtrain-metrics.5",
+       "man/memplan-profiles.5"]
 # the repository's folders a block may read (tests/validation/..., profiles/*.csv)
 CHECKOUT = ["bench", "fuzz", "man", "planner", "profiles", "tests", "tools", "trainer", "tui", "Makefile"]
 RUNNABLE = {"memplan", "head", "cut", "echo", "xmllint", "tail", "grep",
@@ -120,7 +121,7 @@ class Block:
 
 def find_blocks(path, text):
     """Every fence (Markdown) or .EX/.EE pair (man), examples or not."""
-    man = path.endswith(".1")
+    man = path.endswith((".1", ".5"))
     lines = text.split("\n")
     blocks, i = [], 0
     open_re, close = (r"^\.EX$", ".EE") if man else (r"^```[\w-]*$", "```")
@@ -156,7 +157,7 @@ def runnable_line(run, allowed=RUNNABLE):
 
 
 def runnable(block):
-    allowed = RUNNABLE if block.path.endswith(".1") else RUNNABLE_MD
+    allowed = RUNNABLE if block.path.endswith((".1", ".5")) else RUNNABLE_MD
     return all(runnable_line(run, allowed) for _, run in block.commands())
 
 
@@ -284,7 +285,7 @@ def main(argv):
         except OSError as e:
             print("examples: error: cannot read '%s': %s" % (path, e.strerror), file=sys.stderr)
             return 2
-        man = path.endswith(".1")
+        man = path.endswith((".1", ".5"))
         lines = text.split("\n")
         # from the last block up, so that rewriting one keeps the others' line numbers
         for b in reversed(find_blocks(path, text)):

@@ -82,7 +82,7 @@ v_plan=$("$mp" --version | sed -n 's/^memplan \([^ ]*\)$/\1/p')
 v_top=$("$bin/memtop" --version | sed -n 's/^memtop \([^ ]*\) .*/\1/p')
 v_train=$v_plan
 [ -x "$bin/memtrain" ] && v_train=$("$bin/memtrain" --version | sed -n 's/^memtrain \([^ ]*\) .*/\1/p')
-v_man=$(sed -n '1,3s/^\.TH .*"memplan \([^"]*\)".*/\1/p' man/memplan.1 man/memtrain.1 man/memtop.1 | sort -u)
+v_man=$(sed -s -n '1,3s/^\.TH .*"memplan \([^"]*\)".*/\1/p' man/*.1 man/*.5 | sort -u)
 if [ -n "$v_plan" ] && [ "$v_plan" = "$v_top" ] && [ "$v_plan" = "$v_train" ] && [ "$v_plan" = "$v_man" ]; then
     ok "one version: memplan, memtrain, memtop and their man pages say $v_plan"
 else
