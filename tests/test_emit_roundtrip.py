@@ -77,7 +77,11 @@ def compare(tag, plan, p):
     check(p.returncode in (0, 1), f"{tag}: check exit {p.returncode}: {p.stderr.strip()[:300]}")
     if p.returncode not in (0, 1):
         return
-    got = json.loads(p.stdout)
+    try:
+        got = json.loads(p.stdout)
+    except ValueError:  # a sanitizer's report exits 1 with nothing on standard output
+        check(False, f"{tag}: check printed no JSON (exit {p.returncode}): {p.stderr.strip()[:400]}")
+        return
     s = plan["settings"]
     origins = {o["setting"]: o for o in got["settings"]}
     for k in ("framework", "precision", "optimizer", "batch", "accum", "seq", "checkpointing", "attention"):

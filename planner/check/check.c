@@ -115,8 +115,9 @@ static int read_file(ck_state *st, const char *path, const ck_format *as, char *
     }
     snprintf(c->format[c->nfiles], sizeof c->format[0], "%s", f->name);
     mp_quote(path, c->file[c->nfiles], sizeof c->file[0]);
+    snprintf(st->path[c->nfiles], sizeof st->path[0], "%s", path);
+    st->file = st->path[c->nfiles];
     c->nfiles++;
-    st->file = path;
     int rc = read_map(f, st, root, "", err);
     ck_free(root);
     return rc;

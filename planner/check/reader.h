@@ -22,6 +22,8 @@ typedef struct ck_state {
     unsigned given;              /* MP_PIN_* of the settings a key set */
     char model_ref[1024];        /* the model a file names (a Hub id, a folder, a builder) */
     char named[CK_MAX_FILES][1024]; /* files a file names (a DeepSpeed JSON) */
+    char path[CK_MAX_FILES][4096];  /* each file's path as read: `file` points at one (a named
+                                       file's path is built on read_named's stack) */
     int nnamed;
     int64_t procs;               /* processes a file says (accelerate num_processes), 0: none */
     const mp_gpu *gpu;           /* the budget's GPU, for what depends on it (bf16: auto) */
