@@ -146,9 +146,14 @@ static int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
     if (!t) {
         char list[160];
         package_list(list, sizeof list);
-        REFUSE("no torchtune builder memplan knows has the shape of '%.40s' (%lld layers, hidden %lld, vocab "
-               "%lld; builders: torchtune.models' %s)", m->name, (long long)m->layers, (long long)m->hidden,
-               (long long)m->vocab, list);
+        /* one whole line: without the builders where they would not fit */
+        if (snprintf(err, MP_ERR_LEN, "no torchtune builder memplan knows has the shape of '%.40s' (%lld layers, "
+                     "hidden %lld, vocab %lld; builders: torchtune.models' %s)", m->name, (long long)m->layers,
+                     (long long)m->hidden, (long long)m->vocab, list) >= MP_ERR_LEN)
+            snprintf(err, MP_ERR_LEN, "no torchtune builder memplan knows has the shape of '%.40s' (%lld layers, "
+                     "hidden %lld, vocab %lld)", m->name, (long long)m->layers, (long long)m->hidden,
+                     (long long)m->vocab);
+        return -1;
     }
     if (check_numerics(s, err) || check_lora(t, s, err) || check_parallel(s, err)) return -1;
     /* the recipes raise on offloading without checkpointing */
