@@ -405,9 +405,8 @@ static void fit_allocator(const char *path, run *runs, int n, const mp_framework
 /* A profile as the text it will be written as (name, then framework.h's columns, then
  * source), so that the profile used for the fitted predictions is exactly the one
  * --framework FILE reads back. */
-#define NPCOLS 64 /* at least fw_ncolumns + 2: cmd_calibrate refuses to run otherwise */
 typedef struct profile_text {
-    char v[NPCOLS][MP_SOURCE_LEN];
+    char v[FW_MAX_COLUMNS + 2][MP_SOURCE_LEN]; /* name, the columns, source */
 } profile_text;
 
 static const char *profile_col(int i)
@@ -728,10 +727,6 @@ static int calibrate_report(const calibrate_args *a, const char *path, run *runs
 
 int cmd_calibrate(int argc, char **argv)
 {
-    /* a profile's text has a slot per column (profile_text): a column past them would overflow */
-    if (fw_ncolumns + 2 > NPCOLS)
-        return cli_error("calibrate holds %d profile columns, the profiles have %d: raise NPCOLS", NPCOLS - 2,
-                         fw_ncolumns);
     calibrate_args a;
     const char *path = NULL;
     int rc = calibrate_parse(argc, argv, &a, &path);

@@ -60,6 +60,7 @@ const fw_column fw_columns[] = {
     COL("optimizer_impl", optimizer_impl, false, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
+_Static_assert(sizeof fw_columns / sizeof *fw_columns <= FW_MAX_COLUMNS, "raise FW_MAX_COLUMNS");
 
 double fw_get(const mp_framework *f, const fw_column *c)
 {

@@ -19,6 +19,9 @@ typedef struct fw_column {
     double unit;              /* bytes per file unit (the MiB columns), else 1 */
     double absent;            /* the value when a file lacks the column (columns added later) */
 } fw_column;
+/* At most this many (framework.c asserts it at compile time): room for a
+ * profile's columns in fixed arrays (memplan calibrate's profile text). */
+enum { FW_MAX_COLUMNS = 64 };
 extern const fw_column fw_columns[];
 extern const int fw_ncolumns;
 /* A column's value in the file's unit, and back. */
