@@ -26,31 +26,23 @@ int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
     return len;
 }
 
-bool utf8_valid(const char *s)
+/* Every character of s decodes, and with `plain` shows as itself too. */
+static bool all_chars(const char *s, bool plain)
 {
     size_t n = strlen(s);
     const unsigned char *p = (const unsigned char *)s;
     uint32_t cp;
     while (n) {
         int k = utf8_decode(p, n, &cp);
-        if (!k) return false;
+        if (!k || (plain && !utf8_shows_as_itself(cp))) return false;
         p += k, n -= (size_t)k;
     }
     return true;
 }
 
-bool utf8_plain(const char *s)
-{
-    size_t n = strlen(s);
-    const unsigned char *p = (const unsigned char *)s;
-    uint32_t cp;
-    while (n) {
-        int k = utf8_decode(p, n, &cp);
-        if (!k || !utf8_shows_as_itself(cp)) return false;
-        p += k, n -= (size_t)k;
-    }
-    return true;
-}
+bool utf8_valid(const char *s) { return all_chars(s, false); }
+
+bool utf8_plain(const char *s) { return all_chars(s, true); }
 
 bool utf8_shows_as_itself(uint32_t cp)
 {
