@@ -2,6 +2,15 @@
 # End-to-end tests of the commands: real invocations, exit codes, messages, formats.
 bin=${1:-build/bin}
 . tests/lib.sh
+# suite NAME SCRIPT: a test script run on $bin whose last line is "NAME: P passed, F failed";
+# its other lines shown, its counts added to these
+suite() {
+    suite_out=$(sh "$2" "$bin" 2>&1)
+    printf '%s\n' "$suite_out" | sed '$d'
+    suite_p=$(printf '%s\n' "$suite_out" | sed -n "s/^$1: \([0-9]*\) passed, \([0-9]*\) failed\$/\1/p")
+    suite_f=$(printf '%s\n' "$suite_out" | sed -n "s/^$1: \([0-9]*\) passed, \([0-9]*\) failed\$/\2/p")
+    if [ -n "$suite_p" ]; then pass=$((pass + suite_p)); fail=$((fail + suite_f)); else bad "$2 did not finish"; fi
+}
 one_line_err() { n=$(wc -l <"$tmp/err"); if [ "$n" -eq 1 ]; then ok "one-line error"; else bad "error has $n lines"; fi; }
 
 mp="$bin/memplan"
@@ -575,35 +584,19 @@ assert a+b==full, (a, b, full)
     has out "metrics format v1"
     # the flash tile from memtrain's flag to the planner's prediction (issue 31): measured
     # against memplan's prediction for the same config (tests/test_memtrain_tile.sh)
-    tile_out=$(sh tests/test_memtrain_tile.sh "$bin" 2>&1)
-    printf '%s\n' "$tile_out" | sed '$d'
-    tp=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-    tf=$(printf '%s\n' "$tile_out" | sed -n 's/^tile: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-    if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_memtrain_tile.sh did not finish"; fi
+    suite tile tests/test_memtrain_tile.sh
     # SIGINT/SIGTERM between layers, the checkpoint of the last completed step, 128 + N;
     # a long plan says so before it starts (issue 33; tests/test_memtrain_stop.sh)
-    stop_out=$(sh tests/test_memtrain_stop.sh "$bin" 2>&1)
-    printf '%s\n' "$stop_out" | sed '$d'
-    sp=$(printf '%s\n' "$stop_out" | sed -n 's/^stop: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-    sf=$(printf '%s\n' "$stop_out" | sed -n 's/^stop: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-    if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_memtrain_stop.sh did not finish"; fi
+    suite stop tests/test_memtrain_stop.sh
 fi
 
 # ---------------------------------------------------------------------------
 # memplan table, ladder, sweep and plot (issue 5): the checks are in
 # tests/test_tables.sh; its counts are added to these.
-tables_out=$(sh tests/test_tables.sh "$bin" 2>&1)
-printf '%s\n' "$tables_out" | sed '$d'
-tp=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-tf=$(printf '%s\n' "$tables_out" | sed -n 's/^tables: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-if [ -n "$tp" ]; then pass=$((pass + tp)); fail=$((fail + tf)); else bad "tests/test_tables.sh did not finish"; fi
+suite tables tests/test_tables.sh
 # ---------------------------------------------------------------------------
 # the speed model against published throughput (issue 13): tests/test_speed.sh
-speed_out=$(sh tests/test_speed.sh "$bin" 2>&1)
-printf '%s\n' "$speed_out" | sed '$d'
-sp=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-sf=$(printf '%s\n' "$speed_out" | sed -n 's/^speed: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-if [ -n "$sp" ]; then pass=$((pass + sp)); fail=$((fail + sf)); else bad "tests/test_speed.sh did not finish"; fi
+suite speed tests/test_speed.sh
 # pre-quantised checkpoints (issue 11): quantization_config's storage counted as stored.
 # Expected: the file sizes TheBloke published for Llama-2-13B GPTQ 4-bit (README "Provided files",
 # as copied in https://huggingface.co/tridungduong16/Llama-2-13B-GPTQ-Orca @fd5b5b96: group 128
