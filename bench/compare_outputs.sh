@@ -91,7 +91,7 @@ export cache
 # shellcheck disable=SC2016
 xargs -P "$jobs" -L 1 sh -c '
 i=$1; shift
-mask() { sed -e "s/^search took [0-9.]* ms$/search took (masked) ms/" -e "s/\"search_ms\": *[0-9.e+-]*/\"search_ms\": 0/" "$1"; }
+mask() { sed -e "s/^search took [0-9.]* ms/search took (masked) ms/" -e "s/\"search_ms\": *[0-9.e+-]*/\"search_ms\": 0/" "$1"; }
 for side in base new; do
     eval "bin=\$$side"
     if [ "$side" = base ] && [ -n "$cache" ] && [ -f "$cache/$i.out" ]; then
