@@ -35,7 +35,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
 # memplan needs no BLAS threads: GSL gets its small CBLAS there, OpenBLAS elsewhere.
-PLAN_LIBS  := -lgsl -lgslcblas -ljansson -lcsv -lyaml -lm
+PLAN_LIBS  := -lgsl -lgslcblas -ljansson -lcsv -lyaml -lm -lpthread
 FULL_LIBS  := -lgsl $(BLAS_LIBS) $(CURSES_LIBS) -ljansson -lcsv -lyaml -lm -lpthread
 # MPI (OpenMPI): memtrain trains data parallel under mpirun when found (MPI=no builds
 # without it). From mpicc's wrapper flags, else pkg-config's ompi-c.

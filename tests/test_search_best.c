@@ -11,6 +11,7 @@
 #include "search/search.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
+#include "estimate/estimate.h"
 #include "estimate/reserve.h"
 
 #include <stdlib.h>
@@ -28,7 +29,33 @@ static bool same_plan(const mp_candidate *a, const mp_candidate *b)
            x->quant == y->quant && x->zero == y->zero && x->offload == y->offload && x->gpus == y->gpus;
 }
 
-static int compared, differed, least_compared;
+static int compared, differed, least_compared, any_compared, any_differed;
+
+/* opts.any_fits: the same verdict as the whole search, and a plan that fits
+ * is one that fits estimated whole (its figures the whole estimate's). */
+static void any_fits(const mp_model *m, const mp_settings *base, const mp_gpu *g, mp_search_opts o, int rw,
+                     const mp_search_result *whole, const char *err)
+{
+    char e2[MP_ERR_LEN];
+    mp_search_result any;
+    o.best_only = false, o.want_least = false, o.any_fits = true;
+    int ra = mp_search(m, base, g, &o, &any, e2);
+    bool ok = ra == rw && (rw ? !strcmp(err, e2) : any.n == 1);
+    if (ok && !rw) {
+        const mp_candidate *k = &any.cands[0];
+        ok = k->fits == (whole->n && whole->cands[0].fits);
+        if (ok && k->fits) {
+            mp_estimate e;
+            ok = k->verified && !mp_estimate_run(m, &k->s, g, &e, e2) && e.device_bytes == k->device_bytes &&
+                 mp_fits(&e, o.budget_bytes, o.headroom);
+        }
+    }
+    any_compared++;
+    if (!ok && ++any_differed <= 10)
+        CHECK(0, "%s on %s, %s, %lld GPUs: the any-fits search says otherwise than the whole search", m->name,
+              g->name, mp_task_name(o.task), (long long)base->gpus);
+    if (!ra) mp_search_free(&any);
+}
 
 static void one(const mp_model *m, const mp_gpu *g, mp_task t, bool tier0, int level, bool speed)
 {
@@ -47,6 +74,7 @@ static void one(const mp_model *m, const mp_gpu *g, mp_task t, bool tier0, int l
             if (mp_optimizer_desc_of((mp_optimizer)i)->tier == 0) o.only_optimizers |= 1u << i;
     mp_search_result whole, best;
     int rw = mp_search(m, &base, g, &o, &whole, err);
+    if (!tier0 && !speed) any_fits(m, &base, g, o, rw, &whole, err);
     o.best_only = true;
     for (int want = 0; want < 2; want++) {
         o.want_least = want;
@@ -103,6 +131,8 @@ int main(void)
     }
     CHECK(differed == 0, "best-only searches pick the whole search's first plan: %d of %d (%d least-memory plans)",
           compared - differed, compared, least_compared);
+    CHECK(any_differed == 0, "any-fits searches agree with the whole search: %d of %d", any_compared - any_differed,
+          any_compared);
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
 }

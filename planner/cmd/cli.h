@@ -192,6 +192,7 @@ typedef struct table_cache_entry {
 typedef struct table_cache {
     table_cache_entry e[2][TC_LEVELS][MP_NTASK][2];
     char err[MP_ERR_LEN];
+    mp_estimate_ctx *ctx;      /* the model's estimates, remembered across its GPUs */
 } table_cache;
 /* The model's base settings for the table: the flags, with its own default seq. */
 void table_base(const cli *c, const mp_model *m, mp_settings *s);

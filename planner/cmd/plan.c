@@ -131,6 +131,7 @@ static int64_t gpus_needed(const cli *c, mp_task t, mp_candidate *found)
         o.task = t;
         o.pinned |= MP_PIN_GPUS;
         o.best_only = true, o.want_least = false;
+        o.any_fits = !c->explain; /* --explain names the plan's sharding: the best one's */
         mp_search_result r;
         if (mp_search(&c->model, &b, &c->gpu, &o, &r, err)) continue;
         bool fits = r.n && r.cands[0].fits;

@@ -8,10 +8,11 @@
  * open), the row gives the smallest power-of-two GPU count on which a plan fits
  * with ZeRO-3 and no offload, and that plan. Every number comes from mp_search
  * and mp_estimate_run; the searches are split (task by task, the AdamW-class
- * tier first) and their least-memory results cached per model so that a
- * 20 x 20 matrix takes a few seconds (make bench: table_20x20_ms, most of it
- * the allocator replays of the plans that decide), with the answers of one
- * search over everything. */
+ * tier first) and their least-memory results cached per model, and the models'
+ * rows shared out among the cores, so that a 20 x 20 matrix takes about half a
+ * second on two (make bench: table_20x20_ms, most of it the screens and the
+ * allocator replays of the plans that decide), with the answers of one search
+ * over everything. */
 #include "cli.h"
 #include "common/errors.h"
 #include "common/units.h"
@@ -22,8 +23,11 @@
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_ITEMS 256
 
@@ -70,8 +74,8 @@ typedef struct task_result {
 /* One search of task t; `tier0` restricts it to the AdamW-class tier (tier 0 in
  * mp_candidate). */
 static int search_one(const cli *c, const mp_model *m, const mp_settings *base, const mp_gpu *g,
-                      unsigned extra_pins, mp_task t, bool tier0, table_cache_entry *ce, task_result *res,
-                      char *err)
+                      unsigned extra_pins, mp_task t, bool tier0, table_cache_entry *ce, mp_estimate_ctx *x,
+                      task_result *res, char *err)
 {
     mp_search_opts o = c->opts;
     o.pinned |= extra_pins;
@@ -83,6 +87,7 @@ static int search_one(const cli *c, const mp_model *m, const mp_settings *base, 
     /* the cell reads the best plan alone, and the least-memory one the first time */
     o.best_only = true;
     o.want_least = ce && ce->state != TC_KNOWN;
+    o.ctx = x;
     if (tier0) {
         o.only_optimizers = 0;
         for (int i = 0; i < MP_NOPTIMIZER; i++)
@@ -144,7 +149,7 @@ static int search_pass(const cli *c, const mp_model *m, const mp_settings *base,
             res[t].best = ce->least;
             continue;
         }
-        if (search_one(c, m, base, g, extra_pins, (mp_task)t, tier0, ce, &res[t], e2)) {
+        if (search_one(c, m, base, g, extra_pins, (mp_task)t, tier0, ce, cache ? cache->ctx : NULL, &res[t], e2)) {
             if (!err[0]) snprintf(err, MP_ERR_LEN, "%s", e2);
             if (cache && !tier0) snprintf(cache->err, sizeof cache->err, "%s", e2);
             continue;
@@ -409,33 +414,82 @@ static int table_models(const cli *c, table_job *t)
     return 0;
 }
 
-/* Every cell's plan; what one model's searches learn is cached across its GPUs. */
+/* One model's row: its plan on every GPU, what its searches learn cached
+ * across its GPUs (cache: the worker's, emptied here). */
+static void recommend_row(const cli *c, table_job *t, int m, table_cache *cache)
+{
+    mp_settings base;
+    table_base(c, &t->models[m], &base);
+    memset(cache, 0, sizeof *cache);
+    /* the model's counts and layer shapes, worked out once for all its GPUs
+     * (out of memory: each search makes its own, as without a table) */
+    cache->ctx = mp_estimate_ctx_new(&t->models[m]);
+    for (int g = 0; g < t->ngpus; g++) {
+        int i = m * t->ngpus + g;
+        t->rcs[i] = recommend(c, &t->models[m], &base, &t->gpus[g], cache, &t->recs[i], t->errs[i]);
+    }
+    mp_estimate_ctx_free(cache->ctx);
+}
+
+/* A worker takes the next model not taken until none is left. Rows share
+ * nothing but the profiles, loaded before; every cell lands in its own place,
+ * so the table is the same whatever the number of workers or their order. */
+typedef struct table_worker {
+    const cli *c;
+    table_job *t;
+    atomic_int *next;
+    table_cache cache;
+} table_worker;
+
+static void *table_worker_run(void *arg)
+{
+    table_worker *w = arg;
+    for (int m; (m = atomic_fetch_add(w->next, 1)) < w->t->nmodels;) recommend_row(w->c, w->t, m, &w->cache);
+    mp_estimate_release();
+    return NULL;
+}
+
+/* Workers: one per online core, at most one per model and TABLE_MAX_WORKERS. */
+#define TABLE_MAX_WORKERS 64
+
+static int table_workers(int nmodels)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cores > 0 ? (int)(cores < TABLE_MAX_WORKERS ? cores : TABLE_MAX_WORKERS) : 1;
+    return n < nmodels ? n : nmodels > 0 ? nmodels : 1;
+}
+
+/* Every cell's plan, the models' rows shared out among the cores. */
 static int table_recommend(const cli *c, table_job *t)
 {
     t->n = t->nmodels * t->ngpus;
     t->recs = calloc((size_t)t->n, sizeof *t->recs);
     t->rcs = calloc((size_t)t->n, sizeof *t->rcs);
     t->errs = calloc((size_t)t->n, sizeof *t->errs);
-    table_cache *cache = calloc(1, sizeof *cache);
+    const int nw = table_workers(t->nmodels);
+    table_worker *w = calloc((size_t)nw, sizeof *w);
+    pthread_t *th = calloc((size_t)nw, sizeof *th);
     t->first_fail = -1;
-    if (!t->recs || !t->rcs || !t->errs || !cache) {
-        free(cache);
+    if (!t->recs || !t->rcs || !t->errs || !w || !th) {
+        free(w), free(th);
         return cli_error("out of memory");
     }
-    for (int m = 0; m < t->nmodels; m++) {
-        mp_settings base;
-        table_base(c, &t->models[m], &base);
-        memset(cache, 0, sizeof *cache);
-        for (int g = 0; g < t->ngpus; g++) {
-            int i = m * t->ngpus + g;
-            t->rcs[i] = recommend(c, &t->models[m], &base, &t->gpus[g], cache, &t->recs[i], t->errs[i]);
-            if (t->rcs[i]) {
-                t->failed++;
-                if (t->first_fail < 0) t->first_fail = i;
-            } else t->fitting += t->recs[i].fits;
-        }
+    atomic_int next = 0;
+    int started = 0;
+    for (int k = 0; k < nw; k++) {
+        w[k] = (table_worker){.c = c, .t = t, .next = &next};
+        /* the first works here; a thread that cannot start leaves its share to the others */
+        if (k > 0 && pthread_create(&th[started], NULL, table_worker_run, &w[k]) == 0) started++;
     }
-    free(cache);
+    table_worker_run(&w[0]);
+    for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
+    free(w), free(th);
+    for (int i = 0; i < t->n; i++) {
+        if (t->rcs[i]) {
+            t->failed++;
+            if (t->first_fail < 0) t->first_fail = i;
+        } else t->fitting += t->recs[i].fits;
+    }
     /* one model: its error is the same on every GPU; several: only if none could be planned */
     if (t->failed && (t->nmodels == 1 || t->failed == t->n)) return cli_error("%s", t->errs[t->first_fail]);
     return 0;

@@ -13,7 +13,11 @@ const char *mp_quote(const char *s, char *buf, size_t len)
     size_t o = 0;
     if (!s) s = "";
     char piece[UTF8_TEXT_MAX + 1];
-    for (size_t k; (k = utf8_text_next(s, piece)); s += k) {
+    for (size_t k;; s += k) {
+        /* printable ASCII with more after it shows as itself, a byte at a time,
+         * while "..." would still fit after it (the test below, for n = 1) */
+        while ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f && s[1] && o + 4 < len) buf[o++] = *s++;
+        if (!(k = utf8_text_next(s, piece))) break;
         size_t n = strlen(piece);
         /* room for this, and for "..." should more follow */
         if (o + n + (s[k] ? 3 : 0) >= len) {

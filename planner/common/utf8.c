@@ -33,6 +33,10 @@ static bool all_chars(const char *s, bool plain)
     const unsigned char *p = (const unsigned char *)s;
     uint32_t cp;
     while (n) {
+        if (*p >= 0x20 && *p < 0x7f) { /* printable ASCII, most of any text: itself */
+            p++, n--;
+            continue;
+        }
         int k = utf8_decode(p, n, &cp);
         if (!k || (plain && !utf8_shows_as_itself(cp))) return false;
         p += k, n -= (size_t)k;

@@ -17,7 +17,6 @@
 #include "profiles/profiles.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
-#include "estimate/estimate.h"
 #include "estimate/activations.h"
 #include "profiles/framework.h"
 #include "estimate/host.h"
@@ -114,6 +113,18 @@ typedef struct act_slot {
     act_breakdown ab;
 } act_slot;
 
+/* fmax and fmin as libm defines them (a NaN loses), inline: the search calls
+ * them millions of times, and without -ffinite-math-only they are calls. */
+static inline double max_d(double a, double b)
+{
+    return a > b || b != b ? a : b;
+}
+
+static inline double min_d(double a, double b)
+{
+    return a < b || b != b ? a : b;
+}
+
 struct mp_estimate_ctx {
     mp_model m;                   /* the model, as given */
     model_facts facts[2];         /* by as_run.tied */
@@ -130,6 +141,12 @@ mp_estimate_ctx *mp_estimate_ctx_new(const mp_model *m)
 void mp_estimate_ctx_free(mp_estimate_ctx *x)
 {
     free(x);
+}
+
+void mp_estimate_release(void)
+{
+    replay_release();
+    partition_release();
 }
 
 const mp_model *mp_estimate_ctx_model(const mp_estimate_ctx *x)
@@ -310,8 +327,8 @@ static double largest_trainable(est_ctx *c)
     int n = facts_linears(c, c->m->fused_qkv, &lin, buf);
     double widest = 0;
     for (int i = 0; i < n && i < 16; i++)
-        if (lin[i].target & c->s->lora_targets) widest = fmax(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
-    if (c->s->lora_targets & MP_LORA_HEAD) widest = fmax(widest, (double)c->m->vocab); /* the head's B */
+        if (lin[i].target & c->s->lora_targets) widest = max_d(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
+    if (c->s->lora_targets & MP_LORA_HEAD) widest = max_d(widest, (double)c->m->vocab); /* the head's B */
     return widest * (double)c->s->lora_rank;
 }
 
@@ -330,8 +347,8 @@ static double largest_stepped_in_layers(est_ctx *c)
 {
     if (c->lora) return c->largest_held;
     double n = facts_layer_tensor(c);
-    if (!c->m->tied) n = fmax(n, (double)c->m->vocab * (double)c->m->hidden);
-    return fmin(n / c->split, c->largest_held);
+    if (!c->m->tied) n = max_d(n, (double)c->m->vocab * (double)c->m->hidden);
+    return min_d(n / c->split, c->largest_held);
 }
 
 /* What this GPU's optimizer holds. PyTorch's ZeRO-1 (ZeroRedundancyOptimizer)
@@ -428,7 +445,7 @@ static double replicated_quant_stats(const est_ctx *c, double base_elt)
 {
     const mp_quant_desc *q = mp_quant_desc_of(c->s->quant);
     if (c->s->zero < 3 || !q->bitsandbytes || q->bits <= 0) return 0;
-    return fmax(base_elt - q->bits / 8.0, 0);
+    return max_d(base_elt - q->bits / 8.0, 0);
 }
 
 /* A frozen base, quantised or not, with LoRA's adapters beside it. */
@@ -759,7 +776,7 @@ static void optimizer_temporaries(est_ctx *c)
     else if (adam_step && s->step_impl == MP_STEP_FOREACH) /* every tensor at once */
         c->opt_temp = fw->adam_temps * c->trainable * c->prec->state_bytes / c->split / c->zero_o;
     if (c->prec->master_copy && !c->lora)
-        c->opt_temp = fmax(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
+        c->opt_temp = max_d(c->opt_temp, (per_tensor ? c->largest_held : c->trainable / c->split / c->zero_o) * 4);
     if (s->optimizer_in_backward)
         TERM(c, MP_OPTIMIZER, "step temporaries", c->opt_temp, "each tensor's step in the backward: %.0f x the "
              "largest tensor (%s profile)", fw->adam_temps, fw->name);
@@ -820,11 +837,11 @@ static void est_optimizer(est_ctx *c)
 static void offload_saved(est_ctx *c, double layer_input, double layer_full, double layers)
 {
     const double stash = 5;
-    double on_gpu = c->s->checkpointing == MP_CKPT_FULL ? fmin(layers, stash) * layer_input
-                  : c->s->checkpointing == MP_CKPT_NONE ? fmin(layers, 1) * layer_full
-                                                          : fmin(c->saved_layers, layer_full);
+    double on_gpu = c->s->checkpointing == MP_CKPT_FULL ? min_d(layers, stash) * layer_input
+                  : c->s->checkpointing == MP_CKPT_NONE ? min_d(layers, 1) * layer_full
+                                                          : min_d(c->saved_layers, layer_full);
     c->act_host = c->saved_layers;
-    c->saved_layers = fmin(c->saved_layers, on_gpu);
+    c->saved_layers = min_d(c->saved_layers, on_gpu);
     TERM(c, -1, "offloaded activations", c->act_host, "saved activations in pinned host RAM (per process)");
 }
 
@@ -841,12 +858,12 @@ static void est_dequant(est_ctx *c)
     const mp_linear *lin;
     int n = facts_linears(c, c->m->fused_qkv || c->fw->fused_qkv, &lin, buf);
     double largest = 0;
-    for (int i = 0; i < n && i < 16; i++) largest = fmax(largest, (double)lin[i].in * (double)lin[i].out);
+    for (int i = 0; i < n && i < 16; i++) largest = max_d(largest, (double)lin[i].in * (double)lin[i].out);
     const double b = c->fw->dequant_bytes;
     c->dequant_layer = largest * b / c->split;
     if (framework_quantises_head(c->m, s))
         c->dequant_head = (double)c->m->vocab * (double)c->m->hidden * b / c->split;
-    double w = fmax(c->dequant_layer, c->dequant_head);
+    double w = max_d(c->dequant_layer, c->dequant_head);
     TERM(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
          w / b, b, c->dequant_head > c->dequant_layer ? "the head" : "a layer's largest");
 }
@@ -914,7 +931,7 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     double tokens_logits = c->B * c->T;
     const double listed = c->fw->ce_output_chunks; /* torchtune: so many pieces of every sequence */
     if (s->ce == MP_CE_CHUNKED)
-        tokens_logits = listed > 0 ? c->B * ceil(c->T / listed) : fmin((double)s->ce_chunk, c->B * c->T);
+        tokens_logits = listed > 0 ? c->B * ceil(c->T / listed) : min_d((double)s->ce_chunk, c->B * c->T);
     c->loss_chunks = ceil(c->B * c->T / tokens_logits);
     logits_cost lc;
     logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
@@ -954,10 +971,10 @@ static void est_timeline(est_ctx *c)
     /* The forward's end: the loss over the logits, or, where the loop keeps
      * them, the head's last chunk (its dequantised weight where it is 4-bit)
      * and the cast beside the last step's logits, and its graph */
-    double head = c->logits_head > 0 ? c->logits_head + fmax(c->logits_cast, c->dequant_head) : 0;
+    double head = c->logits_head > 0 ? c->logits_head + max_d(c->logits_cast, c->dequant_head) : 0;
     p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
     p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
-    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + fmax(c->logits_fwd, head);
+    p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + max_d(c->logits_fwd, head);
     phase(e, "forward end", p);
 
     /* The head's gradient: a loss in chunks runs the head's backward once per
@@ -974,7 +991,7 @@ static void est_timeline(est_ctx *c)
     p[MP_WEIGHTS] = c->weights + gathered + c->cast_after_fwd;
     p[MP_GRADIENTS] = grads_resident + chunk_head_grads;
     /* the head's backward follows the loss's: its dequantised weight replaces the loss's temporaries */
-    p[MP_ACTIVATIONS] = acts_fwd + fmax(c->logits_bwd, c->dequant_head);
+    p[MP_ACTIVATIONS] = acts_fwd + max_d(c->logits_bwd, c->dequant_head);
     phase(e, "loss backward", p);
 
     /* First layers of backward: all activations minus the logits, one layer's
@@ -1082,7 +1099,7 @@ static void est_peak(est_ctx *c)
     e->peak_phase = pk;
     for (int k = 0; k < MP_NCOMP; k++) {
         e->at_peak[k] = e->phases[pk].comp[k];
-        for (int i = 0; i < e->nphases; i++) e->peak[k] = fmax(e->peak[k], e->phases[i].comp[k]);
+        for (int i = 0; i < e->nphases; i++) e->peak[k] = max_d(e->peak[k], e->phases[i].comp[k]);
     }
     /* Activations' peak component includes the logits; report their share. */
     e->logits_bytes = pk <= 1 ? c->logits_fwd + (pk == 1 ? c->logits_bwd : 0) : 0;
@@ -1096,7 +1113,7 @@ static void est_peak(est_ctx *c)
      * shards on their own streams (FSDP's, DeepSpeed's). The profile's frag:
      * what micro-batches of other shapes leave cached. */
     const bool caching = fw->round_bytes >= 1 && (c->s->zero < 3 || zero3_replayed(c));
-    e->allocator_cache_bytes = c->replay && caching ? fmax(allocator_overhead(c), 0) : 0;
+    e->allocator_cache_bytes = c->replay && caching ? max_d(allocator_overhead(c), 0) : 0;
     e->reserved_bytes = rounded + e->allocator_cache_bytes + rounded * fw->frag;
     /* outside the allocator: the card's measured figure where it has one */
     const bool measured = c->gpu && c->gpu->context_bytes > 0;

@@ -93,6 +93,9 @@ typedef struct mp_estimate_ctx mp_estimate_ctx;
 mp_estimate_ctx *mp_estimate_ctx_new(const mp_model *m);
 void mp_estimate_ctx_free(mp_estimate_ctx *x);
 const mp_model *mp_estimate_ctx_model(const mp_estimate_ctx *x);
+/* What estimates keep per thread (the replays made, the allocator, the tensor
+ * lists), let go: a thread that estimated calls it before it ends. */
+void mp_estimate_release(void);
 /* mp_estimate_screen and mp_estimate_ex (no explanatory terms) of the
  * context's model, figure for figure. */
 int mp_estimate_screen_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu *gpu, mp_estimate *e, char *err);

@@ -496,10 +496,12 @@ static void replay_free(replay *r)
 
 /* The allocator every replay runs on, emptied in between: its arrays are
  * made once, not grown again from nothing for each of a search's replays. A
- * large one is let go (its memory would stay with the process). */
+ * large one is let go (its memory would stay with the process). One per
+ * thread (memplan table searches its models on every core). */
+static _Thread_local alloc_sim *sim;
+
 static alloc_sim *shared_sim(bool expandable)
 {
-    static alloc_sim *sim;
     if (sim && alloc_sim_blocks(sim) > (1 << 16)) alloc_sim_delete(sim), sim = NULL;
     if (!sim) sim = alloc_sim_new(expandable);
     else alloc_sim_reset(sim, expandable);
@@ -612,8 +614,9 @@ static double run_trace(const keybuf *t, long takes)
  * also catches inputs that differ only where the replay leaves them out (an
  * optimizer's state of small tensors, say). A hit is a key equal bit for bit
  * to one replayed before: its figure is the one the replay made. Each table
- * is emptied when full, which bounds its memory; the planner runs
- * single-threaded (as its profile cache does). */
+ * is emptied when full, which bounds its memory. Each thread keeps its own
+ * (memplan table's workers: a model's row each); the profiles are loaded
+ * before any thread starts and only read after. */
 #define MEMO_SLOTS 2048 /* a power of two */
 #define MEMO_MAX 1024   /* entries before a table is emptied */
 
@@ -630,7 +633,9 @@ typedef struct memo {
     size_t bytes, max_bytes; /* the keys' */
 } memo;
 
-static memo by_input = {.max_bytes = 8u << 20}, by_trace = {.max_bytes = 32u << 20};
+static _Thread_local memo by_input = {.max_bytes = 8u << 20}, by_trace = {.max_bytes = 32u << 20};
+/* the key and the trace being made, their room kept from one replay to the next */
+static _Thread_local keybuf key, trace;
 
 /* Traces longer than this are replayed as they are made, not recorded. */
 #define TRACE_MAX_CALLS 1000000
@@ -742,6 +747,15 @@ void replay_cache_clear(void)
     memo_clear(&by_trace);
 }
 
+void replay_release(void)
+{
+    replay_cache_clear();
+    alloc_sim_delete(sim);
+    sim = NULL;
+    free(key.d), free(trace.d);
+    key = (keybuf){0}, trace = (keybuf){0};
+}
+
 static void memo_put(memo *t, const keybuf *k, uint64_t h, double result)
 {
     const size_t bytes = k->n * sizeof *k->d;
@@ -767,7 +781,6 @@ double replay_overhead(const replay_in *in, bool expandable, char *err)
                      r.layers, nlt, work, REPLAY_MAX_WORK);
         return -1;
     }
-    static keybuf key, trace;
     if (!list_tensors(&r, nlt)) {
         replay_free(&r);
         return -1;

@@ -48,6 +48,9 @@ double replay_overhead(const replay_in *in, bool expandable, char *err);
 
 /* Forgets the replays made: each replays anew (benchmarks of a first search). */
 void replay_cache_clear(void);
+/* The replays remembered, the allocator and the buffers this thread holds,
+ * let go (a worker thread before it ends). */
+void replay_release(void);
 
 /* Allocator calls (requests and frees) a replay may take: about a second. */
 #define REPLAY_MAX_WORK 1e7

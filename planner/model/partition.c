@@ -114,12 +114,21 @@ static void deal(const tensor_list *t, int64_t ranks, tensor_split *out)
 }
 
 /* The model's tensors, largest first. The search asks about the same model many
- * times: the last model's list is kept (and replaced when another is asked). */
+ * times: the last model's list is kept (and replaced when another is asked),
+ * one per thread. */
+static _Thread_local mp_model last_model;
+static _Thread_local tensor_list last;
+static _Thread_local bool have;
+
+void partition_release(void)
+{
+    free(last.n);
+    memset(&last, 0, sizeof last);
+    have = false;
+}
+
 static const tensor_list *sorted_tensors(const mp_model *m)
 {
-    static mp_model last_model;
-    static tensor_list last;
-    static bool have;
     if (have && !memcmp(&last_model, m, sizeof *m)) return &last;
     free(last.n);
     memset(&last, 0, sizeof last);

@@ -14,6 +14,8 @@ typedef struct tensor_split {
 
 /* The split of the model's parameters over `ranks` ranks (1: the whole model on one). */
 void whole_tensor_split(const mp_model *m, int64_t ranks, tensor_split *out);
+/* The tensor list this thread keeps for the last model asked, let go. */
+void partition_release(void);
 /* The largest tensor of one layer (a linear weight; each expert's apart). */
 double largest_layer_tensor(const mp_model *m);
 /* The share of the model's parameters in tensors of at least min_numel elements. */

@@ -376,7 +376,10 @@ typedef struct search_run {
     mp_search_result *r;
     size_t valid;
     char first_invalid[MP_ERR_LEN];
+    long found;               /* opts.any_fits: the plan that fits whole, its index in r->cands; -1 none yet */
 } search_run;
+
+static bool verify(const search_run *run, mp_candidate *c);
 
 /* Combinations not worth estimating: bf16 without hardware support unless the
  * user insists, regimes the framework does not run, and dominated twins
@@ -449,8 +452,14 @@ static int try_batches(search_run *run, mp_settings *s, const mp_candidate *prot
             snprintf(err, MP_ERR_LEN, "out of memory in the search");
             return -1;
         }
-        if (c.fits) r->fitting++;
-        else break; /* larger micro-batches need more memory still */
+        if (!c.fits) break; /* larger micro-batches need more memory still */
+        r->fitting++;
+        /* any_fits: the first plan that fits whole ends the search; one that
+         * does not leaves the next micro-batch to try, as the screen passed it */
+        if (o->any_fits && o->budget_bytes > 0 && verify(run, &r->cands[r->n - 1])) {
+            run->found = (long)(r->n - 1);
+            return 0;
+        }
     }
     return 0;
 }
@@ -485,6 +494,7 @@ static int search_task(search_run *run, mp_settings *s, const mp_settings *base,
                 proto.s = *s;
                 proto.group = mp_rank_group(&proto, o->prefer_speed); /* reads the task, tier and settings */
                 if (try_batches(run, s, &proto, err)) return -1;
+                if (run->found >= 0) return 0;
             }
         }
         /* the odometer: the last axis turns; one that comes round turns the next one out */
@@ -1014,18 +1024,28 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
     memset(r, 0, sizeof *r);
     space sp;
     if (space_build(&sp, base, o, err)) return -1;
-    search_run run = {.m = m, .x = mp_estimate_ctx_new(m), .gpu = gpu, .o = o, .sp = &sp, .r = r};
+    search_run run = {.m = m, .x = o->ctx ? o->ctx : mp_estimate_ctx_new(m), .gpu = gpu, .o = o, .sp = &sp, .r = r,
+                      .found = -1};
     if (!run.x) {
         snprintf(err, MP_ERR_LEN, "out of memory in the search");
         return -1;
     }
     mp_settings s = *base;
     int rc = 0;
-    for (int ti = 0; ti < sp.ntasks && !rc; ti++) rc = search_task(&run, &s, base, (mp_task)sp.tasks[ti], err);
+    for (int ti = 0; ti < sp.ntasks && !rc && run.found < 0; ti++)
+        rc = search_task(&run, &s, base, (mp_task)sp.tasks[ti], err);
     if (!rc && !run.valid) {
         /* what the user pinned rules out every combination: say why */
         snprintf(err, MP_ERR_LEN, "%s", run.first_invalid[0] ? run.first_invalid : "no valid combination");
         rc = -1;
+    }
+    if (!rc && o->any_fits && o->budget_bytes > 0) { /* a plan that fits, or the least memory of all */
+        size_t k = 0;
+        for (size_t i = 1; i < r->n && run.found < 0; i++)
+            if (r->cands[i].device_bytes < r->cands[k].device_bytes) k = i;
+        if (r->n) r->cands[0] = r->cands[run.found >= 0 ? (size_t)run.found : k], r->n = 1;
+        if (o->ctx != run.x) mp_estimate_ctx_free(run.x);
+        return 0;
     }
     size_t *ord = rc ? NULL : malloc((r->n + 1) * sizeof *ord);
     if (!rc && !ord) snprintf(err, MP_ERR_LEN, "out of memory in the search"), rc = -1;
@@ -1038,7 +1058,7 @@ int mp_search(const mp_model *m, const mp_settings *base, const mp_gpu *gpu,
         if (!rc) note_least(r);
     }
     free(ord);
-    mp_estimate_ctx_free(run.x);
+    if (run.x != o->ctx) mp_estimate_ctx_free(run.x);
     return rc;
 }
 

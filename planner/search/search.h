@@ -60,6 +60,13 @@ typedef struct mp_search_opts {
      * that can change them, and r->cands holds the best alone, r->fitting is not
      * counted (memplan table). */
     bool best_only, want_least;
+    /* The caller asks only whether a plan fits (memplan plan's "fits with --gpus N"):
+     * the search ends at the first plan that fits estimated whole, r->cands[0],
+     * not the best one; when none fits, the least memory's, its screen's figures. */
+    bool any_fits;
+    /* The estimates' context for this model (mp_estimate_ctx_new), kept by the
+     * caller across its searches (a table's GPUs); NULL: the search makes its own. */
+    mp_estimate_ctx *ctx;
 } mp_search_opts;
 
 typedef struct mp_search_result {
