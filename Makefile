@@ -6,6 +6,7 @@
 #   make validate-pytorch  PyTorch (python3-torch, CPU) measured against memplan, every configuration
 #   make validate-ddp    PyTorch data parallel (gloo, 2 and 4 ranks, DDP and ZeRO-1) per rank against memplan
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
+#   make validate-pairwise  PyTorch DPO and CPO steps (CPU) measured again and compared with memplan
 #                            and our own (tests/validation/gpu/, measured by its measure_cuda.py)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
@@ -78,6 +79,7 @@ PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
 .PHONY: all check test test-unit test-cli examples test-validate test-pytorch bench validate validate-pytorch validate-ddp \
+        validate-pairwise \
         validate-published test-published fuzz fuzz-brief fuzz-build \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
@@ -164,6 +166,8 @@ ifeq ($(SANITIZE),)
 	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
 	@# transformers + PEFT measured on a GPU (committed; CI never runs the GPU): gated
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
+	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
+	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan | tail -1
 endif
 # Then the fuzz harnesses, briefly, once per check (their build is sanitized already),
 # after the other tests, whose timings two fuzzers at once would skew.
@@ -239,6 +243,12 @@ validate-published: $(BIN)/memplan
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan
 validate-pytorch: $(PROGS) $(COUNTER)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --out $(BUILD)/pytorch-measurements.csv
+# Preference methods: measure DPO, SimPO, CPO and reward steps again (pairwise.py,
+# about 2 minutes) into the build folder and compare memplan with them.
+validate-pairwise: $(PROGS) $(COUNTER)
+	@$(PYTHON_TORCH) tests/validation/pairwise.py run --counter $(abspath $(COUNTER)) \
+	    --out $(BUILD)/pairwise-measurements.csv
+	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/pairwise-measurements.csv
 # Reports memplan's per-rank error without judging it (the planner does not model
 # DDP's buckets yet); fails only when a run fails.
 validate-ddp: $(PROGS) $(COUNTER)

@@ -469,17 +469,28 @@ static void print_plan_text(const cli *c, const plan_result *p)
         else { /* within 80 columns, lines cut after a comma */
             const char *t = sum, *lead = "\nbest plan: ";
             while (strlen(t) > 69) {
-                size_t cut = 68;
-                while (cut > 0 && t[cut] != ',') cut--;
-                if (!cut) break;
-                printf("%s%.*s\n", lead, (int)cut + 1, t);
-                t += cut + 2, lead = "           ";
+                /* after a ", " (not inside q,k,v), else at a blank */
+                size_t cut = 68, keep;
+                while (cut > 0 && !(t[cut] == ',' && t[cut + 1] == ' ')) cut--;
+                if (cut) keep = cut + 1;
+                else {
+                    for (cut = 68; cut > 0 && t[cut] != ' '; cut--) {}
+                    if (!cut) break;
+                    keep = cut;
+                }
+                printf("%s%.*s\n", lead, (int)keep, t);
+                t += cut + (keep == cut ? 1 : 2), lead = "           ";
             }
             printf("%s%s\n", lead, t);
         }
-        printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n",
-               (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq,
-               (long long)(best->s.batch * best->s.accum * mp_dp_degree(&best->s)));
+        const long long per_step = (long long)(best->s.batch * best->s.accum * mp_dp_degree(&best->s));
+        if (mp_method_desc_of(best->s.method)->rows_per_example > 1)
+            printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld pair%s per step\n",
+                   (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq, per_step,
+                   per_step == 1 ? "" : "s");
+        else
+            printf("           micro-batch %lld, accumulation %lld, seq %lld -> %lld sequences per step\n",
+                   (long long)best->s.batch, (long long)best->s.accum, (long long)best->s.seq, per_step);
         if (c->explain) fputc('\n', stdout);
         print_estimate_text(stdout, c, &best->s, &p->e);
     } else {

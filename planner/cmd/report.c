@@ -20,6 +20,12 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     char tg[64];
     size_t o = 0;
 #define ADD(...) o += (size_t)snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__)
+    if (s->method != MP_METHOD_SFT) {
+        const mp_reference r = mp_reference_used(s);
+        ADD("%s", mp_method_name(s->method));
+        if (r != MP_REF_NONE) ADD(" (reference %s)", mp_reference_name(r));
+        ADD(" with ");
+    }
     if (s->lora_rank > 0) {
         if (s->quant != MP_QUANT_NONE) ADD("QLoRA (%s base) r=%lld", mp_quant_name(s->quant), (long long)s->lora_rank);
         else ADD("LoRA r=%lld", (long long)s->lora_rank);
@@ -183,6 +189,11 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
     fprintf(f, "step      micro-batch %lld x seq %lld, accumulation %lld, %lld GPU(s), framework %s\n",
             (long long)s->batch, (long long)s->seq, (long long)s->accum, (long long)s->gpus,
             s->framework ? s->framework->name : "pytorch");
+    const mp_method_desc *md = mp_method_desc_of(s->method);
+    if (s->method != MP_METHOD_SFT)
+        fprintf(f, "method    %s (TRL's %s): %lld %s = %lld rows a micro-batch, reference %s\n", md->v.name,
+                md->trainer, (long long)s->batch, md->rows_per_example > 1 ? "pairs" : "examples",
+                (long long)(s->batch * md->rows_per_example), mp_reference_name(mp_reference_used(s)));
     if (c->show_settings) print_settings_text(f, s);
 components:
     fprintf(f, "\n  %-12s %12s %12s\n", "per GPU", "at peak", "own peak");
@@ -192,7 +203,11 @@ components:
                 pct(e->at_peak[k], e->device_bytes, p, sizeof p));
         if (k == MP_ACTIVATIONS && e->logits_bytes > 0 && c->compact)
             fprintf(f, "  logits %s", mp_fmt_gib(e->logits_bytes, a, sizeof a));
+        if (k == MP_WEIGHTS && e->reference_bytes > 0 && c->compact)
+            fprintf(f, "  reference %s", mp_fmt_gib(e->reference_bytes, a, sizeof a));
         fputc('\n', f);
+        if (k == MP_WEIGHTS && e->reference_bytes > 0 && !c->compact)
+            fprintf(f, "    %-15s %12s\n", "reference model", mp_fmt_gib(e->reference_bytes, a, sizeof a));
         if (k == MP_ACTIVATIONS && e->logits_bytes > 0 && !c->compact)
             fprintf(f, "    %-10s %12s\n", "of which logits", mp_fmt_gib(e->logits_bytes, a, sizeof a));
     }
@@ -292,6 +307,8 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "dropout", json_boolean(s->dropout));
     json_object_set_new(o, "framework", json_string(s->framework ? s->framework->name : "pytorch"));
     json_object_set_new(o, "task", json_string(task_of(s)));
+    json_object_set_new(o, "method", json_string(mp_method_name(s->method)));
+    json_object_set_new(o, "reference", json_string(mp_reference_name(mp_reference_used(s))));
     json_object_set_new(o, "headroom", json_real(c->headroom));
     json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
     return o;
@@ -333,6 +350,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "components", comp);
     json_object_set_new(o, "at_peak", atp);
     json_object_set_new(o, "logits_bytes", bytes_json(e->logits_bytes));
+    json_object_set_new(o, "reference_bytes", bytes_json(e->reference_bytes));
     json_object_set_new(o, "resident_bytes", bytes_json(e->resident_bytes));
     json_object_set_new(o, "peak_phase", json_string(e->phases[e->peak_phase].name));
     json_t *ph = json_array();

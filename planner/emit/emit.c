@@ -76,6 +76,12 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
                  s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
         return -1;
     }
+    if (s->method != MP_METHOD_SFT) {
+        snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s but writes "
+                 "supervised fine-tuning only", mp_method_name(s->method), t->name,
+                 mp_method_desc_of(s->method)->trainer);
+        return -1;
+    }
     return t->check ? t->check(m, s, err) : 0;
 }
 

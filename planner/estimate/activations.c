@@ -519,3 +519,50 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
     const double k = fw->act_scale;
     if (k > 0) *fwd *= k, *bwd *= k, *kept *= k, cost->head *= k, cost->cast *= k;
 }
+
+/* TRL's preference loss at the loss's backward peak, bytes per logit of the
+ * whole batch, measured at the allocator (tests/validation/pairwise_loss_probe.csv,
+ * PyTorch 1.13 on the CPU, the three shapes of 2,048,000 logits or more: fp32
+ * 11.38 to 11.48, with the chosen NLL 15.38 to 15.49; bf16 3.73 to 3.79 and
+ * 5.76 to 5.81). The fp32 path's logsumexp saves its input rows, and autograd's
+ * unbind gathers every row's gradient before it stacks them beside the
+ * gather's; the 16-bit path keeps only the rows' log-softmax outputs, freed row
+ * by row as the backward reaches them. */
+#define PREF_BWD_FP32 11.45
+#define PREF_BWD_FP32_NLL 15.45
+#define PREF_BWD_16 3.75
+#define PREF_BWD_16_NLL 5.8
+
+void preference_logits(const mp_model *m, const mp_settings *s, double rows, double seq,
+                       preference_logits_cost *cost)
+{
+    const mp_method_desc *md = mp_method_desc_of(s->method);
+    const double V = (double)m->vocab, a = mp_element_bytes(s->precision);
+    const double n = rows * seq * V, row = seq * V;
+    const bool fp32 = a == 4;
+    *cost = (preference_logits_cost){.policy.elt = a};
+    /* selective_log_softmax (trl/trainer/utils.py 479-518 at huggingface/trl@f2cd577):
+     * fp32 takes the picked logit minus a logsumexp, one row at a time (its work
+     * is one row's exponentials, its saved tensors views of the logits); 16-bit
+     * takes a log-softmax row by row and keeps each for the backward */
+    double held = fp32 ? a * n : 2 * a * n;
+    double fwd = held + (fp32 ? 4 * row : 0);
+    double total_bwd = (fp32 ? (md->chosen_nll ? PREF_BWD_FP32_NLL : PREF_BWD_FP32)
+                             : (md->chosen_nll ? PREF_BWD_16_NLL : PREF_BWD_16) * a / 2) * n;
+    if (md->chosen_nll) {
+        /* cross_entropy on the chosen half, shifted and .contiguous(): a copy
+         * unless the half is one row (cpo_trainer.py 825-844, orpo_trainer.py
+         * 782-803), and its log-softmax, kept */
+        const double half = a * n / 2;
+        held += half;
+        const double with_copy = held + (rows > 2 ? half : 0);
+        if (with_copy > fwd) fwd = with_copy;
+    }
+    cost->policy.fwd = fwd;
+    cost->policy.bwd = total_bwd - fwd;
+    cost->after = held;
+    /* the reference's forward under no_grad (dpo_trainer.py 1373-1394): its own
+     * logits and one row's work, nothing kept */
+    if (mp_reference_used(s) == MP_REF_MODEL || mp_reference_used(s) == MP_REF_ADAPTER)
+        cost->reference = a * n + (fp32 ? 4 : a) * row;
+}

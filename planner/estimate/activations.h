@@ -48,4 +48,14 @@ typedef struct logits_cost {
 } logits_cost;
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost);
 
+/* A preference method's logits (TRL's trainers): the policy's, as logits_model
+ * gives them (fwd, bwd, kept), what the policy still holds while its reference
+ * runs (after), and the reference's no-grad forward at its peak (reference). */
+typedef struct preference_logits_cost {
+    logits_cost policy;
+    double after, reference;
+} preference_logits_cost;
+void preference_logits(const mp_model *m, const mp_settings *s, double rows, double seq,
+                       preference_logits_cost *cost);
+
 #endif

@@ -58,6 +58,7 @@ typedef struct est_ctx {
     double root_gathered;          /* FSDP: the root unit's parameters, kept whole from forward to backward's end */
     double quant_stats_elt;        /* bytes per frozen weight of quantisation statistics every GPU keeps whole */
     double quant_stats;            /* those statistics on this GPU */
+    double adapter_weights;        /* LoRA's adapters on this GPU */
     /* gradients */
     double g_elt, grads, ddp_buckets;
     double unit_grad_build;        /* FSDP over mixed units: a unit's gradient assembled in its backward */
@@ -82,6 +83,11 @@ typedef struct est_ctx {
     struct model_facts *mf;        /* x's facts of the model as run, or NULL */
     const act_breakdown *ab;       /* one layer's activations, tensor by tensor */
     double layer_lump;             /* a layer's forward as one block where it is not the layer's own list */
+    /* a preference method (s->batch already counts its rows): the reference */
+    double ref_weights;            /* a frozen copy of the model, stored and sharded like it */
+    double logits_after;           /* the policy's logits and loss while the reference runs */
+    double ref_fwd;                /* the reference's no-grad forward at its peak: its logits and one row */
+    int ph_fwd_end, ph_loss_bwd, ph_ref; /* the phases the logits' share is read at (-1: none) */
 } est_ctx;
 
 /* ---------- what estimates of one model share ----------
@@ -462,6 +468,7 @@ static void weights_lora(est_ctx *c)
     double base_rest = c->frozen_rest * rest_elt / c->split;
     double adapters = c->trainable * adapter_bytes(c) / c->split;
     c->weights = (base_lin + base_rest) / c->zero_p + stats + adapters / c->zero_p;
+    c->adapter_weights = adapters / c->zero_p;
     c->w_lin_elt = base_elt, c->w_rest_elt = rest_elt, c->w_adapter_elt = adapter_bytes(c);
     TERM(c, MP_WEIGHTS, "frozen base (linear layers)", base_lin / c->zero_p,
          "%.0f params x %.4g B (%s)", c->frozen_lin / c->split, base_elt - c->quant_stats_elt,
@@ -533,6 +540,22 @@ static void fsdp_root_unit(est_ctx *c)
 
 /* The weights as stored, what parameter offload and ZeRO-3 bring onto the GPU
  * for the layers in flight, and autocast's copies. */
+/* A preference method's reference as a second model (--reference model):
+ * TRL loads it like the policy (create_model_from_path with the same
+ * model_init_kwargs, dpo_trainer.py 892-908 at huggingface/trl@f2cd577) and
+ * prepares it with the policy's engine, so ZeRO-3 and FSDP shard it
+ * (prepare_deepspeed, evaluation_mode); under LoRA it is the base as stored,
+ * without adapters. The disabled adapter and precomputed log-probabilities hold
+ * no weights. */
+static void reference_weights(est_ctx *c)
+{
+    if (mp_reference_used(c->s) != MP_REF_MODEL) return;
+    c->ref_weights = c->weights - c->adapter_weights;
+    TERM(c, MP_WEIGHTS, "reference model (frozen copy)", c->ref_weights,
+         "the model again, stored like the policy%s, no gradients, no optimizer state",
+         c->s->zero >= 3 ? ", sharded / dp (ZeRO-3)" : "");
+}
+
 static void est_weights(est_ctx *c)
 {
     const mp_settings *s = c->s;
@@ -546,6 +569,7 @@ static void est_weights(est_ctx *c)
         TERM(c, MP_WEIGHTS, "parameters", c->weights, "%.0f params x %.0f B%s%s", P / split,
              c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
     }
+    reference_weights(c);
     if (s->offload == MP_OFFLOAD_PARAMS) {
         c->weights_host = c->weights - c->quant_stats;
         /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
@@ -934,7 +958,14 @@ static void est_activations(est_ctx *c, act_breakdown *own)
         tokens_logits = listed > 0 ? c->B * ceil(c->T / listed) : min_d((double)s->ce_chunk, c->B * c->T);
     c->loss_chunks = ceil(c->B * c->T / tokens_logits);
     logits_cost lc;
-    logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
+    if (s->method != MP_METHOD_SFT) {
+        preference_logits_cost pc;
+        preference_logits(c->m, s, c->B, c->T, &pc);
+        lc = pc.policy;
+        c->logits_after = pc.after / tp, c->ref_fwd = pc.reference / tp;
+    } else {
+        logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
+    }
     c->logits_fwd = lc.fwd / tp, c->logits_bwd = lc.bwd / tp, c->logits_kept = lc.kept / tp;
     c->loss_logits = lc.hf_elems / tp, c->logit_elt = lc.elt;
     c->logits_head = lc.head / tp, c->logits_cast = lc.cast / tp;
@@ -945,6 +976,10 @@ static void est_activations(est_ctx *c, act_breakdown *own)
          kept                 ? ", every chunk's logits kept by the loop"
          : all_chunks         ? ", every chunk's logits listed by the model before the loss"
          : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
+    if (c->ref_fwd > 0)
+        TERM(c, MP_ACTIVATIONS, "reference forward (no grad)", c->ref_fwd,
+             "its own logits for the %.0f rows and one row's log-probabilities, beside the policy's graph",
+             c->B);
     c->final_norm = (ab->final_norm + ab->embed_mask) / tp;
     c->act_bwd_temp = ab->backward_temp / tp;
     TERM(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
@@ -972,10 +1007,21 @@ static void est_timeline(est_ctx *c)
      * them, the head's last chunk (its dequantised weight where it is 4-bit)
      * and the cast beside the last step's logits, and its graph */
     double head = c->logits_head > 0 ? c->logits_head + max_d(c->logits_cast, c->dequant_head) : 0;
-    p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache, p[MP_GRADIENTS] = grads_resident;
+    const double ref = c->ref_weights;
+    p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache + ref, p[MP_GRADIENTS] = grads_resident;
     p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + max_d(c->logits_fwd, head);
+    c->ph_fwd_end = e->nphases;
     phase(e, "forward end", p);
+
+    /* A preference method's reference runs next, under no_grad, while the
+     * policy's graph and logits wait for the loss's backward */
+    c->ph_ref = -1;
+    if (c->ref_fwd > 0) {
+        p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + c->logits_after + c->ref_fwd;
+        c->ph_ref = e->nphases;
+        phase(e, "reference forward", p);
+    }
 
     /* The head's gradient: a loss in chunks runs the head's backward once per
      * chunk, and each makes a whole weight gradient that is added into the
@@ -988,10 +1034,11 @@ static void est_timeline(est_ctx *c)
         : (c->m->tied ? e->params.embed : e->params.head) * c->g_elt / c->split / c->zero_g;
     const double chunk_head_grads = c->loss_chunks > 1 ? head_grad * (accumulated ? 1 : 2) : 0;
 
-    p[MP_WEIGHTS] = c->weights + gathered + c->cast_after_fwd;
+    p[MP_WEIGHTS] = c->weights + gathered + c->cast_after_fwd + ref;
     p[MP_GRADIENTS] = grads_resident + chunk_head_grads;
     /* the head's backward follows the loss's: its dequantised weight replaces the loss's temporaries */
     p[MP_ACTIVATIONS] = acts_fwd + max_d(c->logits_bwd, c->dequant_head);
+    c->ph_loss_bwd = e->nphases;
     phase(e, "loss backward", p);
 
     /* First layers of backward: all activations minus the logits, one layer's
@@ -1015,18 +1062,28 @@ static void est_timeline(est_ctx *c)
     /* the last layer's backward: every other gradient made, this layer
      * recomputed (checkpointing), its activation gradients and, under FSDP,
      * its unit's gradient being built */
-    p[MP_WEIGHTS] = c->weights + gathered;
+    p[MP_WEIGHTS] = c->weights + gathered + ref;
     p[MP_GRADIENTS] = c->grads + c->ddp_buckets + c->unit_grad_build;
     p[MP_ACTIVATIONS] = c->recompute + c->act_bwd_temp + logits_after;
     phase(e, "backward end", p);
 
-    p[MP_WEIGHTS] = c->weights;
+    p[MP_WEIGHTS] = c->weights + ref;
     /* the step, or in the backward the last tensor's (a tied embedding's) beside its gradient */
     p[MP_OPTIMIZER] = c->optimizer + c->opt_temp;
     /* between steps: the weights and the optimizer's state (gradients are set to None) */
-    e->resident_bytes = c->weights + c->optimizer + fixed + wrap;
+    e->resident_bytes = c->weights + ref + c->optimizer + fixed + wrap;
     p[MP_ACTIVATIONS] = logits_after;
     phase(e, "optimizer step", p);
+
+    /* precompute_ref_log_probs: before the first step, the policy's no-grad pass
+     * over the data at the training batch (dpo_trainer.py 957-978): its logits
+     * and one row, before any gradient or optimizer state exists */
+    if (mp_reference_used(c->s) == MP_REF_PRECOMPUTED) {
+        const double a = c->logit_elt, row = c->T * (double)c->m->vocab;
+        p[MP_WEIGHTS] = c->weights + gathered, p[MP_GRADIENTS] = wrap, p[MP_OPTIMIZER] = 0;
+        p[MP_ACTIVATIONS] = (a * c->B * row + (a == 4 ? 4 : a) * row) / c->tp;
+        phase(e, "reference precompute", p);
+    }
 }
 
 /* ---------- peak ---------- */
@@ -1050,7 +1107,9 @@ static double allocator_overhead(est_ctx *c)
         .weights = c->weights, .w_lin = c->w_lin_elt, .w_rest = c->w_rest_elt, .w_adapter = c->w_adapter_elt,
         .grads = s->optimizer_in_backward ? 0 : c->grads, .grad_elt = c->g_elt / c->zero_g,
         .states = c->optimizer, .nstates = (int)od->states + (c->prec->master_copy ? 1 : 0),
-        .persistent = c->fw->workspace_bytes + c->fw->fixed_bytes + c->ddp_buckets + c->gathered + c->cast_cache,
+        /* a reference copy: alive all run, as one block (its tensors' own rounding is not replayed) */
+        .persistent = c->fw->workspace_bytes + c->fw->fixed_bytes + c->ddp_buckets + c->gathered + c->cast_cache +
+                      c->ref_weights,
         .layer_lump = c->layer_lump,
         .logits_fwd = c->logits_fwd, .logits_bwd = c->logits_bwd, .logits_kept = c->logits_kept,
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
@@ -1102,7 +1161,10 @@ static void est_peak(est_ctx *c)
         for (int i = 0; i < e->nphases; i++) e->peak[k] = max_d(e->peak[k], e->phases[i].comp[k]);
     }
     /* Activations' peak component includes the logits; report their share. */
-    e->logits_bytes = pk <= 1 ? c->logits_fwd + (pk == 1 ? c->logits_bwd : 0) : 0;
+    e->logits_bytes = pk == c->ph_fwd_end ? c->logits_fwd
+                    : pk == c->ph_loss_bwd ? c->logits_fwd + c->logits_bwd
+                    : pk == c->ph_ref ? c->logits_after + c->ref_fwd : 0;
+    e->reference_bytes = c->ref_weights;
     e->total_bytes = e->phases[pk].total;
     double rounded = e->total_bytes;
     /* a rounding below one byte is none (a profile's 1e-300 made it infinite) */
@@ -1185,6 +1247,16 @@ static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s,
     }
     /* A stack that builds its own head runs a tied checkpoint with an untied copy
      * of the embedding (LitGPT's GPT has lm_head and wte, never shared). */
+    /* a preference method runs its pairs as rows of one batch (chosen over
+     * rejected, padded to one width): the step is that of rows_per_example x
+     * --batch sequences (vocabulary.c's methods) */
+    mp_settings rows;
+    const int per_example = mp_method_desc_of(s->method)->rows_per_example;
+    if (per_example > 1) {
+        rows = *s;
+        rows.batch *= per_example;
+        s = &rows;
+    }
     mp_model as_run;
     if (settings_framework(s)->untied_head && m->tied) {
         as_run = *m;

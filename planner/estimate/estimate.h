@@ -34,6 +34,7 @@ typedef struct mp_estimate {
     double peak[MP_NCOMP];        /* peak of each component on one GPU, bytes */
     double at_peak[MP_NCOMP];     /* each component at the moment of the total peak */
     double logits_bytes;          /* the logits' share of activations at the peak */
+    double reference_bytes;       /* a preference method's reference model, in the weights (0: none) */
     double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
     double reserved_bytes;        /* allocator reserved at the peak */
     double allocator_cache_bytes; /* of it, what the step's replay through the caching allocator adds */

@@ -126,7 +126,12 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
                       : 4 * dense + 2 * attn_fwd;
     double recompute = s->checkpointing == MP_CKPT_FULL ? fwd
                      : s->checkpointing == MP_CKPT_SELECTIVE ? attn_fwd : 0;
-    double per_token = fwd + bwd + recompute;
+    /* a preference method's reference forward, on every row, without grad:
+     * the frozen model's forward again (the adapter disabled: no adapter).
+     * Precomputed, the same forward runs once per example before training:
+     * counted here as if spread over one epoch's steps */
+    double reference = mp_reference_used(s) != MP_REF_NONE ? 2 * dense + attn_fwd : 0;
+    double per_token = fwd + bwd + recompute + reference;
     double tokens_step = tokens_micro * (double)s->accum * dp;
     e->flops_per_step = per_token * tokens_step;
     if (!gpu || gpu->tflops_16 <= 0) return;

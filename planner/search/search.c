@@ -20,7 +20,8 @@
  *  7. the simpler plan: no ZeRO before ZeRO, plain AdamW before 8-bit and
  *     paged, an fp32 master copy before none, no checkpointing before
  *     checkpointing, full CE before chunked, no loss scaling before loss
- *     scaling;
+ *     scaling, a preference method's reference as TRL takes it before
+ *     log-probabilities computed ahead;
  *  8. the smaller footprint.
  * Offload of a state smaller than the bucket that moves it is not a plan.
  * A larger micro-batch never uses less memory, so once a batch misses the
@@ -56,10 +57,11 @@ static int reduced_numerics(const mp_settings *s)
 
 /* Rule 7's moving parts, most weighty first: on a speed tie the plan with
  * the first one absent wins. */
-enum { NPARTS = 7 };
+enum { NPARTS = 8 };
 static const char *const part_names[NPARTS] = {"ZeRO", "a low-bit optimizer", "a paged optimizer",
                                                "16-bit weights without an fp32 master copy",
-                                               "checkpointing", "chunked cross-entropy", "loss scaling"};
+                                               "checkpointing", "chunked cross-entropy", "loss scaling",
+                                               "reference log-probabilities computed before training"};
 static void moving_parts(const mp_settings *s, int parts[NPARTS])
 {
     const mp_optimizer_desc *od = mp_optimizer_desc_of(s->optimizer);
@@ -71,6 +73,7 @@ static void moving_parts(const mp_settings *s, int parts[NPARTS])
     parts[4] = s->checkpointing != MP_CKPT_NONE;
     parts[5] = s->ce == MP_CE_CHUNKED;
     parts[6] = pd->loss_scaling;
+    parts[7] = s->reference == MP_REF_PRECOMPUTED;
 }
 
 /* The first moving part in which a and b differ, or -1. */
@@ -212,7 +215,7 @@ static void sort_ranked(const mp_candidate *c, size_t *ord, size_t *tmp, size_t 
  * fastest: the order the candidates are made in, which the ranking keeps
  * among equals. The micro-batch is the innermost axis of all, walked apart
  * (try_batches): it is pruned, since a larger one never needs less memory. */
-enum { AX_QUANT, AX_PRECISION, AX_OPTIMIZER, AX_CKPT, AX_ATTENTION, AX_CE, AX_ZERO_OFFLOAD, NAXES };
+enum { AX_QUANT, AX_PRECISION, AX_OPTIMIZER, AX_CKPT, AX_ATTENTION, AX_CE, AX_ZERO_OFFLOAD, AX_REFERENCE, NAXES };
 #define AXIS_MAX 16
 
 typedef struct axis {
@@ -232,6 +235,7 @@ static void axis_set(mp_settings *s, const axis *a, int i)
     case AX_ATTENTION: s->attention = (mp_attention)v; break;
     case AX_CE: s->ce = (mp_ce)v; break;
     case AX_ZERO_OFFLOAD: s->zero = v / MP_NOFFLOAD, s->offload = (mp_offload)(v % MP_NOFFLOAD); break;
+    case AX_REFERENCE: s->reference = (mp_reference)v; break;
     }
 }
 
@@ -361,6 +365,12 @@ static int space_build(space *sp, const mp_settings *base, const mp_search_opts 
     axis_range(&sp->ax[AX_ATTENTION], AX_ATTENTION, pin & MP_PIN_ATTENTION, base->attention, MP_NATTN, 0);
     axis_range(&sp->ax[AX_CE], AX_CE, pin & MP_PIN_CE, base->ce, MP_NCE, 0);
     space_zero_offload(&sp->ax[AX_ZERO_OFFLOAD], base, pin, sp->dp);
+    /* a method with a reference, none given: TRL's own, or log-probabilities
+     * computed before training (a flag in its config) */
+    axis *ref = &sp->ax[AX_REFERENCE];
+    *ref = (axis){.setting = AX_REFERENCE, .vals = {base->reference}, .n = 1};
+    if (mp_method_desc_of(base->method)->reference && base->reference == MP_REF_DEFAULT)
+        ref->vals[ref->n++] = MP_REF_PRECOMPUTED;
     space_batches(sp, base, o);
     return 0;
 }

@@ -67,9 +67,39 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
     return mp_settings_idle_sharding(s, err, MP_ERR_LEN) ? -1 : 0;
 }
 
+#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
+/* A preference method is TRL's trainer (vocabulary.c's methods) and its
+ * reference what that trainer can take: why not, or 0. */
+static int preference_unrunnable(const mp_settings *s, char *err)
+{
+    const mp_method_desc *md = mp_method_desc_of(s->method);
+    const mp_framework *fw = settings_framework(s);
+    if (!md || (int)s->reference < 0 || s->reference >= MP_NREF) BAD("invalid --method or --reference");
+    const char *method = md->v.name, *ref = mp_reference_name(s->reference);
+    if (s->method == MP_METHOD_SFT) {
+        if (s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
+            BAD("--reference %s needs a preference method that has one (--method dpo or ipo)", ref);
+        return 0;
+    }
+    if (fw->kind == MP_FW_MEMTRAIN)
+        BAD("memtrain runs supervised fine-tuning only: --method %s is planned for TRL on the GPU stacks", method);
+    if (fw->logits_kept || fw->ce_output_chunks > 0)
+        BAD("--method %s is TRL's %s: it runs on the Trainer's stacks, not under --framework %s", method,
+            md->trainer, fw->name);
+    if (s->ce == MP_CE_CHUNKED)
+        BAD("--ce chunked has no form in TRL's %s: it takes the log-probabilities of the whole logits", md->trainer);
+    if (!md->reference && s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
+        BAD("--method %s has no reference model (TRL's %s): --reference %s does not apply", method, md->trainer,
+            ref);
+    if (md->reference && s->reference == MP_REF_NONE)
+        BAD("--method %s needs reference log-probabilities: --reference model, adapter or precomputed", method);
+    if (s->reference == MP_REF_ADAPTER && s->lora_rank == 0)
+        BAD("--reference adapter disables LoRA adapters: it needs --lora-rank (or --task lora or qlora)");
+    return 0;
+}
+
 int mp_settings_runnable(const mp_model *m, const mp_settings *s, char *err)
 {
-#define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
     if (s->batch < 1) BAD("invalid --batch '%lld' (at least 1)", (long long)s->batch);
     if (s->accum < 1) BAD("invalid --accum '%lld' (at least 1)", (long long)s->accum);
     if (s->seq < 1) BAD("invalid --seq '%lld' (at least 1)", (long long)s->seq);
@@ -88,6 +118,7 @@ int mp_settings_runnable(const mp_model *m, const mp_settings *s, char *err)
     if (s->ep > 1 && (!m->experts || m->experts % s->ep))
         BAD("--ep '%lld' needs a mixture-of-experts model whose experts it divides", (long long)s->ep);
     if (s->zero < 0 || s->zero > 3) BAD("invalid --zero '%d' (0 to 3)", s->zero);
+    if (preference_unrunnable(s, err)) return -1;
     if (s->offload == MP_OFFLOAD_OPTIMIZER && s->zero < 1)
         BAD("--offload optimizer is ZeRO-Offload: it needs --zero 1, 2 or 3");
     if (s->offload == MP_OFFLOAD_PARAMS && s->zero != 3)

@@ -25,6 +25,12 @@ typedef enum { MP_LOAD_MEMORY, MP_LOAD_STREAM, MP_NLOADER } mp_loader;
 typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK } mp_task;
 /* How PyTorch runs the optimizer step: multi-tensor (foreach), a loop over tensors, or fused. */
 typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
+/* The training objective (TRL's trainers), orthogonal to the task. */
+typedef enum { MP_METHOD_SFT, MP_METHOD_DPO, MP_METHOD_IPO, MP_METHOD_SIMPO, MP_METHOD_CPO, MP_METHOD_ORPO,
+               MP_NMETHOD } mp_method;
+/* Where a preference method's reference log-probabilities come from; DEFAULT:
+ * what TRL does for the method and task (mp_reference_used). */
+typedef enum { MP_REF_DEFAULT, MP_REF_MODEL, MP_REF_ADAPTER, MP_REF_PRECOMPUTED, MP_REF_NONE, MP_NREF } mp_reference;
 
 typedef struct mp_settings {
     mp_precision precision;
@@ -59,6 +65,8 @@ typedef struct mp_settings {
     int64_t shuffle_buffer;   /* sequences held by the streaming shuffle buffer */
     bool dropout;             /* keep dropout masks (GPT-2 pre-training style) */
     int bnb_version;          /* the bitsandbytes release (mp_version_parse: 0.41.1 is 4101); 0: a current one */
+    mp_method method;         /* the objective: sft, or a preference method (batch counts pairs) */
+    mp_reference reference;   /* a preference method's reference model */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 

@@ -28,6 +28,8 @@ VOCAB(ce, mp_ce, MP_NCE)
 VOCAB(loader, mp_loader, MP_NLOADER)
 VOCAB(task, mp_task, MP_NTASK)
 VOCAB(step_impl, mp_step_impl, MP_NSTEP)
+VOCAB(method, mp_method, MP_NMETHOD)
+VOCAB(reference, mp_reference, MP_NREF)
 
 const char *mp_vocab_aliases(const mp_vocab *v, int k)
 {
@@ -40,6 +42,7 @@ const char *mp_vocab_aliases(const mp_vocab *v, int k)
         {&mp_vocab_quant, mp_quant_value},         {&mp_vocab_offload, mp_offload_value},
         {&mp_vocab_ce, mp_ce_value},               {&mp_vocab_loader, mp_loader_value},
         {&mp_vocab_task, mp_task_value},           {&mp_vocab_step_impl, mp_step_impl_value},
+        {&mp_vocab_method, mp_method_value},       {&mp_vocab_reference, mp_reference_value},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         if (rows[i].vocab == v) {
@@ -172,6 +175,12 @@ const mp_opt mp_settings_opts[] = {
      .pin = MP_PIN_STEP,
      .help = "how the optimizer step runs: its temporaries (default: the stack's; foreach, for-loop "
              "under pytorch-cpu, fused under torchtune)"},
+    {"method", MP_OPT_ENUM, S(method), .vocab = &mp_vocab_method, .or_last = true,
+     .help = "the objective (TRL's trainer); for dpo, ipo, simpo, cpo and orpo --batch counts pairs, "
+             "each run as two rows (chosen, rejected) in one batch"},
+    {"reference", MP_OPT_ENUM, S(reference), .vocab = &mp_vocab_reference, .or_last = true,
+     .help = "where dpo and ipo take the reference log-probabilities from (default: TRL's, a copy of the "
+             "model or the adapter disabled under LoRA; plans also try them precomputed)"},
     {"loader", MP_OPT_ENUM, S(loader), .vocab = &mp_vocab_loader, .or_last = true,
      .help = "the training text held in host memory, or streamed through a shuffle buffer"},
     {"dataset-size", MP_OPT_SIZE, S(dataset_bytes), .arg = "SIZE",

@@ -144,6 +144,49 @@ static const mp_value step_impls[MP_NSTEP] = {
     [MP_STEP_FUSED] = {"fused", NULL, "one fused kernel: no parameter-sized temporaries", true},
 };
 
+/* TRL's trainers at huggingface/trl@f2cd577 (the lines: tests/data/engines/trl_methods.csv):
+ * DPOTrainer stacks chosen and rejected into one batch of 2B rows padded to one
+ * width (trl/trainer/dpo_trainer.py 152-213, one forward at 1340); IPO is its
+ * loss_type "ipo" (same batch and reference rules); CPOTrainer (SimPO is its
+ * loss_type "simpo") and ORPOTrainer (trl/experimental/) concatenate the same
+ * way, use no reference, and add the chosen half's NLL through cross_entropy on
+ * a shifted .contiguous() copy of its logits (cpo_trainer.py 825-844, with
+ * cpo_alpha 1.0 by default, SimPO too; orpo_trainer.py 782-803). */
+static const mp_method_desc methods[MP_NMETHOD] = {
+    [MP_METHOD_SFT] = {{"sft", NULL, "supervised fine-tuning: the next-token loss on each sequence", true}, 1,
+                       false, false, "SFTTrainer"},
+    [MP_METHOD_DPO] = {{"dpo", NULL, "direct preference optimisation: chosen and rejected in one batch of 2B rows, "
+                        "a reference's log-probabilities", false}, 2, true, false, "DPOTrainer"},
+    [MP_METHOD_IPO] = {{"ipo", NULL, "DPO with the IPO loss (loss_type ipo): the same memory as dpo", false}, 2,
+                       true, false, "DPOTrainer"},
+    [MP_METHOD_SIMPO] = {{"simpo", NULL, "SimPO (CPOTrainer, loss_type simpo, cpo_alpha 1.0): 2B rows, no "
+                          "reference, the chosen NLL", false}, 2, false, true, "CPOTrainer"},
+    [MP_METHOD_CPO] = {{"cpo", NULL, "contrastive preference optimisation: 2B rows, no reference, the chosen NLL",
+                        false}, 2, false, true, "CPOTrainer"},
+    [MP_METHOD_ORPO] = {{"orpo", NULL, "odds-ratio preference optimisation: 2B rows, no reference, the chosen NLL",
+                         false}, 2, false, true, "ORPOTrainer"},
+};
+
+/* DPOTrainer at huggingface/trl@f2cd577: no ref_model and PEFT: the policy with
+ * its adapter disabled (dpo_trainer.py 894-898, 1374-1380); no ref_model and no
+ * PEFT: a second model loaded like the policy (892-908); precompute_ref_log_probs:
+ * a pass before training, the sums kept with the data on the host (957-978). */
+static const mp_value references[MP_NREF] = {
+    [MP_REF_DEFAULT] = {"default", NULL, "what TRL does: a copy of the model for full fine-tuning, the adapter "
+                        "disabled under LoRA, none for simpo, cpo and orpo", false},
+    [MP_REF_MODEL] = {"model", "copy", "a frozen copy of the model on the GPU, stored and sharded like it", false},
+    [MP_REF_ADAPTER] = {"adapter", "peft", "the policy with its LoRA adapters disabled: no second model", false},
+    [MP_REF_PRECOMPUTED] = {"precomputed", NULL, "precompute_ref_log_probs: a pass before training, nothing on the "
+                            "GPU during it", false},
+    [MP_REF_NONE] = {"none", NULL, "no reference (simpo, cpo, orpo, sft)", false},
+};
+
+mp_reference mp_reference_used(const mp_settings *s)
+{
+    if (s->reference != MP_REF_DEFAULT) return s->reference;
+    if (!methods[s->method].reference) return MP_REF_NONE;
+    return s->lora_rank > 0 ? MP_REF_ADAPTER : MP_REF_MODEL;
+}
 
 /* Spellings that say how the step runs too: transformers' optim="adamw_torch_fused" is
  * torch.optim.AdamW(fused=True) (huggingface/transformers@00349ae8 src/transformers/
@@ -225,6 +268,7 @@ VOCABULARY(mp_attention, attention, attentions)
 VOCABULARY(mp_quant, quant, quants)
 VOCABULARY(mp_offload, offload, offloads)
 VOCABULARY(mp_loader, loader, loaders)
+VOCABULARY(mp_method, method, methods)
 
 /* Settings whose rows carry no engine spelling are plain mp_value rows. */
 #define PLAIN_VOCABULARY(type, fn, rows)                                                       \
@@ -234,6 +278,7 @@ VOCABULARY(mp_loader, loader, loaders)
 PLAIN_VOCABULARY(mp_ce, ce, ces)
 PLAIN_VOCABULARY(mp_task, task, tasks)
 PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
+PLAIN_VOCABULARY(mp_reference, reference, references)
 
 bool mp_precision_pure16(const mp_precision_desc *pd) { return pd->stored_bytes == 2 && !pd->master_copy; }
 

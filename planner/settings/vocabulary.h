@@ -72,6 +72,15 @@ typedef struct mp_loader_desc {
     mp_value v;
 } mp_loader_desc;
 
+/* A training objective as TRL's trainer runs it (tests/data/engines/trl_methods.csv). */
+typedef struct mp_method_desc {
+    mp_value v;
+    int rows_per_example;     /* sequences one forward runs per example --batch counts: 2 for a pair */
+    bool reference;           /* reference log-probabilities in the loss */
+    bool chosen_nll;          /* an NLL on the chosen half: a shifted copy of its logits and its log-softmax */
+    const char *trainer;      /* TRL's class */
+} mp_method_desc;
+
 /* The row of a value (NULL when out of range). */
 const mp_precision_desc *mp_precision_desc_of(mp_precision p);
 const mp_optimizer_desc *mp_optimizer_desc_of(mp_optimizer o);
@@ -82,6 +91,11 @@ const mp_quant_desc *mp_quant_desc_of(mp_quant q);
 bool mp_precision_pure16(const mp_precision_desc *pd);
 const mp_offload_desc *mp_offload_desc_of(mp_offload o);
 const mp_loader_desc *mp_loader_desc_of(mp_loader l);
+const mp_method_desc *mp_method_desc_of(mp_method m);
+/* The reference a run of s uses: --reference, else TRL's for the method and
+ * task (a copy of the model for full fine-tuning, the adapter disabled under
+ * LoRA, none for a method without one). */
+mp_reference mp_reference_used(const mp_settings *s);
 /* The i-th value's common row, NULL past the end: for listing choices. */
 const mp_value *mp_precision_value(int i);
 const mp_value *mp_optimizer_value(int i);
@@ -93,6 +107,8 @@ const mp_value *mp_ce_value(int i);
 const mp_value *mp_loader_value(int i);
 const mp_value *mp_task_value(int i);
 const mp_value *mp_step_impl_value(int i);
+const mp_value *mp_method_value(int i);
+const mp_value *mp_reference_value(int i);
 /* The index of the row spelled `s` (name or alias), or -1. */
 int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* An optimizer alias that also names the step's implementation (transformers'
@@ -115,6 +131,8 @@ const char *mp_ce_name(mp_ce c);
 const char *mp_loader_name(mp_loader l);
 const char *mp_task_name(mp_task t);
 const char *mp_step_impl_name(mp_step_impl i);
+const char *mp_method_name(mp_method m);
+const char *mp_reference_name(mp_reference r);
 int mp_precision_parse(const char *s, mp_precision *p);
 int mp_optimizer_parse(const char *s, mp_optimizer *o);
 int mp_ckpt_parse(const char *s, mp_ckpt *c);
@@ -125,6 +143,8 @@ int mp_ce_parse(const char *s, mp_ce *c);
 int mp_loader_parse(const char *s, mp_loader *l);
 int mp_task_parse(const char *s, mp_task *t);
 int mp_step_impl_parse(const char *s, mp_step_impl *i);
+int mp_method_parse(const char *s, mp_method *m);
+int mp_reference_parse(const char *s, mp_reference *r);
 /* "q,k,v,o", "qkv", "attn", "mlp", "all" (and PEFT's module names) -> bits; 0 on success. */
 int mp_lora_targets_parse(const char *s, unsigned *bits);
 /* bits -> "q,k,v,o" */
