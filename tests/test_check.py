@@ -36,6 +36,62 @@ def check(ok, what):
         failures.append(what)
 
 
+# TRL's preference configs, written here (TRL ships no YAML of them): which keys
+# name which trainer (trl@f2cd5771 dpo_config.py, experimental/cpo/cpo_config.py),
+# and --method on a file of Trainer keys alone. Each: YAML, flags, exit, settings.
+SYNTHETIC = [
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nbeta: 0.1\n"
+     "precompute_ref_log_probs: true\nloss_type: [ipo]\n", [], 0,
+     {"method": ("ipo", "loss_type"), "reference": ("precomputed", "precompute_ref_log_probs"),
+      "seq": ("1024", "(default)"), "batch": ("2", "per_device_train_batch_size")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nsync_ref_model: false\n"
+     "use_peft: true\n", [], 0, {"method": ("dpo", "sync_ref_model"), "reference": ("adapter", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nloss_type: simpo\n"
+     "simpo_gamma: 0.5\nmax_length: 512\n", [], 0,
+     {"method": ("simpo", "loss_type"), "reference": ("none", "(default)"), "seq": ("512", "max_length")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\ncpo_alpha: 1.0\n", [], 0,
+     {"method": ("cpo", "cpo_alpha")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\nmax_length: 2048\n",
+     ["--method", "dpo"], 0, {"method": ("dpo", "--method"), "reference": ("model", "(default)"),
+                              "batch": ("4", "per_device_train_batch_size")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nbeta: 0.1\n",
+     ["--method", "orpo"], 0, {"method": ("orpo", "--method"), "reference": ("none", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nprecompute_ref_log_probs: true\n",
+     ["--method", "simpo"], 2, "'precompute_ref_log_probs': a reference for simpo"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nbeta: 0.1\ndesirable_weight: 1.0\n",
+     [], 2, "'desirable_weight': a KTOConfig key"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nloss_type: kto\n", [], 2,
+     "'loss_type': KTO"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nnum_generations: 8\n", [], 2,
+     "'num_generations': online training"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\ncpo_alpha: 1.0\n"
+     "precompute_ref_log_probs: false\n", [], 2, "'cpo_alpha': a CPOConfig key beside the DPOConfig key"),
+]
+
+
+def synthetic(memplan):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for i, (text, args, want, exp) in enumerate(SYNTHETIC):
+            path = os.path.join(d, f"trl{i}.yaml")
+            open(path, "w").write(text)
+            p = subprocess.run([memplan, "check", path, "--gpu", "80GB", *args, "--format", "json"],
+                               capture_output=True, text=True)
+            what = f"synthetic TRL config {i} ({' '.join(args) or 'no flags'})"
+            if want == 2:
+                check(p.returncode == 2 and exp in p.stderr and p.stderr.count("\n") == 1,
+                      f"{what}: exit {p.returncode}, said {p.stderr.strip()[:200]!r}, wanted {exp!r}")
+                continue
+            check(p.returncode in (0, 1), f"{what}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+            if p.returncode not in (0, 1):
+                continue
+            origins = {o["setting"]: o for o in json.loads(p.stdout)["settings"]}
+            for setting, (value, key) in exp.items():
+                o = origins.get(setting)
+                check(o is not None and (o["value"], o["key"]) == (value, key),
+                      f"{what}: {setting} is {(o['value'], o['key']) if o else None}, wanted {(value, key)}")
+
+
 def main():
     memplan = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build/bin", "memplan")
     rows = list(csv.DictReader(open(os.path.join(HERE, "INDEX.csv"))))
@@ -74,6 +130,7 @@ def main():
             o = origins.get(setting)
             check(o is not None and o["key"] == key, f"{f}: {setting} from {o['key'] if o else None!r}, wanted {key!r}")
     check(checked >= 40, f"{checked} files checked, wanted at least 40")
+    synthetic(memplan)
     for x in failures:
         print("FAIL " + x)
     print(f"check: {checked} real configs; {passed} passed, {len(failures)} failed")

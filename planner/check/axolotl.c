@@ -112,8 +112,6 @@ static bool truthy(const ck_node *v)
 /* Each key that changes memory in a way memplan does not count, and why: refused
  * when the file sets it (a true flag, a name, a non-empty list). */
 static const struct { const char *key, *why; } UNMODELLED[] = {
-    {"rl", "reinforcement or preference training (DPO, GRPO, KTO...: a reference model, pairs or generation; "
-           "config.py:262)"},
     {"reward_model", "reward-model training (a classification head; config.py:282)"},
     {"process_reward_model", "process-reward-model training (a token classification head; config.py:293)"},
     {"relora", "ReLoRA's periodic merges and restarts (peft.py:257)"},
@@ -688,6 +686,101 @@ static int read_ray_workers(ck_state *st, const ck_node *v, const char *key, cha
     return 0;
 }
 
+/* ---------- preference training (rl) ----------
+ * rl (schemas/config.py:262, enums.py:28-38 RLType) picks TRL's trainer
+ * (core/builders/rl.py:55-91 @067b021c): dpo and ipo DPOTrainer (ipo is
+ * loss_type ["ipo"]: core/trainers/dpo/__init__.py:30-31), orpo ORPOTrainer,
+ * simpo CPOTrainer with loss_type simpo (rl.py:134-142); kto, grpo, gdpo and
+ * ebft are refused. The reference (train.py:137-154): none for orpo; under an
+ * adapter none is loaded and TRL disables the adapter (dpo_trainer.py
+ * 894-898 @f2cd5771); a full fine-tune loads a second model and passes it to
+ * DPOTrainer (rl.py:71-73), which keeps it even with precompute_ref_log_probs
+ * (dpo_trainer.py 909-910). (simpo loads one too and never passes it: freed
+ * before training when the builder goes, not counted.) sequence_len is every
+ * RL trainer's max_length (core/builders/base.py:680-682). */
+#define AX_PREF_PRECOMPUTE 1u /* precompute_ref_log_probs: true (st->pref_bits) */
+#define AX_PREF_LOSS_IPO   2u /* dpo_loss_type: [ipo] */
+
+static int read_rl(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    static const struct { const char *rl, *why; } refused[] = {
+        {"kto", "rl: kto (KTOTrainer: unpaired rows, a KL batch, a reference)"},
+        {"grpo", "rl: grpo (GRPOTrainer: generation, reward functions, a rollout engine)"},
+        {"gdpo", "rl: gdpo (GRPOTrainer with several rewards: generation and a rollout engine)"},
+        {"ebft", "rl: ebft (its own trainer and generation)"},
+    };
+    const char *t = ck_text(v);
+    if (ck_null(v)) return 0;
+    if (!t || v->kind != CK_SCALAR) return ck_bad(key, v, "want dpo, ipo, orpo, simpo, kto, grpo, gdpo or ebft", err);
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        if (!strcmp(t, refused[i].rl)) return ck_refuse(key, refused[i].why, err);
+    mp_method m;
+    if (!strcmp(t, "dpo")) m = MP_METHOD_DPO;
+    else if (!strcmp(t, "ipo")) m = MP_METHOD_IPO;
+    else if (!strcmp(t, "orpo")) m = MP_METHOD_ORPO;
+    else if (!strcmp(t, "simpo")) m = MP_METHOD_SIMPO;
+    else return ck_bad(key, v, "want dpo, ipo, orpo, simpo, kto, grpo, gdpo or ebft", err);
+    st->pref_method = m + 1;
+    snprintf(st->pref_key, sizeof st->pref_key, "%s", key);
+    return 0;
+}
+
+/* dpo_loss_type (config.py:329, a list of at least one), passed as loss_type for rl: dpo only */
+static int read_dpo_loss_type(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    if (v->kind != CK_LIST || !v->child) return ck_bad(key, v, "want a list of one loss name", err);
+    const char *t = ck_text(v->child);
+    if (!t || v->child->kind != CK_SCALAR) return ck_bad(key, v, "want a list of one loss name", err);
+    if (v->child->next)
+        return ck_refuse(key, "several DPO losses combined (dpo_loss_weights): memplan has no row for the mix", err);
+    if (!strcmp(t, "ipo")) st->pref_bits |= AX_PREF_LOSS_IPO;
+    else if (strcmp(t, "sigmoid")) {
+        char q[48], why[160];
+        snprintf(why, sizeof why, "DPO loss '%s', which memplan has no row for (it models sigmoid and ipo)",
+                 mp_quote(t, q, sizeof q));
+        return ck_refuse(key, why, err);
+    }
+    return 0;
+}
+
+static int read_precompute(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (read_bool(v, key, &on, err)) return -1;
+    if (on) st->pref_bits |= AX_PREF_PRECOMPUTE;
+    else st->pref_bits &= ~AX_PREF_PRECOMPUTE;
+    return 0;
+}
+
+static int finish_rl(ck_state *st, char *err)
+{
+    if (!st->pref_method) return ck_preference(st, NULL, "TRL's default", err);
+    mp_method m = (mp_method)(st->pref_method - 1);
+    if (m == MP_METHOD_DPO && (st->pref_bits & AX_PREF_LOSS_IPO)) {
+        st->pref_method = MP_METHOD_IPO + 1;
+        snprintf(st->pref_key, sizeof st->pref_key, "dpo_loss_type");
+    }
+    bool dpo = m == MP_METHOD_DPO || m == MP_METHOD_IPO, lora = st->s.lora_rank > 0;
+    const char *ref_how = lora ? "an adapter: no reference loaded (train.py:139-142), TRL disables the adapter "
+                                 "(dpo_trainer.py 894-898)"
+                               : "a full fine-tune: axolotl loads a second model (train.py:143-153) for DPOTrainer";
+    if (dpo && (st->pref_bits & AX_PREF_PRECOMPUTE)) {
+        snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "precompute_ref_log_probs");
+        if (lora) {
+            st->pref_ref = MP_REF_PRECOMPUTED;
+            ref_how = "computed before training with the adapter disabled, kept on the host (dpo_trainer.py 957-978)";
+        } else {
+            st->pref_ref = MP_REF_MODEL;
+            ref_how = "a full fine-tune: axolotl still loads and passes a reference model (train.py:143-153), which "
+                      "TRL keeps with precompute_ref_log_probs (dpo_trainer.py 909-910)";
+            note(st, "precompute_ref_log_probs with a full fine-tune: the reference model axolotl passes stays in "
+                     "memory; memplan counts it and its forward each step: an upper bound");
+        }
+    }
+    return ck_preference(st, "axolotl's rl (core/builders/rl.py:55-91)", ref_how, err);
+}
+
 /* The keys: each a row. read NULL: known, and nothing memplan counts (logging,
  * data, schedules, evaluation, saving, the hub); a key the RL trainers alone
  * read is known too (rl itself is refused). */
@@ -795,16 +888,18 @@ static const ck_key keys[] = {
     /* empty_cache between steps returns reserved memory; the step's peak is the same */
     {"torch_empty_cache_steps", NULL}, {"gc_steps", NULL}, {"gc_collect_steps", NULL},
     /* what trains, other than an adapter or everything: not modelled */
-    {"rl", refuse_set}, {"reward_model", refuse_set}, {"process_reward_model", refuse_set},
+    {"rl", read_rl}, {"reward_model", refuse_set}, {"process_reward_model", refuse_set},
     {"lisa_n_layers", refuse_set}, {"lisa_step_interval", NULL}, {"lisa_layers_attribute", NULL},
     {"qat", refuse_set}, {"trainer_cls", refuse_set}, {"plugins", refuse_set},
     {"cut_cross_entropy", refuse_set}, {"liger_fused_linear_cross_entropy", refuse_set},
     {"liger_rms_norm", refuse_set}, {"liger_glu_activation", refuse_set}, {"liger_rope", refuse_set},
     {"liger_cross_entropy", refuse_set},
-    /* read by the RL trainers only (rl is refused) */
+    /* read by the RL trainers (rl, above): the reference and the loss; the rest
+     * scalars of the loss, KTO's (refused by rl) and GRPO's (likewise) */
+    {"precompute_ref_log_probs", read_precompute}, {"dpo_loss_type", read_dpo_loss_type},
     {"trl", NULL}, {"vllm", NULL}, {"ebft", NULL}, {"center_rewards_coefficient", NULL}, {"num_labels", NULL},
-    {"dpo_use_weighting", NULL}, {"dpo_label_smoothing", NULL}, {"precompute_ref_log_probs", NULL},
-    {"dpo_use_liger_kernel", NULL}, {"dpo_padding_free", NULL}, {"dpo_loss_type", NULL}, {"dpo_loss_weights", NULL},
+    {"dpo_use_weighting", NULL}, {"dpo_label_smoothing", NULL}, 
+    {"dpo_use_liger_kernel", NULL}, {"dpo_padding_free", NULL}, {"dpo_loss_weights", NULL},
     {"max_prompt_len", NULL}, {"orpo_alpha", NULL}, {"simpo_gamma", NULL}, {"cpo_alpha", NULL},
     {"kto_desirable_weight", NULL}, {"kto_undesirable_weight", NULL}, {"rl_beta", NULL}, {"dpo_beta", NULL},
     {"dpo_use_logits_to_keep", NULL}, {"dpo_generate_during_eval", NULL}, {"dpo_norm_loss", NULL},
@@ -1035,7 +1130,7 @@ static int finish(ck_state *st, char *err)
                     : (seq_given ? "no packing: a batch padded to its longest row, at most this (an upper bound)"
                                  : "axolotl's sequence_len (config.py:665), at most (no packing)"));
     /* the adapter and what it trains */
-    if (finish_adapter(st, err) || finish_fsdp(st, err)) return -1;
+    if (finish_adapter(st, err) || finish_fsdp(st, err) || finish_rl(st, err)) return -1;
     /* Ray Train: one worker a GPU */
     if (has(st, AX_RAY) && st->fmt_count[AX_RAY_WORKERS] > 0) {
         st->procs = st->fmt_count[AX_RAY_WORKERS];

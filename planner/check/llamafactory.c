@@ -172,15 +172,56 @@ static int read_stage(ck_state *st, const ck_node *v, const char *key, char *err
     } refused[] = {
         {"rm", "stage 'rm' trains a reward model with a value head on chosen and rejected pairs"},
         {"ppo", "stage 'ppo' holds the policy, its value head, a reward model and a reference, and generates"},
-        {"dpo", "stage 'dpo' runs chosen and rejected pairs against a reference model"},
         {"kto", "stage 'kto' runs pairs against a reference model"},
     };
     const char *t = ck_text(v);
     if (t && !strcmp(t, "sft")) return set_bit(st, LF_PT, false);
     if (t && !strcmp(t, "pt")) return set_bit(st, LF_PT, true);
+    if (t && !strcmp(t, "dpo")) { /* the method: pref_loss (finish) */
+        st->pref_method = MP_METHOD_DPO + 1;
+        snprintf(st->pref_key, sizeof st->pref_key, "%s", key);
+        return set_bit(st, LF_PT, false);
+    }
     for (size_t i = 0; t && i < sizeof refused / sizeof *refused; i++)
         if (!strcmp(t, refused[i].stage)) return ck_refuse(key, refused[i].why, err);
     return ck_bad(key, v, "want pt, sft, rm, ppo, dpo or kto", err);
+}
+
+/* pref_loss (finetuning_args.py:183 @ff6d4d12, default sigmoid): which loss
+ * CustomDPOTrainer computes (train/dpo/trainer.py:187-217 @ff6d4d12): sigmoid
+ * and ipo against a reference, orpo and simpo without one (use_ref_model,
+ * finetuning_args.py:593); hinge and kto_pair have no row here */
+static int read_pref_loss(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    static const struct { const char *loss; mp_method m; } rows[] = {
+        {"sigmoid", MP_METHOD_DPO}, {"ipo", MP_METHOD_IPO}, {"orpo", MP_METHOD_ORPO}, {"simpo", MP_METHOD_SIMPO},
+    };
+    const char *t = ck_text(v);
+    if (ck_null(v)) return 0;
+    if (!t || v->kind != CK_SCALAR) return ck_bad(key, v, "want sigmoid, hinge, ipo, kto_pair, orpo or simpo", err);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (!strcmp(t, rows[i].loss)) {
+            st->pref_bits = rows[i].m + 1; /* applied with stage dpo (finish) */
+            return 0;
+        }
+    if (!strcmp(t, "hinge") || !strcmp(t, "kto_pair")) {
+        char why[120];
+        snprintf(why, sizeof why, "pref_loss %s, a loss memplan has no row for (it models sigmoid, ipo, orpo, simpo)",
+                 t);
+        return ck_refuse(key, why, err);
+    }
+    return ck_bad(key, v, "want sigmoid, hinge, ipo, kto_pair, orpo or simpo", err);
+}
+
+/* ref_model (finetuning_args.py:223): another model loaded as the reference
+ * (train/trainer_utils.py:123-135 @ff6d4d12), not the one trained */
+static int read_ref_model(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    if (!ck_text(v) || v->kind != CK_SCALAR) return ck_bad(key, v, "want a model's path or Hub id", err);
+    snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "%s", key);
+    st->pref_ref = MP_REF_MODEL; /* resolved in finish: only a method with a reference loads it */
+    return 0;
 }
 
 /* finetuning_args.py:464; freeze trains some layers only (model/adapter.py:59-140), OFT its own adapters */
@@ -469,10 +510,10 @@ static const ck_key keys[] = {
     {"loraplus_lr_ratio", NULL}, {"loraplus_lr_embedding", NULL}, {"use_rslora", NULL}, {"pissa_iter", NULL},
     {"pissa_convert", NULL}, {"create_new_adapter", NULL}, {"module_dropout", NULL}, {"oft_rank", NULL},
     {"oft_block_size", NULL}, {"oft_target", NULL},
-    {"pref_beta", NULL}, {"pref_ftx", NULL}, {"pref_bco_weight", NULL}, {"pref_loss", NULL},
+    {"pref_beta", NULL}, {"pref_ftx", NULL}, {"pref_bco_weight", NULL}, {"pref_loss", read_pref_loss},
     {"dpo_label_smoothing", NULL}, {"kto_chosen_weight", NULL}, {"kto_rejected_weight", NULL},
     {"simpo_gamma", NULL}, {"ppo_buffer_size", NULL}, {"ppo_epochs", NULL}, {"ppo_score_norm", NULL},
-    {"ppo_target", NULL}, {"ppo_whiten_rewards", NULL}, {"ref_model", NULL}, {"ref_model_adapters", NULL},
+    {"ppo_target", NULL}, {"ppo_whiten_rewards", NULL}, {"ref_model", read_ref_model}, {"ref_model_adapters", NULL},
     {"ref_model_quantization_bit", NULL}, {"reward_model", NULL}, {"reward_model_adapters", NULL},
     {"reward_model_quantization_bit", NULL}, {"reward_model_type", NULL}, {"ld_alpha", NULL},
     {"galore_target", NULL}, {"galore_rank", NULL}, {"galore_update_interval", NULL}, {"galore_scale", NULL},
@@ -649,7 +690,9 @@ static int resolve_seq(ck_state *st, char *err)
                                                   : "stage pt packs blocks of cutoff_len (parser.py:462)";
     } else {
         seq = (cutoff + 7) / 8 * 8;
-        how = seq != cutoff ? "stage sft: the collator pads to a multiple of 8 (train/sft/workflow.py:61)"
+        how = st->pref_method ? "stage dpo: prompt and each answer cut at cutoff_len (data/processor/pairwise.py:"
+                                "58-59), padded to a multiple of 8 (train/dpo/workflow.py:50)"
+              : seq != cutoff ? "stage sft: the collator pads to a multiple of 8 (train/sft/workflow.py:61)"
               : packing_written_on ? "packed rows of cutoff_len (data/processor/supervised.py:182-193)"
                                    : "stage sft: samples cut at cutoff_len";
     }
@@ -764,6 +807,34 @@ static void resolve_launcher(ck_state *st)
            "(launcher.py:60-82)");
 }
 
+/* stage dpo: the method by pref_loss, the reference as create_ref_model makes
+ * it (train/trainer_utils.py:116-148 @ff6d4d12): ref_model names another
+ * model (refused); else LoRA loads none and the trainer disables the adapter
+ * (train/dpo/trainer.py:262-264), other types load the model again. No
+ * precompute: CustomDPOTrainer sets precompute_ref_log_probs False (:70). */
+static int resolve_preference(ck_state *st, char *err)
+{
+    if (!st->pref_method) return ck_preference(st, NULL, "LLaMA-Factory's default", err);
+    if (st->pref_bits) st->pref_method = (int)st->pref_bits; /* pref_loss's method */
+    mp_method m = (mp_method)(st->pref_method - 1);
+    const bool uses_ref = mp_method_desc_of(m)->reference;
+    if (st->pref_ref == MP_REF_MODEL && uses_ref && !ck_from_flag(st, "method"))
+        return ck_refuse(st->pref_ref_key, "a reference model other than the one trained (train/trainer_utils.py:"
+                                           "123-135)", err);
+    st->pref_ref = MP_REF_DEFAULT; /* orpo and simpo never load ref_model (finetuning_args.py:593) */
+    if (st->pref_bits) snprintf(st->pref_key, sizeof st->pref_key, "pref_loss");
+    if (ck_preference(st, st->pref_bits ? "stage dpo with this pref_loss (train/dpo/trainer.py:187-217)"
+                                        : "stage dpo, pref_loss's default sigmoid (finetuning_args.py:183)",
+                      st->lora ? "finetuning_type lora: the policy with its adapter disabled (train/dpo/trainer.py:"
+                                 "262-264)"
+                               : "the model loaded again as the reference (train/trainer_utils.py:139-146)",
+                      err))
+        return -1;
+    ck_note(st, "LLaMA-Factory's DPO upcasts the pair rows' logits to fp32 and keeps their log-softmax (train/dpo/"
+                "trainer.py:231, trainer_utils.py:612): more than TRL's logits, which memplan counts");
+    return 0;
+}
+
 static int finish(ck_state *st, char *err)
 {
     if (resolve_method(st, err) || resolve_quant(st, err) || resolve_seq(st, err)) return -1;
@@ -790,7 +861,7 @@ static int finish(ck_state *st, char *err)
         ck_set(st, "framework", ds->name, "deepspeed", "the run is DeepSpeed's: its engine holds the weights");
     }
     resolve_launcher(st);
-    return 0;
+    return resolve_preference(st, err);
 }
 
 /* A setting's fix in LLaMA-Factory's words. */

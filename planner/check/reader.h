@@ -46,6 +46,14 @@ typedef struct ck_state {
     /* a format's keys that decide only together (axolotl.c's readers note them, its finish resolves them) */
     uint64_t fmt_bits;
     int64_t fmt_count[2];
+    /* a preference config (trainer.c, axolotl.c, llamafactory.c): what its keys
+     * said, resolved by the format's finish with ck_preference() */
+    unsigned pref_bits;          /* the format's CK_PREF-like bits */
+    int pref_method;             /* the method the keys name plus one (0: none) */
+    mp_reference pref_ref;       /* the reference the keys ask for (MP_REF_DEFAULT: the tool's) */
+    char pref_key[64];           /* the key that named the method (or the first preference key) */
+    char pref_ref_key[64];       /* the key that named the reference */
+    char pref_keys[4][64];       /* a format's keys that decide together (trainer.c: which trainer) */
 } ck_state;
 
 /* One key of a format, by its dotted path. read NULL: known, and nothing memplan
@@ -88,6 +96,20 @@ int ck_bad(const char *key, const ck_node *v, const char *want, char *err);
 void ck_unknown(ck_state *st, const char *key);
 /* Keys that change memory in ways memplan does not model: a refusal naming the key. */
 int ck_refuse(const char *key, const char *why, char *err);
+
+/* A note on the report (check.h's notes), once. */
+void ck_note(ck_state *st, const char *text);
+/* Whether `setting` was given on the command line (--method: its origin's key). */
+bool ck_from_flag(const ck_state *st, const char *setting);
+/* Add `how` to the record of a setting the files set (its origin). */
+void ck_set_how(ck_state *st, const char *setting, const char *how);
+/* A preference method and its reference, after a format's keys (st->pref_method,
+ * pref_ref, pref_key, pref_ref_key) and the adapter are resolved: the method
+ * unless --method gave one, the reference the keys asked for unless
+ * --reference did, else the tool's default, recorded with `ref_how` (why the
+ * tool uses what mp_reference_used gives); the batch said to count pairs. 0,
+ * or -1 with err: a reference the method has none of. */
+int ck_preference(ck_state *st, const char *method_how, const char *ref_how, char *err);
 
 /* Shared readers of values (shared.c): */
 int ck_read_batch(ck_state *st, const ck_node *v, const char *key, char *err);

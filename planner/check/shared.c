@@ -277,3 +277,61 @@ void ck_resolve_precision(ck_state *st, const char *key_bf16, const char *why)
     }
     ck_set(st, "precision", mp_precision_name(p), p16 ? key_bf16 : "(no 16-bit flag)", how);
 }
+
+void ck_note(ck_state *st, const char *text)
+{
+    mp_check *c = st->c;
+    for (int i = 0; i < c->nnotes; i++)
+        if (!strcmp(c->note[i], text)) return;
+    if (c->nnotes < CK_MAX_NOTES) snprintf(c->note[c->nnotes++], sizeof c->note[0], "%s", text);
+}
+
+static ck_origin *origin_of(const ck_state *st, const char *setting)
+{
+    for (int i = 0; i < st->c->norigins; i++)
+        if (!strcmp(st->c->origin[i].setting, setting)) return &st->c->origin[i];
+    return NULL;
+}
+
+bool ck_from_flag(const ck_state *st, const char *setting)
+{
+    const ck_origin *o = origin_of(st, setting);
+    return o && !strncmp(o->key, "--", 2);
+}
+
+void ck_set_how(ck_state *st, const char *setting, const char *how)
+{
+    ck_origin *o = origin_of(st, setting);
+    if (!o || !strncmp(o->key, "--", 2)) return;
+    char buf[2 * sizeof o->how + 8];
+    snprintf(buf, sizeof buf, "%s%s%s", o->how, o->how[0] ? "; " : "", how);
+    mp_quote(buf, o->how, sizeof o->how);
+}
+
+int ck_preference(ck_state *st, const char *method_how, const char *ref_how, char *err)
+{
+    /* the method: the keys', unless --method (applied before the formats finish) */
+    if (st->pref_method && !ck_from_flag(st, "method")) {
+        st->s.method = (mp_method)(st->pref_method - 1);
+        ck_set(st, "method", mp_method_name(st->s.method), st->pref_key, method_how);
+    }
+    if (st->s.method == MP_METHOD_SFT) return 0;
+    const mp_method_desc *md = mp_method_desc_of(st->s.method);
+    /* the reference the keys asked for, unless --reference */
+    if (!ck_from_flag(st, "reference")) {
+        if (st->pref_ref != MP_REF_DEFAULT && !md->reference) {
+            char why[160];
+            snprintf(why, sizeof why, "a reference for %s, which has none (TRL's %s)", md->v.name, md->trainer);
+            return ck_refuse(st->pref_ref_key, why, err);
+        }
+        if (st->pref_ref != MP_REF_DEFAULT) {
+            st->s.reference = st->pref_ref;
+            ck_set(st, "reference", mp_reference_name(st->pref_ref), st->pref_ref_key, ref_how);
+        } else {
+            ck_set(st, "reference", mp_reference_name(mp_reference_used(&st->s)), "(default)",
+                   md->reference ? ref_how : "the method has no reference model");
+        }
+    }
+    ck_set_how(st, "batch", "pairs: each a chosen and a rejected row in one batch");
+    return 0;
+}

@@ -19,7 +19,8 @@ static bool trl_keys(const ck_node *root)
 {
     static const char *const keys[] = {"use_peft", "max_seq_length", "max_length", "packing", "dataset_text_field",
                                        "lora_r", "torch_dtype", "dtype", "model_name_or_path", "dataset_mixture",
-                                       "dataset_name", "chat_template", "load_in_4bit"};
+                                       "dataset_name", "chat_template", "load_in_4bit", "beta", "loss_type",
+                                       "precompute_ref_log_probs"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (ck_get(root, keys[i])) return true;
     return false;
@@ -166,11 +167,189 @@ static int read_activation_offloading(ck_state *st, const ck_node *v, const char
     return 0;
 }
 
-/* Preference training holds a reference model or its log-probs, and pairs. */
-static int refuse_preference(ck_state *st, const ck_node *v, const char *key, char *err)
+/* ---------- TRL's preference configs ----------
+ * A TRL YAML names no trainer: `trl dpo --config` or a script does. The keys
+ * say which config class holds them (huggingface/trl@f2cd5771, the fields
+ * tabulated in tests/data/engines/trl_config_keys.csv):
+ *   DPOConfig alone: precompute_ref_log_probs (dpo_config.py:216; KTOConfig has
+ *     it too, kto_config.py:174, but KTO's own keys are refused below),
+ *     precompute_ref_batch_size, loss_type as a list (:234), loss_weights,
+ *     ld_alpha, f_divergence_type, use_weighting, discopop_tau, sync_ref_model
+ *     and its mixup keys (:224-327); up to v0.28.0 also ref_model_init_kwargs,
+ *     rpo_alpha, use_logits_to_keep.
+ *   CPOConfig alone: cpo_alpha, simpo_gamma, alpha (cpo_config.py:133-141);
+ *     loss_type "simpo"/"alphapo" (:122-126, alphapo is simpo with cpo_alpha 0,
+ *     :176-180).
+ *   ORPOConfig has no key of its own (orpo_config.py:75-131: beta, max_length,
+ *     max_completion_length, padding_value are DPO's or CPO's too): an ORPO file
+ *     is told by --method orpo.
+ *   beta, label_smoothing, max_prompt_length, max_completion_length,
+ *   generate_during_eval, is_encoder_decoder, padding_value and a loss_type
+ *   string sigmoid/ipo/hinge are shared by DPO, CPO and ORPO (and KTO's,
+ *   online DPO's, GRPO's configs): alone they name no trainer, and the
+ *   reference they imply differs by a whole model, so check asks for --method.
+ * DPOTrainer: loss_type sigmoid is DPO, ipo IPO (dpo_trainer.py 1396-1451);
+ * CPOTrainer: sigmoid is CPO, simpo SimPO (cpo_trainer.py 714-721). */
+enum {
+    TP_ANY = 1 << 0,     /* a key every preference config has (beta...) */
+    TP_DPO = 1 << 1,     /* a DPOConfig key */
+    TP_CPO = 1 << 2,     /* a CPOConfig key */
+    TP_LOSS_IPO = 1 << 3, /* loss_type ipo */
+    TP_LOSS_SIMPO = 1 << 4, /* loss_type simpo or alphapo */
+    TP_LOSS_SIGMOID = 1 << 5, /* loss_type sigmoid */
+    TP_NO_NLL = 1 << 6,  /* cpo_alpha 0 (or alphapo): no NLL term */
+};
+
+/* st->pref_keys: the first key of each kind, for the refusals */
+enum { TK_ANY, TK_DPO, TK_CPO, TK_LOSS };
+
+static void pref_key(ck_state *st, unsigned bit, const char *key)
 {
-    return ck_refuse(key, "a preference-training key (DPO, ORPO, KTO: chosen and rejected pairs, a reference "
-                          "model)", err);
+    char *slot = st->pref_keys[bit == TP_DPO ? TK_DPO : bit == TP_CPO ? TK_CPO : TK_ANY];
+    if (!(st->pref_bits & bit)) snprintf(slot, sizeof st->pref_keys[0], "%s", key);
+    st->pref_bits |= bit;
+    st->trl = true;
+}
+
+static int pref_any(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (!ck_null(v)) pref_key(st, TP_ANY, key);
+    return 0;
+}
+
+static int pref_dpo(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (!ck_null(v)) pref_key(st, TP_DPO, key);
+    return 0;
+}
+
+static int pref_cpo(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (!ck_null(v)) pref_key(st, TP_CPO, key);
+    return 0;
+}
+
+/* cpo_alpha (cpo_config.py:133, default 1.0): 0 drops the chosen NLL (cpo_trainer.py 841-844) */
+static int read_cpo_alpha(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    double a;
+    if (ck_null(v)) return 0;
+    if (ck_real(v, &a)) return ck_bad(key, v, "want a number", err);
+    pref_key(st, TP_CPO, key);
+    if (a == 0) st->pref_bits |= TP_NO_NLL;
+    return 0;
+}
+
+/* precompute_ref_log_probs (dpo_config.py:216): the reference's sums computed
+ * before training and kept with the data on the host (dpo_trainer.py 957-978) */
+static int read_precompute(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_null(v)) return 0;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    pref_key(st, TP_DPO, key);
+    st->pref_ref = on ? MP_REF_PRECOMPUTED : MP_REF_DEFAULT;
+    snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "%s", key);
+    return 0;
+}
+
+/* One loss name: what it says of the trainer, or a refusal by name. */
+static int loss_name(ck_state *st, const ck_node *v, const char *key, bool in_list, char *err)
+{
+    const char *t = ck_text(v);
+    if (!t || v->kind != CK_SCALAR) return ck_bad(key, v, "want a loss name (sigmoid, ipo, simpo)", err);
+    char q[48], why[200];
+    if (!strcmp(t, "sigmoid")) st->pref_bits |= TP_LOSS_SIGMOID;
+    else if (!strcmp(t, "ipo")) st->pref_bits |= TP_LOSS_IPO;
+    else if (!in_list && (!strcmp(t, "simpo") || !strcmp(t, "alphapo"))) {
+        st->pref_bits |= TP_LOSS_SIMPO;
+        if (!strcmp(t, "alphapo")) st->pref_bits |= TP_NO_NLL; /* cpo_config.py:176-180 */
+        pref_key(st, TP_CPO, key);
+    } else if (!strcmp(t, "kto") || !strcmp(t, "apo_zero_unpaired"))
+        return ck_refuse(key, "KTO (KTOConfig, kto_config.py:192): unpaired rows, a KL batch and a reference", err);
+    else if (!strcmp(t, "dapo") || !strcmp(t, "grpo") || !strcmp(t, "dr_grpo") || !strcmp(t, "bnpo"))
+        return ck_refuse(key, "GRPO (GRPOConfig, grpo_config.py:791): generation and its rollout engine", err);
+    else {
+        snprintf(why, sizeof why, "loss_type '%s', a loss memplan has no row for (it models sigmoid, ipo and simpo)",
+                 mp_quote(t, q, sizeof q));
+        return ck_refuse(key, why, err);
+    }
+    return 0;
+}
+
+/* loss_type: DPOConfig's is a list (dpo_config.py:234, a string becomes a list
+ * at :344-345); CPOConfig's, KTOConfig's and others' a string */
+static int read_loss_type(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    snprintf(st->pref_keys[TK_LOSS], sizeof st->pref_keys[0], "%s", key);
+    if (v->kind == CK_LIST) {
+        if (!v->child) return ck_bad(key, v, "want one loss name", err);
+        if (v->child->next)
+            return ck_refuse(key, "several losses combined (loss_weights, MPO): memplan has no row for the mix", err);
+        pref_key(st, TP_DPO, key);
+        return loss_name(st, v->child, key, true, err);
+    }
+    if (v->kind != CK_SCALAR) return ck_bad(key, v, "want a loss name or a list of one", err);
+    pref_key(st, TP_ANY, key);
+    return loss_name(st, v, key, false, err);
+}
+
+/* What TRL trains with something other than pairs and a reference or none. */
+static int refuse_kto(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    return ck_null(v) ? 0 : ck_refuse(key, "a KTOConfig key (KTO: unpaired rows, a KL batch, a reference)", err);
+}
+
+static int refuse_generation(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_null(v) || (!ck_bool(v, &on) && !on)) return 0;
+    return ck_refuse(key, "online training (GRPO, RLOO, online DPO, PPO: generation, a rollout engine, reward "
+                          "models)", err);
+}
+
+static int refuse_reward(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    return ck_null(v) ? 0 : ck_refuse(key, "reward-model training (RewardConfig: a scalar head on pairs)", err);
+}
+
+/* After the keys: which trainer, which method (trl_methods.csv). */
+static int resolve_trl_method(ck_state *st, char *err)
+{
+    unsigned b = st->pref_bits;
+    bool flag = ck_from_flag(st, "method");
+    if (!b) return 0;
+    if ((b & TP_DPO) && (b & TP_CPO)) {
+        char why[160];
+        snprintf(why, sizeof why, "a CPOConfig key beside the DPOConfig key '%s': no one trainer takes both",
+                 st->pref_keys[TK_DPO]);
+        return ck_refuse(st->pref_keys[TK_CPO], why, err);
+    }
+    int m = -1;
+    const char *key = NULL;
+    if (b & TP_DPO) {
+        m = b & TP_LOSS_IPO ? MP_METHOD_IPO : MP_METHOD_DPO;
+        key = b & (TP_LOSS_IPO | TP_LOSS_SIGMOID) ? st->pref_keys[TK_LOSS] : st->pref_keys[TK_DPO];
+    } else if (b & TP_CPO) {
+        if (b & TP_LOSS_IPO)
+            return ck_refuse(st->pref_keys[TK_LOSS], "CPOTrainer's ipo loss, which memplan has no row for (cpo, simpo)", err);
+        m = b & TP_LOSS_SIMPO ? MP_METHOD_SIMPO : MP_METHOD_CPO;
+        key = b & TP_LOSS_SIMPO ? st->pref_keys[TK_LOSS] : st->pref_keys[TK_CPO];
+        if (b & TP_NO_NLL)
+            ck_note(st, "cpo_alpha 0 (or alphapo): CPOTrainer adds no NLL term (cpo_trainer.py 841-844); memplan "
+                        "counts its logits copy: a little high");
+    } else if (!flag) {
+        char k[64];
+        bool loss = b & (TP_LOSS_SIGMOID | TP_LOSS_IPO);
+        snprintf(err, MP_ERR_LEN, "'%s': %s, and no key here says which trainer runs (their references differ by a "
+                 "whole model): give --method dpo, ipo, simpo, cpo or orpo",
+                 mp_quote(loss ? st->pref_keys[TK_LOSS] : st->pref_keys[TK_ANY], k, sizeof k),
+                 loss ? "a loss DPOConfig and CPOConfig both name" : "a key of DPOConfig, CPOConfig and ORPOConfig alike");
+        return -1;
+    }
+    if (m >= 0) st->pref_method = m + 1, snprintf(st->pref_key, sizeof st->pref_key, "%s", key);
+    return 0;
 }
 
 static const ck_key keys[] = {
@@ -192,9 +371,26 @@ static const ck_key keys[] = {
     {"torch_compile", ck_read_compile}, {"torch_compile_backend", NULL}, {"torch_compile_mode", NULL},
     {"use_liger_kernel", refuse_liger}, {"activation_offloading", read_activation_offloading},
     {"fsdp", read_fsdp}, {"fsdp_config", NULL}, {"deepspeed", ck_read_deepspeed_ref},
-    /* preference training: not modelled */
-    {"beta", refuse_preference}, {"max_prompt_length", refuse_preference},
-    {"precompute_ref_log_probs", refuse_preference}, {"ref_model_init_kwargs", refuse_preference},
+    /* preference training (DPOConfig, CPOConfig, ORPOConfig: see above) */
+    {"beta", pref_any}, {"label_smoothing", pref_any}, {"max_prompt_length", pref_any},
+    {"max_completion_length", pref_any}, {"generate_during_eval", pref_any}, {"is_encoder_decoder", pref_any},
+    {"padding_value", pref_any}, {"disable_dropout", NULL}, {"truncation_mode", NULL},
+    {"loss_type", read_loss_type}, {"precompute_ref_log_probs", read_precompute},
+    {"precompute_ref_batch_size", pref_dpo}, {"loss_weights", pref_dpo}, {"ld_alpha", pref_dpo},
+    {"f_divergence_type", pref_dpo}, {"f_alpha_divergence_coef", pref_dpo}, {"use_weighting", pref_dpo},
+    {"discopop_tau", pref_dpo}, {"sync_ref_model", pref_dpo}, {"ref_model_mixup_alpha", pref_dpo},
+    {"ref_model_sync_steps", pref_dpo}, {"ref_model_init_kwargs", pref_dpo}, {"rpo_alpha", pref_dpo},
+    {"use_logits_to_keep", pref_dpo}, {"router_aux_loss_coef", NULL},
+    {"cpo_alpha", read_cpo_alpha}, {"simpo_gamma", pref_cpo}, {"alpha", pref_cpo},
+    /* what memplan does not model: KTO (kto_config.py:206-213), reward models
+     * (reward_config.py:155), online methods (grpo_config.py:474-646,
+     * online_dpo_config.py:176-180, ppo_config.py:133-240) */
+    {"desirable_weight", refuse_kto}, {"undesirable_weight", refuse_kto},
+    {"center_rewards_coefficient", refuse_reward},
+    {"num_generations", refuse_generation}, {"use_vllm", refuse_generation}, {"vllm_mode", refuse_generation},
+    {"max_new_tokens", refuse_generation}, {"reward_model_path", refuse_generation},
+    {"reward_funcs", refuse_generation}, {"num_ppo_epochs", refuse_generation}, {"kl_coef", refuse_generation},
+    {"response_length", refuse_generation},
     /* known, and nothing memplan counts */
     {"learning_rate", NULL}, {"lr_scheduler_type", NULL}, {"lr_scheduler_kwargs", NULL}, {"warmup_ratio", NULL},
     {"warmup_steps", NULL}, {"weight_decay", NULL}, {"adam_beta1", NULL}, {"adam_beta2", NULL},
@@ -217,6 +413,9 @@ static const ck_key keys[] = {
 static int finish(ck_state *st, char *err)
 {
     const mp_model *m = &st->c->model;
+    if (resolve_trl_method(st, err)) return -1;
+    /* the method as it stands (the keys', or --method, applied before the formats finish) */
+    const mp_method method = st->pref_method ? (mp_method)(st->pref_method - 1) : st->s.method;
     /* TrainingArguments' micro-batch default (training_args.py): 8 */
     if (!(st->given & MP_PIN_BATCH)) {
         st->s.batch = 8, st->given |= MP_PIN_BATCH;
@@ -234,9 +433,14 @@ static int finish(ck_state *st, char *err)
     if (st->trl && !st->pure16) st->fp32_load = true;
     bool bf16_default = st->trl && !st->precision16;
     if (bf16_default) st->precision16 = 1;
-    if (st->trl && !(st->given & MP_PIN_SEQ)) {
+    if ((st->trl || method != MP_METHOD_SFT) && !(st->given & MP_PIN_SEQ)) {
+        /* SFTConfig's, DPOConfig's, CPOConfig's and ORPOConfig's max_length: 1024
+         * (sft_config.py:205, dpo_config.py:188, cpo_config.py:100, orpo_config.py:80);
+         * a pair's row is its prompt and one completion */
         st->s.seq = 1024, st->given |= MP_PIN_SEQ;
-        ck_set(st, "seq", "1024", "(default)", "TRL SFTConfig's max_length");
+        ck_set(st, "seq", "1024", "(default)",
+               method == MP_METHOD_SFT ? "TRL SFTConfig's max_length"
+                                       : "TRL's max_length for preference configs: a row is prompt and completion");
     }
     if (!st->lora) st->s.lora_rank = 0;
     else {
@@ -266,6 +470,17 @@ static int finish(ck_state *st, char *err)
         ck_set(st, "attention", mp_attention_name(st->s.attention), "(default)",
                "transformers' default: SDPA where the model declares it");
     }
+    /* the reference DPOTrainer uses (dpo_trainer.py 892-910): none kept with
+     * precompute_ref_log_probs, the adapter disabled under PEFT, else a second
+     * model loaded from the policy's name (in fp32 unless model_init_kwargs
+     * says a dtype: utils.py 1144-1148) */
+    if (ck_preference(st, "TRL's trainer for the config's keys (trl_methods.csv)",
+                      st->pref_ref == MP_REF_PRECOMPUTED ? "computed before training, kept on the host (dpo_trainer.py "
+                                                           "957-978)"
+                      : st->lora ? "use_peft: the policy with its adapter disabled (dpo_trainer.py 894-898)"
+                                 : "no PEFT: a second model loaded like the policy (dpo_trainer.py 899-908)",
+                      err))
+        return -1;
     ck_resolve_precision(st, bf16_default ? "(default)" : st->precision16 == 2 ? "fp16" : "bf16",
                          st->pure16 && !st->engine_masters ? "the weights load in 16 bits (torch_dtype)"
                          : bf16_default                    ? "TRL's default: bf16 unless fp16"

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Hostile preference keys for memplan check: TRL's loss_type, axolotl's rl and
+# dpo_loss_type, LLaMA-Factory's pref_loss, given what a stranger's file can
+# hold (a map, a list of junk, a number, a huge string, escapes). Each case:
+# exit 2, one line on stderr, nothing written in the working folder.
+bin=${1:-build/bin}
+. tests/lib.sh
+mp="$(pwd)/$bin/memplan"
+case "$bin" in /*) mp="$bin/memplan" ;; esac
+one_line_err() { lines=$(wc -l <"$tmp/err"); if [ "$lines" -eq 1 ]; then ok "$1: one line on stderr"; else bad "$1: $lines lines on stderr"; fi; }
+state() { (cd "$1" && find . -print0 | sort -z | xargs -0 stat -c '%n %F %a' && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
+
+mkdir -p "$tmp/cfg" "$tmp/work"
+python3 - "$tmp/cfg" <<'PY'
+import json, sys
+d = sys.argv[1]
+trl = "model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\n"
+ax = "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 2\nsequence_len: 512\n"
+lf = "model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: dpo\nfinetuning_type: lora\ncutoff_len: 512\n"
+huge = "x" * 100000
+cases = {
+    "trl-loss-map.yaml": trl + "loss_type: {sigmoid: 1}\n",
+    "trl-loss-junk.yaml": trl + "loss_type: [sigmoid, [1, 2], null]\n",
+    "trl-loss-number.yaml": trl + "loss_type: [7]\n",
+    "trl-loss-huge.yaml": trl + "loss_type: " + huge + "\n",
+    "trl-loss-escape.yaml": trl + 'loss_type: "\\e[2J\\x07bad\\nline"\n',
+    "trl-loss-empty.yaml": trl + "loss_type: []\n",
+    "axolotl-rl-list.yaml": ax + "rl: [dpo]\n",
+    "axolotl-rl-map.yaml": ax + "rl: {dpo: true}\n",
+    "axolotl-rl-huge.yaml": ax + "rl: " + huge + "\n",
+    "axolotl-rl-escape.yaml": ax + 'rl: "dpo\\e]0;title\\x07"\n',
+    "axolotl-dpo-loss-junk.yaml": ax + "rl: dpo\ndpo_loss_type: [[sigmoid], 3]\n",
+    "axolotl-dpo-loss-string.yaml": ax + "rl: dpo\ndpo_loss_type: sigmoid\n",
+    "lf-pref-loss-list.yaml": lf + "pref_loss: [sigmoid]\n",
+    "lf-pref-loss-huge.yaml": lf + "pref_loss: " + huge + "\n",
+    "lf-ref-model-map.yaml": lf + "ref_model: {path: x}\n",
+    "trl-loss.json": json.dumps({"model_name_or_path": "Qwen/Qwen2.5-0.5B", "per_device_train_batch_size": 2,
+                                 "loss_type": [{"a": 1}]}),
+}
+for name, text in cases.items():
+    open("%s/%s" % (d, name), "w").write(text)
+PY
+state "$tmp/work" >"$tmp/before"
+for f in "$tmp"/cfg/*; do
+    n=$(basename "$f")
+    (cd "$tmp/work" && "$mp" check "$f" --gpu 24GB >"$tmp/out" 2>"$tmp/err"; echo $? >"$tmp/rc")
+    rc=$(cat "$tmp/rc")
+    if [ "$rc" -eq 2 ]; then ok "$n: refused (exit 2)"; else bad "$n: exit $rc, wanted 2"; head -c 300 "$tmp/err"; fi
+    one_line_err "$n"
+    if [ "$(wc -c <"$tmp/err")" -lt 400 ]; then ok "$n: the message is short"; else bad "$n: $(wc -c <"$tmp/err") bytes"; fi
+    if LC_ALL=C grep -q "$(printf '\033')" "$tmp/err"; then bad "$n: an escape reached stderr"; else ok "$n: no escape on stderr"; fi
+    if [ -s "$tmp/out" ]; then bad "$n: stdout not empty"; else ok "$n: nothing on stdout"; fi
+done
+state "$tmp/work" >"$tmp/after"
+if cmp -s "$tmp/before" "$tmp/after"; then ok "nothing written or changed"; else bad "something written"; fi
+echo "check_preference: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
