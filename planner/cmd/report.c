@@ -309,6 +309,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "task", json_string(task_of(s)));
     json_object_set_new(o, "method", json_string(mp_method_name(s->method)));
     json_object_set_new(o, "reference", json_string(mp_reference_name(mp_reference_used(s))));
+    json_object_set_new(o, "logits", json_string(mp_logits_name(s->logits)));
     json_object_set_new(o, "headroom", json_real(c->headroom));
     json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
     return o;

@@ -496,6 +496,18 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
             *fwd += 4 * all_tokens * V + 4 * tokens * V;
             *bwd = 4 * all_tokens * V + 8 * tokens * V - *fwd;
         }
+    } else if (s->logits != MP_LOGITS_STACK) {
+        /* as the user states the loss takes them (vocabulary.c's logits_kinds),
+         * bytes per logit measured at the allocator
+         * (tests/validation/logits_loss_probe.csv, PyTorch 1.13 on the CPU): the
+         * logits, an fp32 copy unless they are fp32 already or the loss runs in
+         * their dtype, a shifted copy (fp32-shifted), and the log-softmax, all
+         * live at the loss (bf16: 4.0, 10.0 and 14.0; fp32: 8.0, 8.0, 12.0); the
+         * backward holds three of the loss's dtype, the saved log-softmax and two
+         * gradients (bf16 5.8, 11.8, 11.7; fp32 11.5) */
+        const double l = s->logits == MP_LOGITS_MODEL && !mp_precision_desc_of(s->precision)->autocast ? a : 4;
+        *fwd = (a + (l != a ? l : 0) + (s->logits == MP_LOGITS_FP32_SHIFTED ? l : 0) + l) * tokens * V;
+        *bwd = 3 * l * tokens * V - *fwd;
     } else if (fw->fp32_logits) {
         /* Hugging Face's loss: the logits, their fp32 copy (16-bit logits only)
          * and the fp32 log-softmax are live together while the loss is computed.

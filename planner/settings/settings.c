@@ -76,6 +76,10 @@ static int preference_unrunnable(const mp_settings *s, char *err)
     const mp_framework *fw = settings_framework(s);
     if (!md || (int)s->reference < 0 || s->reference >= MP_NREF) BAD("invalid --method or --reference");
     const char *method = md->v.name, *ref = mp_reference_name(s->reference);
+    if ((int)s->logits < 0 || s->logits >= MP_NLOGITS) BAD("invalid --logits");
+    if (s->logits != MP_LOGITS_STACK && (fw->logits_kept || fw->ce_output_chunks > 0 || s->method != MP_METHOD_SFT))
+        BAD("--logits %s: %s takes the logits its own way", mp_logits_name(s->logits),
+            s->method != MP_METHOD_SFT ? md->trainer : fw->name);
     if (s->method == MP_METHOD_SFT) {
         if (s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
             BAD("--reference %s needs a preference method that has one (--method dpo or ipo)", ref);

@@ -31,6 +31,8 @@ typedef enum { MP_METHOD_SFT, MP_METHOD_DPO, MP_METHOD_IPO, MP_METHOD_SIMPO, MP_
 /* Where a preference method's reference log-probabilities come from; DEFAULT:
  * what TRL does for the method and task (mp_reference_used). */
 typedef enum { MP_REF_DEFAULT, MP_REF_MODEL, MP_REF_ADAPTER, MP_REF_PRECOMPUTED, MP_REF_NONE, MP_NREF } mp_reference;
+/* How the next-token loss takes the logits; STACK: as the framework profile says. */
+typedef enum { MP_LOGITS_STACK, MP_LOGITS_MODEL, MP_LOGITS_FP32, MP_LOGITS_FP32_SHIFTED, MP_NLOGITS } mp_logits;
 
 typedef struct mp_settings {
     mp_precision precision;
@@ -67,6 +69,7 @@ typedef struct mp_settings {
     int bnb_version;          /* the bitsandbytes release (mp_version_parse: 0.41.1 is 4101); 0: a current one */
     mp_method method;         /* the objective: sft, or a preference method (batch counts pairs) */
     mp_reference reference;   /* a preference method's reference model */
+    mp_logits logits;         /* the loss's copies of the logits (activations.c logits_model) */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 

@@ -30,6 +30,7 @@ VOCAB(task, mp_task, MP_NTASK)
 VOCAB(step_impl, mp_step_impl, MP_NSTEP)
 VOCAB(method, mp_method, MP_NMETHOD)
 VOCAB(reference, mp_reference, MP_NREF)
+VOCAB(logits, mp_logits, MP_NLOGITS)
 
 const char *mp_vocab_aliases(const mp_vocab *v, int k)
 {
@@ -43,6 +44,7 @@ const char *mp_vocab_aliases(const mp_vocab *v, int k)
         {&mp_vocab_ce, mp_ce_value},               {&mp_vocab_loader, mp_loader_value},
         {&mp_vocab_task, mp_task_value},           {&mp_vocab_step_impl, mp_step_impl_value},
         {&mp_vocab_method, mp_method_value},       {&mp_vocab_reference, mp_reference_value},
+        {&mp_vocab_logits, mp_logits_value},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         if (rows[i].vocab == v) {
@@ -181,6 +183,9 @@ const mp_opt mp_settings_opts[] = {
     {"reference", MP_OPT_ENUM, S(reference), .vocab = &mp_vocab_reference, .or_last = true,
      .help = "where dpo and ipo take the reference log-probabilities from (default: TRL's, a copy of the "
              "model or the adapter disabled under LoRA; plans also try them precomputed)"},
+    {"logits", MP_OPT_ENUM, S(logits), .vocab = &mp_vocab_logits, .or_last = true,
+     .help = "how the loss takes the logits: as the stack does (default), in their own dtype, an fp32 copy, "
+             "or an fp32 copy and a shifted copy"},
     {"loader", MP_OPT_ENUM, S(loader), .vocab = &mp_vocab_loader, .or_last = true,
      .help = "the training text held in host memory, or streamed through a shuffle buffer"},
     {"dataset-size", MP_OPT_SIZE, S(dataset_bytes), .arg = "SIZE",

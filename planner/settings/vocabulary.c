@@ -181,6 +181,23 @@ static const mp_value references[MP_NREF] = {
     [MP_REF_NONE] = {"none", NULL, "no reference (simpo, cpo, orpo, sft)", false},
 };
 
+/* The loss over the logits as code takes it: transformers' ForCausalLMLoss upcasts
+ * and shifts the labels (huggingface/transformers@0114da07
+ * src/transformers/loss/loss_utils.py); its DefaultCrossEntropyLoss before it
+ * upcast and took a shifted .contiguous() copy (@07478e04
+ * src/transformers/loss_utils.py), as remote-code models still do; a plain
+ * loop on a 16-bit model calls cross_entropy on the logits as they are, which
+ * autocast would run in fp32 (PyTorch's autocast op reference: cross_entropy,
+ * log_softmax and nll_loss autocast to float32). */
+static const mp_value logits_kinds[MP_NLOGITS] = {
+    [MP_LOGITS_STACK] = {"stack", NULL, "as the framework profile takes them (its fp32_logits column)", true},
+    [MP_LOGITS_MODEL] = {"model", NULL, "cross-entropy on the logits in their own dtype, the targets shifted "
+                         "(a plain loop on a 16-bit model; fp32 under autocast)", false},
+    [MP_LOGITS_FP32] = {"fp32", NULL, "an fp32 copy, then cross-entropy (transformers' ForCausalLMLoss)", false},
+    [MP_LOGITS_FP32_SHIFTED] = {"fp32-shifted", NULL, "an fp32 copy and a shifted copy of it (transformers' "
+                                "loss before ForCausalLMLoss, remote-code models)", false},
+};
+
 mp_reference mp_reference_used(const mp_settings *s)
 {
     if (s->reference != MP_REF_DEFAULT) return s->reference;
@@ -279,6 +296,7 @@ PLAIN_VOCABULARY(mp_ce, ce, ces)
 PLAIN_VOCABULARY(mp_task, task, tasks)
 PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
 PLAIN_VOCABULARY(mp_reference, reference, references)
+PLAIN_VOCABULARY(mp_logits, logits, logits_kinds)
 
 bool mp_precision_pure16(const mp_precision_desc *pd) { return pd->stored_bytes == 2 && !pd->master_copy; }
 

@@ -109,6 +109,7 @@ const mp_value *mp_task_value(int i);
 const mp_value *mp_step_impl_value(int i);
 const mp_value *mp_method_value(int i);
 const mp_value *mp_reference_value(int i);
+const mp_value *mp_logits_value(int i);
 /* The index of the row spelled `s` (name or alias), or -1. */
 int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* An optimizer alias that also names the step's implementation (transformers'
@@ -133,6 +134,7 @@ const char *mp_task_name(mp_task t);
 const char *mp_step_impl_name(mp_step_impl i);
 const char *mp_method_name(mp_method m);
 const char *mp_reference_name(mp_reference r);
+const char *mp_logits_name(mp_logits l);
 int mp_precision_parse(const char *s, mp_precision *p);
 int mp_optimizer_parse(const char *s, mp_optimizer *o);
 int mp_ckpt_parse(const char *s, mp_ckpt *c);
@@ -145,6 +147,7 @@ int mp_task_parse(const char *s, mp_task *t);
 int mp_step_impl_parse(const char *s, mp_step_impl *i);
 int mp_method_parse(const char *s, mp_method *m);
 int mp_reference_parse(const char *s, mp_reference *r);
+int mp_logits_parse(const char *s, mp_logits *l);
 /* "q,k,v,o", "qkv", "attn", "mlp", "all" (and PEFT's module names) -> bits; 0 on success. */
 int mp_lora_targets_parse(const char *s, unsigned *bits);
 /* bits -> "q,k,v,o" */
