@@ -168,6 +168,9 @@ ifeq ($(SANITIZE),)
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan | tail -1
+	@# every Nth block checkpointed (torchtitan's layer SAC), measured on the CPU (committed): gated
+	@python3 tests/validation/measured_compare.py tests/validation/ckpt_every_configs.csv \
+	    tests/validation/ckpt_every_measurements.csv --memplan $(BIN)/memplan | tail -1
 endif
 # Then the fuzz harnesses, briefly, once per check (their build is sanitized already),
 # after the other tests, whose timings two fuzzers at once would skew.

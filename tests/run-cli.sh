@@ -599,6 +599,7 @@ suite tables tests/test_tables.sh
 suite speed tests/test_speed.sh
 suite methods tests/test_methods.sh
 suite logits tests/test_logits.sh
+suite ckpt-every tests/test_ckpt_every.sh
 # pre-quantised checkpoints (issue 11): quantization_config's storage counted as stored.
 # Expected: the file sizes TheBloke published for Llama-2-13B GPTQ 4-bit (README "Provided files",
 # as copied in https://huggingface.co/tridungduong16/Llama-2-13B-GPTQ-Orca @fd5b5b96: group 128

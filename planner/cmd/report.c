@@ -35,6 +35,7 @@ const char *plan_summary(const mp_settings *s, char *buf, size_t len)
     }
     ADD("%s, %s", mp_precision_name(s->precision), mp_optimizer_name(s->optimizer));
     if (s->checkpointing != MP_CKPT_NONE) ADD(", %s checkpointing", mp_ckpt_name(s->checkpointing));
+    if (s->checkpointing == MP_CKPT_FULL && s->ckpt_every > 1) ADD(" (one block in %lld)", (long long)s->ckpt_every);
     ADD(", %s attention", mp_attention_name(s->attention));
     if (s->ce == MP_CE_CHUNKED) ADD(", chunked CE");
     if (s->zero) ADD(", ZeRO-%d", s->zero);
@@ -310,6 +311,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "method", json_string(mp_method_name(s->method)));
     json_object_set_new(o, "reference", json_string(mp_reference_name(mp_reference_used(s))));
     json_object_set_new(o, "logits", json_string(mp_logits_name(s->logits)));
+    json_object_set_new(o, "checkpoint-every", json_integer(s->ckpt_every > 1 ? s->ckpt_every : 1));
     json_object_set_new(o, "headroom", json_real(c->headroom));
     json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
     return o;

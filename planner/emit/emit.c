@@ -76,6 +76,11 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
                  s->optimizer_in_backward ? "optimizer_in_bwd" : "enable_activation_offloading");
         return -1;
     }
+    if (s->ckpt_every > 1) {
+        snprintf(err, MP_ERR_LEN, "--checkpoint-every %lld has no form in '%s' yet: the targets checkpoint every "
+                 "block or none", (long long)s->ckpt_every, t->name);
+        return -1;
+    }
     if (s->method != MP_METHOD_SFT) {
         snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s but writes "
                  "supervised fine-tuning only", mp_method_name(s->method), t->name,

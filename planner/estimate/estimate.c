@@ -500,8 +500,10 @@ static void weights_autocast(est_ctx *c)
      * they go when autocast's cache is cleared at the end of forward, and
      * each layer's are made again when it is recomputed. The head's stay. */
     if (s->checkpointing == MP_CKPT_FULL && s->zero < 3 && (!c->lora || s->quant == MP_QUANT_NONE)) {
+        /* the blocks not checkpointed (--checkpoint-every) keep theirs with their graph */
         double head_cast = head_matrix * 2 / c->split;
-        c->cast_after_fwd = head_cast + (c->cast_cache - head_cast) / c->L;
+        const double ck = (double)mp_layers_checkpointed(s, (int64_t)c->L);
+        c->cast_after_fwd = head_cast + (c->cast_cache - head_cast) * (c->L - ck + (ck > 0 ? 1 : 0)) / c->L;
     } else {
         c->cast_after_fwd = c->cast_cache;
     }
@@ -906,7 +908,11 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     switch (s->checkpointing) {
     case MP_CKPT_NONE: c->saved_layers = layers_here * layer_full; break;
     case MP_CKPT_SELECTIVE: c->saved_layers = layers_here * (ab->total - ab->attn_core) / tp; break;
-    case MP_CKPT_FULL: c->saved_layers = layers_here * ab->layer_input / tp; break;
+    case MP_CKPT_FULL: { /* the blocks checkpointed keep their input, the others all they save */
+        const double ck = (double)mp_layers_checkpointed(s, (int64_t)layers_here);
+        c->saved_layers = (ck * ab->layer_input + (layers_here - ck) * ab->total) / tp;
+        break;
+    }
     default: break;
     }
     c->saved_layers *= inflight;
@@ -946,7 +952,7 @@ static void est_activations(est_ctx *c, act_breakdown *own)
              "the loop still holds the last step's graph; bitsandbytes %s keeps its inputs on it",
              mp_version_name(s->bnb_version, v, sizeof v));
     }
-    c->recompute = s->checkpointing == MP_CKPT_FULL ? layer_full
+    c->recompute = s->checkpointing == MP_CKPT_FULL ? (mp_layers_checkpointed(s, (int64_t)layers_here) > 0 ? layer_full : 0)
                  : s->checkpointing == MP_CKPT_SELECTIVE ? ab->attn_core / tp : 0;
     TERM(c, MP_ACTIVATIONS, "recomputed layer (backward)", c->recompute,
          "one layer rebuilt during backward");

@@ -414,7 +414,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         int dq = take(r, in->dequant);
         give(r, &dq);
         if (in->layer_lump > 0) keep_fwd(r, take(r, in->layer_lump));
-        else if (ckpt == MP_CKPT_FULL) {
+        else if (mp_layer_checkpointed(in->s, l)) {
             /* the checkpointed layer runs without keeping anything, but its
              * tensors are made and freed all the same; its output, the next
              * layer's input, is made last, where they leave room */
@@ -426,7 +426,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         }
         else {
             keep_list(r, &ab->saved, r->fwd_at[l]);
-            if (ckpt == MP_CKPT_NONE) keep_list(r, &ab->core, r->fwd_at[l]);
+            if (ckpt != MP_CKPT_SELECTIVE) keep_list(r, &ab->core, r->fwd_at[l]);
         }
     }
     if (r->failed) return;
@@ -453,7 +453,7 @@ static void one_step(replay *r, bool first, int *kept_logits)
         int again[PER_LAYER], nagain = 0, bwd[PER_LAYER], nbwd = 0;
         unshard(r, l);
         unshard(r, l - 1); /* BACKWARD_PRE: the next unit prefetched as this one starts */
-        if (in->layer_lump <= 0 && ckpt != MP_CKPT_NONE) {
+        if (in->layer_lump <= 0 && (ckpt == MP_CKPT_SELECTIVE || mp_layer_checkpointed(in->s, l))) {
             if (ckpt == MP_CKPT_FULL) take_list(r, &ab->saved, again, &nagain, PER_LAYER);
             take_list(r, &ab->core, again, &nagain, PER_LAYER);
         }
@@ -694,6 +694,7 @@ static void replay_key(keybuf *k, const replay *r, bool expandable)
         in->logit_elt, in->held_layer, in->held_head, in->zero3, in->deepspeed, in->gather, in->gather_root,
         in->unit_grad, in->root_grad, in->grad_keep,
         s->lora_rank, s->lora_targets, in->layer_lump > 0 ? 0 : s->checkpointing, oib, s->accum <= 1 ? 1 : 2,
+        in->layer_lump > 0 || s->checkpointing != MP_CKPT_FULL || s->ckpt_every <= 1 ? 1 : (double)s->ckpt_every,
         (double)m->hidden, (double)m->vocab, m->tied, ab->layer_input,
     };
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++) put(k, scalars[i]);

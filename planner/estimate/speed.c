@@ -124,7 +124,7 @@ void speed_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, mp_
     double fwd = 2 * dense + attn_fwd + (lora ? 2 * trainable : 0);
     double bwd = lora ? 2 * dense + 2 * attn_fwd + 4 * trainable /* input grads + adapters */
                       : 4 * dense + 2 * attn_fwd;
-    double recompute = s->checkpointing == MP_CKPT_FULL ? fwd
+    double recompute = s->checkpointing == MP_CKPT_FULL ? fwd * (double)mp_layers_checkpointed(s, m->layers) / L
                      : s->checkpointing == MP_CKPT_SELECTIVE ? attn_fwd : 0;
     /* a preference method's reference forward, on every row, without grad:
      * the frozen model's forward again (the adapter disabled: no adapter).

@@ -25,6 +25,7 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->gpus = 1;
     s->tp = s->pp = s->ep = 1;
     s->shuffle_buffer = 10000;
+    s->ckpt_every = 1;
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find("pytorch", err);
 }
@@ -32,6 +33,21 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
 int64_t mp_default_seq(const mp_model *m) { return m && m->max_pos > 0 && m->max_pos < 2048 ? m->max_pos : 2048; }
 
 int64_t mp_dp_degree(const mp_settings *s) { return s->gpus / (s->tp * s->pp); }
+
+/* torchtitan's layer SAC (pytorch/torchtitan@01db32e9 torchtitan/distributed/
+ * activation_checkpoint.py _apply_layer_sac): a counter over the blocks from 1,
+ * each one whose count is a multiple of ac_freq wrapped in checkpoint */
+bool mp_layer_checkpointed(const mp_settings *s, int64_t l)
+{
+    if (s->checkpointing != MP_CKPT_FULL) return false;
+    return s->ckpt_every <= 1 || (l + 1) % s->ckpt_every == 0;
+}
+
+int64_t mp_layers_checkpointed(const mp_settings *s, int64_t layers)
+{
+    if (s->checkpointing != MP_CKPT_FULL) return 0;
+    return s->ckpt_every <= 1 ? layers : layers / s->ckpt_every;
+}
 
 double mp_element_bytes(mp_precision p) { return mp_precision_desc_of(p)->act_bytes; }
 
@@ -77,6 +93,14 @@ static int preference_unrunnable(const mp_settings *s, char *err)
     if (!md || (int)s->reference < 0 || s->reference >= MP_NREF) BAD("invalid --method or --reference");
     const char *method = md->v.name, *ref = mp_reference_name(s->reference);
     if ((int)s->logits < 0 || s->logits >= MP_NLOGITS) BAD("invalid --logits");
+    if (s->ckpt_every > 1) {
+        if (s->checkpointing != MP_CKPT_FULL)
+            BAD("--checkpoint-every %lld checkpoints some blocks whole: it needs --checkpointing full",
+                (long long)s->ckpt_every);
+        if (fw->kind == MP_FW_MEMTRAIN || fw->logits_kept || s->offload_activations)
+            BAD("--checkpoint-every %lld: %s checkpoints every block or none", (long long)s->ckpt_every,
+                s->offload_activations ? "activation offloading" : fw->name);
+    }
     if (s->logits != MP_LOGITS_STACK && (fw->logits_kept || fw->ce_output_chunks > 0 || s->method != MP_METHOD_SFT))
         BAD("--logits %s: %s takes the logits its own way", mp_logits_name(s->logits),
             s->method != MP_METHOD_SFT ? md->trainer : fw->name);

@@ -70,6 +70,7 @@ typedef struct mp_settings {
     mp_method method;         /* the objective: sft, or a preference method (batch counts pairs) */
     mp_reference reference;   /* a preference method's reference model */
     mp_logits logits;         /* the loss's copies of the logits (activations.c logits_model) */
+    int64_t ckpt_every;       /* full checkpointing of every Nth block only (torchtitan's layer SAC); 0 or 1: each */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 
@@ -81,6 +82,11 @@ void mp_settings_default(mp_settings *s, const mp_model *m);
 int64_t mp_default_seq(const mp_model *m);
 /* The data-parallel degree: GPUs over tensor x pipeline parallelism. */
 int64_t mp_dp_degree(const mp_settings *s);
+/* Whether block l (from 0) of the model runs under full checkpointing: every
+ * one, or with --checkpoint-every N blocks N, 2N, ... counted from 1. */
+bool mp_layer_checkpointed(const mp_settings *s, int64_t l);
+/* How many of `layers` blocks that is. */
+int64_t mp_layers_checkpointed(const mp_settings *s, int64_t layers);
 /* Bytes of one value the step computes and keeps in the precision's dtype
  * (activations, a 16-bit checkpoint): its row's act_bytes, 4 in fp32, else 2. */
 double mp_element_bytes(mp_precision p);

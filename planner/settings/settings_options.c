@@ -183,6 +183,9 @@ const mp_opt mp_settings_opts[] = {
     {"reference", MP_OPT_ENUM, S(reference), .vocab = &mp_vocab_reference, .or_last = true,
      .help = "where dpo and ipo take the reference log-probabilities from (default: TRL's, a copy of the "
              "model or the adapter disabled under LoRA; plans also try them precomputed)"},
+    {"checkpoint-every", MP_OPT_INT, S(ckpt_every), .lo = 1, .hi = 1 << 20, .arg = "N",
+     .help = "with --checkpointing full, only blocks N, 2N, ... (torchtitan's selective_ac_option N); "
+             "the others keep all they save (default 1: every block)"},
     {"logits", MP_OPT_ENUM, S(logits), .vocab = &mp_vocab_logits, .or_last = true,
      .help = "how the loss takes the logits: as the stack does (default), in their own dtype, an fp32 copy, "
              "or an fp32 copy and a shifted copy"},

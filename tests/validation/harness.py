@@ -43,7 +43,7 @@ CONFIG_KEYS = {"name": str, "family": str, "layers": int, "hidden": int, "heads"
                "kv_heads": int, "ffn": int, "vocab": int, "max_pos": int, "batch": int,
                "seq": int, "accum": int, "precision": str, "optimizer": str,
                "checkpointing": str, "lora_rank": int, "lora_targets": str, "dropout": float,
-               "quick": int}
+               "quick": int, "checkpoint_every": int}
 
 
 def read_configs(path, extra_keys=None, extra_defaults=None):
@@ -59,7 +59,7 @@ def read_configs(path, extra_keys=None, extra_defaults=None):
             v = (r.get(k) or "").strip()
             if v == "":
                 v = {"kv_heads": r["heads"], "max_pos": "1024", "accum": "1", "lora_rank": "0",
-                     "lora_targets": "", "dropout": "0", "quick": "0",
+                     "lora_targets": "", "dropout": "0", "quick": "0", "checkpoint_every": "1",
                      **(extra_defaults or {})}.get(k, v)
             if v == "" and k != "lora_targets":
                 sys.exit(f"harness: error: {path}: configuration '{r.get('name')}' has no '{k}'")
@@ -113,6 +113,7 @@ def measure(cfg):
     model = hfmodels.build(cfg).to(device)
     model.train()
     model.checkpointing = cfg["checkpointing"] == "full"
+    model.checkpoint_every = cfg["checkpoint_every"]  # torchtitan's layer SAC: blocks N, 2N, ... (1-based)
     trainable = [p for p in model.parameters() if p.requires_grad]
     if cfg["optimizer"] == "adamw":
         # foreach: the multi-tensor step that torch 2 uses by default on GPUs
@@ -173,6 +174,8 @@ def memplan_args(cfg, framework):
         a += ["--lora-rank", cfg["lora_rank"], "--lora-targets", cfg["lora_targets"]]
     if cfg["dropout"] > 0:
         a += ["--dropout"]
+    if cfg["checkpoint_every"] > 1:
+        a += ["--checkpoint-every", cfg["checkpoint_every"]]
     return [str(x) for x in a]
 
 

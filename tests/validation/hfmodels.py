@@ -27,6 +27,13 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 
 
+
+def checkpointed(model, i):
+    """Block i (from 0) runs under checkpoint: every one, or every Nth (torchtitan's layer SAC,
+    pytorch/torchtitan@01db32e9 torchtitan/distributed/activation_checkpoint.py _apply_layer_sac:
+    blocks N, 2N, ... counted from 1)."""
+    return model.checkpointing and (i + 1) % model.checkpoint_every == 0
+
 class Conv1D(nn.Module):
     """GPT-2's linear layer: the weight is stored (in, out) and applied with addmm."""
 
@@ -139,14 +146,15 @@ class GPT2LMHeadModel(nn.Module):
         self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg["layers"]))
         self.ln_f = nn.LayerNorm(cfg["hidden"], eps=1e-5)
         self.checkpointing = False
+        self.checkpoint_every = 1
 
     def forward(self, ids, labels):
         pos = torch.arange(ids.size(1), device=ids.device).unsqueeze(0)
         x = self.drop(self.wte(ids) + self.wpe(pos))
         if self.checkpointing and not x.requires_grad:
             x.requires_grad_(True)  # the library's enable_input_require_grads, for frozen bases
-        for block in self.h:
-            x = torch.utils.checkpoint.checkpoint(block, x) if self.checkpointing else block(x)
+        for i, block in enumerate(self.h):
+            x = torch.utils.checkpoint.checkpoint(block, x) if checkpointed(self, i) else block(x)
         x = self.ln_f(x)
         logits = F.linear(x, self.wte.weight)  # the head is tied to the embedding
         return causal_lm_loss(logits, labels), logits
@@ -256,6 +264,7 @@ class LlamaForCausalLM(nn.Module):
         inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.checkpointing = False
+        self.checkpoint_every = 1
 
     def rotary(self, b, t):
         pos = torch.arange(t, dtype=torch.float32, device=self.inv_freq.device).view(1, t, 1).expand(b, t, 1)
@@ -277,8 +286,8 @@ class LlamaForCausalLM(nn.Module):
         # the library's additive 4-D causal mask, in the attention's dtype
         mask = torch.zeros(1, 1, t, t, dtype=dtype, device=ids.device).masked_fill_(~causal_mask(t, ids.device),
                                                                  torch.finfo(dtype).min)
-        for layer in self.layers:
-            if self.checkpointing:
+        for i, layer in enumerate(self.layers):
+            if checkpointed(self, i):
                 x = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, mask)
             else:
                 x = layer(x, cos, sin, mask)
