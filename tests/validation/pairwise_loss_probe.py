@@ -28,9 +28,7 @@ What it records, each divided by R x T x V (the logits' element count):
              leaf here), above the hidden state and the head
 Counting is harness.py's (mpcount.c preloaded; harness.counters).
 """
-import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,40 +103,16 @@ def measure(cfg):
             "after_loss": after_loss / n, "saved": saved / n, "bwd_peak": bwd_peak / n, "torch": torch.__version__}
 
 
-def run(argv):
-    import argparse
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--counter", required=True)
-    ap.add_argument("--out", default=os.path.join(HERE, "pairwise_loss_probe.csv"))
-    a = ap.parse_args(argv)
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.counter))
-    rows = []
-    for cfg in configs():
-        out = subprocess.run([sys.executable, __file__, "measure", json.dumps(cfg)], env=env, check=True,
-                             capture_output=True, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-    cols = ["dtype", "nll", "rows", "seq", "vocab", "logits", "elt", "fwd_peak", "after_loss", "saved", "bwd_peak",
-            "torch"]
-    with open(a.out, "w") as f:
-        f.write(",".join(cols) + "\n")
-        for r in rows:
-            f.write(",".join(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + "\n")
-    for r in rows:
-        print(f"{r['dtype']:5} nll={int(r['nll'])} {r['rows']}x{r['seq']}x{r['vocab']}: fwd {r['fwd_peak']:.3f} "
-              f"after {r['after_loss']:.3f} saved {r['saved']:.3f} bwd {r['bwd_peak']:.3f} bytes/logit")
-    return 0
+COLUMNS = ["dtype", "nll", "rows", "seq", "vocab", "logits", "elt", "fwd_peak", "after_loss", "saved", "bwd_peak", "torch"]
 
 
-def main():
-    if len(sys.argv) >= 3 and sys.argv[1] == "measure":
-        print(json.dumps(measure(json.loads(sys.argv[2]))))
-        return 0
-    if len(sys.argv) >= 2 and sys.argv[1] == "run":
-        return run(sys.argv[2:])
-    print(__doc__)
-    return 2
+def summary(r):
+    return (f"{r['dtype']:5} nll={int(r['nll'])} {r['rows']}x{r['seq']}x{r['vocab']}: fwd {r['fwd_peak']:.3f} "
+            f"after {r['after_loss']:.3f} saved {r['saved']:.3f} bwd {r['bwd_peak']:.3f} bytes/logit")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import probe
+
+    sys.exit(probe.main(__file__, __doc__, measure, configs, os.path.join(HERE, "pairwise_loss_probe.csv"),
+                        COLUMNS, summary))
