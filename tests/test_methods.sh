@@ -80,6 +80,9 @@ has out "pair per step"
 expect 0 "a DPO plan, TRL's reference pinned" -- "$mp" --model llama-3.1-8b --gpu 24GB --method dpo --reference adapter
 has out "best plan: dpo (reference adapter) with QLoRA"
 expect 0 "table with --method dpo" -- "$mp" table --model gpt2 --gpus t4,a100-80g --method dpo --format csv
+expect 0 "a DPO matrix names a precomputed reference" -- "$mp" table --models llama-3.1-8b,llama-3.2-1b --gpus rtx4090,h100-80g --method dpo
+has out "full fine-tuning, 8-bit AdamW, bf16 weights, reference precomputed"
+has out "reference precomputed  dpo's reference log-probabilities taken before training"
 
 echo "methods: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

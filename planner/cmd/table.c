@@ -267,6 +267,8 @@ const char *recommendation_label(const recommendation *r, char *buf, size_t len)
                                             : s->optimizer == MP_LION ? "Lion" : mp_optimizer_name(s->optimizer));
     if (r->task == MP_TASK_FULL && !pd->master_copy && !pd->autocast && pd->stored_bytes == 2) ADD(", bf16 weights");
     if (s->offload != MP_OFFLOAD_NONE) ADD(", CPU offload");
+    /* a preference method's reference, where the plan computes it before training */
+    if (s->method != MP_METHOD_SFT && mp_reference_used(s) == MP_REF_PRECOMPUTED) ADD(", reference precomputed");
 #undef ADD
     return buf;
 }
@@ -547,6 +549,9 @@ static void write_matrix_legend(FILE *f, const cli *c, const table_job *t, bool 
                "\xe2\x80\x94                 nothing fits%s\n"
                "details of one model: memplan table --model NAME --gpus GPU\n",
             c->pinned & MP_PIN_GPUS ? "" : ", even on " TC_MAX_GPUS " GPUs");
+    if (mp_method_desc_of(c->s.method)->reference)
+        fprintf(f, "reference precomputed  %s's reference log-probabilities taken before training "
+                   "(precompute_ref_log_probs)\n", mp_method_name(c->s.method));
     if (na)
         for (int i = 0; i < t->n; i++)
             if (t->rcs[i]) {
