@@ -35,7 +35,6 @@ assert "reference precompute" in [p["name"] for p in pre["phases"]]
 ph = {p["name"]: p for p in ref["phases"]}
 rise = ph["reference forward"]["allocated_bytes"] - ph["forward end"]["allocated_bytes"]
 assert rise >= 4 * 128 * 4000 * 4, rise
-# the same 4 rows as SFT: the layers save the same activations (the forward end without the logits)
 PY
 then ok "the reference copy is 4 bytes a parameter, in every phase; its forward adds its logits"
 else bad "the reference copy's bytes"; fi

@@ -87,7 +87,7 @@ typedef struct est_ctx {
     double ref_weights;            /* a frozen copy of the model, stored and sharded like it */
     double logits_after;           /* the policy's logits and loss while the reference runs */
     double ref_fwd;                /* the reference's no-grad forward at its peak: its logits and one row */
-    int ph_fwd_end, ph_loss_bwd, ph_ref; /* the phases the logits' share is read at (-1: none) */
+    int ph_fwd_end, ph_loss_bwd, ph_ref; /* the phases the logits' share is read at (ph_ref -1: none) */
 } est_ctx;
 
 /* ---------- what estimates of one model share ----------
