@@ -156,15 +156,15 @@ static const mp_method_desc methods[MP_NMETHOD] = {
     [MP_METHOD_SFT] = {{"sft", NULL, "supervised fine-tuning: the next-token loss on each sequence", true}, 1,
                        false, false, "SFTTrainer"},
     [MP_METHOD_DPO] = {{"dpo", NULL, "direct preference optimisation: chosen and rejected in one batch of 2B rows, "
-                        "a reference's log-probabilities", false}, 2, true, false, "DPOTrainer"},
-    [MP_METHOD_IPO] = {{"ipo", NULL, "DPO with the IPO loss (loss_type ipo): the same memory as dpo", false}, 2,
+                        "a reference's log-probabilities", true}, 2, true, false, "DPOTrainer"},
+    [MP_METHOD_IPO] = {{"ipo", NULL, "DPO with the IPO loss (loss_type ipo): the same memory as dpo", true}, 2,
                        true, false, "DPOTrainer"},
     [MP_METHOD_SIMPO] = {{"simpo", NULL, "SimPO (CPOTrainer, loss_type simpo, cpo_alpha 1.0): 2B rows, no "
-                          "reference, the chosen NLL", false}, 2, false, true, "CPOTrainer"},
+                          "reference, the chosen NLL", true}, 2, false, true, "CPOTrainer"},
     [MP_METHOD_CPO] = {{"cpo", NULL, "contrastive preference optimisation: 2B rows, no reference, the chosen NLL",
-                        false}, 2, false, true, "CPOTrainer"},
+                        true}, 2, false, true, "CPOTrainer"},
     [MP_METHOD_ORPO] = {{"orpo", NULL, "odds-ratio preference optimisation: 2B rows, no reference, the chosen NLL",
-                         false}, 2, false, true, "ORPOTrainer"},
+                         true}, 2, false, true, "ORPOTrainer"},
 };
 
 /* DPOTrainer at huggingface/trl@f2cd577: no ref_model and PEFT: the policy with
@@ -174,11 +174,11 @@ static const mp_method_desc methods[MP_NMETHOD] = {
 static const mp_value references[MP_NREF] = {
     [MP_REF_DEFAULT] = {"default", NULL, "what TRL does: a copy of the model for full fine-tuning, the adapter "
                         "disabled under LoRA, none for simpo, cpo and orpo", false},
-    [MP_REF_MODEL] = {"model", "copy", "a frozen copy of the model on the GPU, stored and sharded like it", false},
-    [MP_REF_ADAPTER] = {"adapter", "peft", "the policy with its LoRA adapters disabled: no second model", false},
+    [MP_REF_MODEL] = {"model", "copy", "a frozen copy of the model on the GPU, stored and sharded like it", true},
+    [MP_REF_ADAPTER] = {"adapter", "peft", "the policy with its LoRA adapters disabled: no second model", true},
     [MP_REF_PRECOMPUTED] = {"precomputed", NULL, "precompute_ref_log_probs: a pass before training, nothing on the "
                             "GPU during it", false},
-    [MP_REF_NONE] = {"none", NULL, "no reference (simpo, cpo, orpo, sft)", false},
+    [MP_REF_NONE] = {"none", NULL, "no reference (simpo, cpo, orpo, sft)", true},
 };
 
 /* The loss over the logits as code takes it: transformers' ForCausalLMLoss upcasts
