@@ -55,8 +55,15 @@ void mt_ce_full_bwd(float *dx, float *logits, const float *lse, const float *x,
                     const int32_t *targets, mt_wref W, mt_gref dW, const mt_tiles *tiles,
                     size_t N, size_t C, size_t V, float dscale)
 {
+    mt_ce_full_bwd_rows(dx, logits, lse, x, targets, W, dW, tiles, N, C, V, dscale, NULL, 1);
+}
+
+void mt_ce_full_bwd_rows(float *dx, float *logits, const float *lse, const float *x,
+                         const int32_t *targets, mt_wref W, mt_gref dW, const mt_tiles *tiles,
+                         size_t N, size_t C, size_t V, float dscale, const float *row_ds, size_t T)
+{
     for (size_t n = 0; n < N; n++)
-        mt_ce_row_grad(logits + n * V, V, lse[n], targets[n], dscale);
+        mt_ce_row_grad(logits + n * V, V, lse[n], targets[n], row_ds ? row_ds[n / T] : dscale);
     /* dx (N,C) = dlogits (N,V) @ W (V,C);  dW (V,C) += dlogits^T (V,N) @ x (N,C) */
     mt_mm_bwd_in(tiles, dx, C, logits, V, W, N, V, C, 1.0f, 0.0f);
     mt_mm_bwd_w(tiles, dW, logits, V, x, C, N, V, C, 1.0f);
@@ -65,6 +72,13 @@ void mt_ce_full_bwd(float *dx, float *logits, const float *lse, const float *x,
 double mt_ce_chunked(float *dx, float *buf, const float *x, const int32_t *targets, mt_wref W,
                      mt_gref dW, const mt_tiles *tiles, size_t N, size_t C, size_t V, size_t chunk,
                      float dscale)
+{
+    return mt_ce_chunked_rows(dx, buf, x, targets, W, dW, tiles, N, C, V, chunk, dscale, NULL, 1, NULL);
+}
+
+double mt_ce_chunked_rows(float *dx, float *buf, const float *x, const int32_t *targets, mt_wref W,
+                          mt_gref dW, const mt_tiles *tiles, size_t N, size_t C, size_t V, size_t chunk,
+                          float dscale, const float *row_ds, size_t T, float *row_lp)
 {
     double loss = 0.0;
     for (size_t r0 = 0; r0 < N; r0 += chunk) {
@@ -77,8 +91,10 @@ double mt_ce_chunked(float *dx, float *buf, const float *x, const int32_t *targe
             int32_t tg = targets[r0 + n];
             float lse = mt_ce_row_lse(l, V);
             loss += (double)lse - (double)l[tg];
+            if (row_lp)
+                row_lp[(r0 + n) / T] += l[tg] - lse;
             if (dx)
-                mt_ce_row_grad(l, V, lse, tg, dscale);
+                mt_ce_row_grad(l, V, lse, tg, row_ds ? row_ds[(r0 + n) / T] : dscale);
         }
         if (dx) {
             mt_mm_bwd_in(tiles, dx + r0 * C, C, buf, V, W, nr, V, C, 1.0f, 0.0f);

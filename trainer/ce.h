@@ -33,6 +33,18 @@ double mt_ce_chunked(float *dx, float *buf, const float *x, const int32_t *targe
                      mt_gref dW, const mt_tiles *tiles, size_t N, size_t C, size_t V, size_t chunk,
                      float dscale);
 
+/* The same with a scale per sequence of T rows (row_ds[n / T] for row n; NULL: dscale
+ * for every row), for the preference losses: d loss / d logits of row n is
+ * -c (onehot - softmax) for its sequence's c = d loss / d (its log-probability sum),
+ * so row_ds = -c x the step's scale. row_lp (chunked; NULL: none) accumulates each
+ * sequence's sum of target log-probabilities. */
+void mt_ce_full_bwd_rows(float *dx, float *logits, const float *lse, const float *x,
+                         const int32_t *targets, mt_wref W, mt_gref dW, const mt_tiles *tiles,
+                         size_t N, size_t C, size_t V, float dscale, const float *row_ds, size_t T);
+double mt_ce_chunked_rows(float *dx, float *buf, const float *x, const int32_t *targets, mt_wref W,
+                          mt_gref dW, const mt_tiles *tiles, size_t N, size_t C, size_t V, size_t chunk,
+                          float dscale, const float *row_ds, size_t T, float *row_lp);
+
 /* One row: returns logsumexp(l[0..V)). */
 float mt_ce_row_lse(const float *l, size_t V);
 /* One row: d[j] = (exp(l[j] - lse) - [j == target]) * dscale, in place. */

@@ -14,6 +14,7 @@
 #include "memtrain/memtrain_keys.h"
 #include "memtrain/shape.h"
 #include "common/errors.h"
+#include "estimate/memtrain_model.h"
 
 void mt_config_default(mt_config *c)
 {
@@ -29,6 +30,14 @@ void mt_config_default(mt_config *c)
     c->own.loss_scale_window = 2000;
     c->own.seed = 1337;
     c->own.init_std = 0.02f;
+    c->own.beta = 0.1f;
+    c->own.cpo_alpha = 1.0f;
+    c->own.simpo_gamma = 0.5f;
+}
+
+size_t mt_config_rows(const mt_config *c)
+{
+    return (size_t)c->s.batch * (size_t)mp_method_desc_of(c->s.method)->rows_per_example;
 }
 
 #define FAIL(...) (snprintf(err, MT_ERR_LEN, __VA_ARGS__), -1)
@@ -125,14 +134,24 @@ int mt_config_finish(mt_config *c, char *err)
         c->own.loss_scale_window = 2000;
     if (!implemented(mp_loader_value((int)s->loader)))
         return FAIL("memtrain does not implement loader '%s'", mp_loader_name(s->loader));
+    if (!implemented(mp_method_value((int)s->method)))
+        return FAIL("memtrain does not implement method '%s'", mp_method_name(s->method));
+    s->reference = mp_reference_used(s); /* default: TRL's for the method and task */
+    if (!implemented(mp_reference_value((int)s->reference)))
+        return FAIL("memtrain does not implement reference '%s'", mp_reference_name(s->reference));
+    char why[MP_ERR_LEN];
+    if (memtrain_reference_refused(s->method, s->reference, s->lora_rank, s->zero, why))
+        return FAIL("%s", why);
+    if (!(c->own.beta > 0.0f) || !(c->own.cpo_alpha >= 0.0f))
+        return FAIL("beta must be positive and cpo_alpha at least 0");
     if (s->shuffle_buffer < 1)
         s->shuffle_buffer = 1;
     if (c->own.init_std <= 0.0f)
         c->own.init_std = 0.02f;
     /* Keep every product of dimensions far from overflow (and sgemm's int). */
-    double N = (double)s->batch * (double)s->seq;
+    double N = 2.0 * (double)s->batch * (double)s->seq; /* a preference method's 2 rows per pair */
     if (N * sh->vocab > 4e12 || (double)sh->hidden * sh->vocab > 2e9 ||
-        (double)s->batch * sh->heads * (double)s->seq * (double)s->seq > 4e12 || N * sh->ffn > 4e12 ||
+        2.0 * (double)s->batch * sh->heads * (double)s->seq * (double)s->seq > 4e12 || N * sh->ffn > 4e12 ||
         (double)s->seq > 1e6 || (double)sh->hidden > 1e6 || (double)sh->ffn > 1e7 ||
         (double)s->shuffle_buffer * (double)(s->seq + 1) > 4e12)
         return FAIL("dimensions are too large");

@@ -47,6 +47,9 @@ typedef struct mt_own {
     float loss_scale;  /* fp16 initial loss scale, default 65536 */
     int loss_scale_window; /* double after this many good steps, default 2000 */
     int overlap;       /* ZeRO-0/1: 1 (default) sums the gradients while the backward runs, 0 after it */
+    /* preference methods, TRL's defaults (trainer/pairwise.h): beta (DPOConfig, CPOConfig and
+     * ORPOConfig: 0.1, a key), CPOConfig's cpo_alpha 1.0 and simpo_gamma 0.5 (no keys) */
+    float beta, cpo_alpha, simpo_gamma;
     unsigned given;    /* MP_PIN_* of the settings a key named (ranks: MP_PIN_GPUS) */
 } mt_own;
 
@@ -70,6 +73,9 @@ typedef struct mt_config {
 void mt_config_default(mt_config *c);
 /* Fill derived values and validate; 0, or -1 with a message in err (MT_ERR_LEN). */
 int mt_config_finish(mt_config *c, char *err);
+/* Sequences in one micro-batch: batch, or 2 x batch (chosen, rejected) for a
+ * preference method. */
+size_t mt_config_rows(const mt_config *c);
 /* The planner's model of the config's shape (after mt_config_finish). */
 int mt_config_model(const mt_config *c, mp_model *m, char *err);
 /* Every buffer's size: the inventory's dimensions of the config's model and

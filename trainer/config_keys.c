@@ -41,6 +41,8 @@ MEMTRAIN_VALUES(attention, mp_attention)
 MEMTRAIN_VALUES(ce, mp_ce)
 MEMTRAIN_VALUES(quant, mp_quant)
 MEMTRAIN_VALUES(loader, mp_loader)
+MEMTRAIN_VALUES(method, mp_method)
+MEMTRAIN_VALUES(reference, mp_reference)
 
 static int count_choices(mp_vocab *v)
 {
@@ -80,6 +82,8 @@ static const mp_opt own_keys[] = {
     {"steps", MP_OPT_INT, K(own.steps), .lo = 0, .hi = MT_MAX_STEPS},
     {"overlap", MP_OPT_INT, K(own.overlap), .lo = 0, .hi = 1,
      .help = "ZeRO-0/1 over several ranks: 1 (default) sums the gradients while the backward runs, 0 after it"},
+    {"beta", MP_OPT_FLOAT, K(own.beta), .lo = 1e-6, .hi = 1e6,
+     .help = "a preference method's beta (TRL's DPOConfig, CPOConfig, ORPOConfig: default 0.1)"},
     {0},
 };
 /* the launch's rank: a word of the metrics header, not a key */
@@ -100,9 +104,10 @@ static mp_opt aimed(const mp_opt *row, size_t at, const mp_vocab *values)
 static const mp_vocab *memtrain_vocab(const mp_opt *row)
 {
     static mp_vocab *const values[] = {&precision_values, &optimizer_values, &ckpt_values, &attention_values,
-                                       &ce_values, &quant_values, &loader_values};
+                                       &ce_values, &quant_values, &loader_values, &method_values, &reference_values};
     static const mp_vocab *const planner[] = {&mp_vocab_precision, &mp_vocab_optimizer, &mp_vocab_ckpt,
-                                              &mp_vocab_attention, &mp_vocab_ce, &mp_vocab_quant, &mp_vocab_loader};
+                                              &mp_vocab_attention, &mp_vocab_ce, &mp_vocab_quant, &mp_vocab_loader,
+                                              &mp_vocab_method, &mp_vocab_reference};
     for (size_t i = 0; i < sizeof values / sizeof *values; i++)
         if (row->vocab == planner[i]) return values[i];
     return NULL;
@@ -114,7 +119,7 @@ const mp_opt *mt_config_keys(void)
     static mp_opt keys[MAX_KEYS];
     if (keys[0].name) return keys;
     mp_vocab *values[] = {&precision_values, &optimizer_values, &ckpt_values, &attention_values,
-                          &ce_values, &quant_values, &loader_values};
+                          &ce_values, &quant_values, &loader_values, &method_values, &reference_values};
     for (size_t i = 0; i < sizeof values / sizeof *values; i++) count_choices(values[i]);
     int n = 0;
     for (const mp_opt *r = memtrain_shape_opts; r->name; r++) keys[n++] = aimed(r, offsetof(mt_config, shape), NULL);

@@ -3,6 +3,8 @@
  */
 #include "data.h"
 
+#include <stdbool.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -130,7 +132,13 @@ struct mt_data {
     uint16_t *shuf;     /* S * (T+1) tokens */
     size_t S;
     mt_rng rng;
+    bool pairs;         /* mt_data_pairs: rows 2k and 2k+1 become pair k's chosen and rejected */
 };
+
+/* Where the loader's row b of this rank goes in the batch. */
+static size_t dest_row(const mt_data *d, size_t b) { return d->pairs ? (b % 2) * (d->B / 2) + b / 2 : b; }
+
+void mt_data_pairs(mt_data *d) { d->pairs = true; }
 
 /* Read up to `len` bytes of the source at `off` (no wrap). */
 static long src_read(mt_data *d, uint8_t *dst, size_t off, size_t len)
@@ -328,8 +336,9 @@ int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets)
             d->pos = 0;
         const uint16_t *t = d->tok + d->pos + d->rank * B * T;
         for (size_t i = 0; i < B * T; i++) {
-            inputs[i] = t[i];
-            targets[i] = t[i + 1];
+            size_t j = dest_row(d, i / T) * T + i % T;
+            inputs[j] = t[i];
+            targets[j] = t[i + 1];
         }
         d->pos += global * T;
         return 0;
@@ -337,7 +346,7 @@ int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets)
     /* every rank draws the whole global batch (same seed, same stream) and keeps its rows */
     for (size_t g = 0; g < global; g++) {
         uint16_t *slot = d->shuf + (size_t)mt_rng_below(&d->rng, (uint32_t)d->S) * (T + 1);
-        size_t b = g - d->rank * B;
+        size_t b = g / B == d->rank ? dest_row(d, g - d->rank * B) : 0;
         for (size_t t = 0; g / B == d->rank && t < T; t++) {
             inputs[b * T + t] = slot[t];
             targets[b * T + t] = slot[t + 1];

@@ -56,6 +56,12 @@ int mt_data_open(mt_data **out, const char *path, mp_loader kind, size_t B, size
  * ranks x B would get (memory: rank r's rows of the global window; stream: the
  * global draws, of which rank r keeps its B). Before the first batch. */
 int mt_data_shard(mt_data *d, int rank, int ranks);
+/* A preference method's batch of B/2 pairs: the loader's rows 2k and 2k+1 (two
+ * consecutive windows, memory; two consecutive draws, stream) become pair k's
+ * chosen row k and rejected row B/2 + k (chosen rows first, then rejected, as
+ * TRL's concatenated_inputs). A rank's rows hold whole pairs, so data parallel
+ * pairs the global batch as one process does. Before the first batch. */
+void mt_data_pairs(mt_data *d);
 /* Fill inputs and targets (B,T) with the next batch. */
 int mt_data_next(mt_data *d, int32_t *inputs, int32_t *targets);
 void mt_data_close(mt_data *d);

@@ -718,7 +718,7 @@ static int run(int argc, char **argv, int rank, int ranks)
         return usage_error("vocab = %d: memtrain's byte tokenizer needs at least %d", c.shape.vocab, MT_TOKENS);
     char derr[MT_ERR_LEN];
     const char *data = c.own.data_path;
-    if (mt_data_check(data, c.s.loader, (size_t)c.s.batch, (size_t)c.s.seq, ranks, derr, sizeof derr))
+    if (mt_data_check(data, c.s.loader, mt_config_rows(&c), (size_t)c.s.seq, ranks, derr, sizeof derr))
         return usage_error("%s", derr);
     if (data[0] && access(data, R_OK))
         return usage_error("cannot read data file '%s': %s", data, strerror(errno));

@@ -27,6 +27,7 @@
 #include "dist.h"
 #include "model_buffers.h"
 #include "ops.h"
+#include "pairwise.h"
 #include "settings/settings.h"
 
 static void norm_fwd(const mt_model *m, float *out, float *mean, float *rstd, const float *x,
@@ -303,6 +304,8 @@ static void lora_fwd(mt_model *m, size_t l, layer_a *a, int lin, const float *x,
                      float *y, size_t ldy)
 {
     const mt_lora_layout *lo = &m->lora;
+    if (m->ref_pass) /* the adapter reference: the policy without its LoRA delta */
+        return;
     for (int k = 0; k < lo->n; k++) {
         const mt_lora_mod *md = &lo->mods[k];
         if (md->lin != lin)
@@ -505,6 +508,100 @@ static float *final_norm_fwd(mt_model *m, const memtrain_dims *inv, const float 
     return lnf32;
 }
 
+/* ---------- preference methods ---------- */
+
+/* Each sequence's sum of its T targets' log-probabilities, from the logits and
+ * their log-sum-exps (the same arithmetic as the chunked path's). */
+static void row_sums(const mt_model *m, float *lp, const float *logits, const float *lse,
+                     const int32_t *targets)
+{
+    size_t V = m->d.V, T = m->d.T;
+    memset(lp, 0, m->d.B * sizeof(float));
+    for (size_t n = 0; n < m->d.N; n++)
+        lp[n / T] += logits[n * V + targets[n]] - lse[n];
+}
+
+/* The method's loss from the policy's sums (pair_logps) and the reference's, and
+ * each row's CE scale (d step objective / d logits = -c (onehot - softmax) x dscale,
+ * c = d loss / d sum) in pair_logps + B. */
+static double pair_loss(mt_model *m, float dscale)
+{
+    size_t R = m->d.B;
+    float *coef = m->pair_logps + R;
+    mt_pair_hp hp = {m->cfg.own.beta, m->cfg.own.cpo_alpha, m->cfg.own.simpo_gamma};
+    double loss = mt_pair_loss(m->cfg.s.method, &hp, R / 2, m->d.T, m->pair_logps, m->ref_logps, coef);
+    for (size_t i = 0; i < R; i++)
+        coef[i] = -coef[i] * dscale;
+    return loss;
+}
+
+/* The reference's log-probability sum per row, into ref_logps: the layers' forward
+ * without gradients, nothing kept for a backward (TRL: torch.no_grad(),
+ * trl/trainer/dpo_trainer.py 1373). The reference model's frozen copy stands in for
+ * the parameters; the adapter reference is the policy with LoRA off (use_adapter(None),
+ * trl/trainer/utils.py 1227-1229). Its transients (memtrain_ref_forward_bytes): one
+ * layer of the slots saved in fp32 (the others are computed in their working copies,
+ * the attention probabilities in the scratch), in fp32 the residual stream in and
+ * out (mixed: x32 and out32), with ce full the logits; all freed at the end. */
+static int ref_forward(mt_model *m, const memtrain_dims *inv, const int32_t *inputs, const int32_t *targets)
+{
+    const mt_dims *d = &m->d;
+    size_t N = d->N, C = d->C, V = d->V, T = d->T;
+    float *tr[MT_NSLOT] = {0}, *rres[2] = {0}, *logits = NULL;
+    int rc = -1;
+    for (int s = 0; s < MT_S_LORA; s++)
+        if (m->present[s] && s != MT_S_ATT && m->saved_slot[s] && m->slot_dt[s] == MT_F32 &&
+            !(tr[s] = mt_alloc_n(MT_ACTIVATIONS, m->slot_n[s], sizeof(float))))
+            goto out;
+    if (!m->mixed && (!(rres[0] = mt_row_alloc(inv, MEMTRAIN_REF_RES)) || !(rres[1] = mt_row_alloc(inv, MEMTRAIN_REF_RES))))
+        goto out;
+    if (m->cfg.s.ce == MP_CE_FULL && !(logits = mt_row_alloc(inv, MEMTRAIN_REF_LOGITS)))
+        goto out;
+    void *params = m->params;
+    if (m->refw)
+        m->params = m->refw;
+    m->ref_pass = true;
+    float *x = m->mixed ? m->x32 : rres[0], *out = m->mixed ? m->out32 : rres[1];
+    mt_encoder_fwd(x, inputs, pw(m, MT_P_WTE, 0), pw(m, MT_P_WPE, 0), d->B, T, C);
+    mt_round_f32(x, m->adt, N * C);
+    layer_a a;
+    for (size_t l = 0; l < d->L; l++) {
+        layer_w w;
+        layer_weights(m, l, &w);
+        a.x = x;
+        for (int s = 0; s < MT_NSLOT; s++)
+            a.s[s] = tr[s] ? tr[s] : s == MT_S_ATT ? NULL : m->scr[s];
+        layer_fwd(m, l, &w, &a, out);
+        float *next = out;
+        out = x, x = next;
+    }
+    /* the final norm into the free buffer, its statistics in the first norm's */
+    layer_w fw;
+    final_weights(m, &fw);
+    norm_fwd(m, out, a.s[MT_S_LN1_MEAN], a.s[MT_S_LN1_RSTD], x, fw.v[MT_P_LNFW], fw.v[MT_P_LNFB]);
+    mt_round_f32(out, m->adt, N * C);
+    int ht = head_tensor(m);
+    memset(m->ref_logps, 0, d->B * sizeof(float));
+    if (logits) {
+        mt_mm_fwd(&m->tiles, logits, V, out, C, pw(m, ht, 0), N, V, C, 1.0f, 0.0f);
+        for (size_t n = 0; n < N; n++)
+            m->ref_logps[n / T] += logits[n * V + targets[n]] - mt_ce_row_lse(logits + n * V, V);
+    } else {
+        mt_ce_chunked_rows(NULL, m->ce_buf, out, targets, pw(m, ht, 0), mt_g(NULL, m->pdt), &m->tiles, N, C, V,
+                           (size_t)m->cfg.s.ce_chunk, 0.0f, NULL, T, m->ref_logps);
+    }
+    m->params = params;
+    m->ref_pass = false;
+    rc = 0;
+out:
+    for (int s = 0; s < MT_NSLOT; s++)
+        mt_free(tr[s]);
+    mt_free(rres[0]);
+    mt_free(rres[1]);
+    mt_free(logits);
+    return rc;
+}
+
 int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets, float dscale,
                      float *loss)
 {
@@ -527,6 +624,9 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
             goto fail;
         }
 
+    /* a preference method's reference first: its transients are gone before the policy's */
+    if (m->ref_logps && ref_forward(m, &inv, inputs, targets) != 0)
+        goto fail;
     /* ZeRO-3: the embeddings', final norm's and head's weights, and layer 0's */
     if (gather_outer(m) != 0 || gather_ahead(m, 0, +1) != 0)
         goto fail;
@@ -578,6 +678,21 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
             goto fail;
         sum = mt_ce_full_fwd(m->logits, m->ce_lse, lnf32, targets, pw(m, ht, 0), &m->tiles, N, C,
                              d->V);
+        if (m->pairwise) {
+            row_sums(m, m->pair_logps, m->logits, m->ce_lse, targets);
+            sum = pair_loss(m, dscale);
+        }
+    } else if (m->pairwise) {
+        /* the scales need every row's sum: the sums first, then the gradients chunk by chunk again */
+        memset(m->pair_logps, 0, d->B * sizeof(float));
+        mt_ce_chunked_rows(NULL, m->ce_buf, lnf32, targets, pw(m, ht, 0), pg(m, ht, 0), &m->tiles, N, C, d->V,
+                           (size_t)m->cfg.s.ce_chunk, 0.0f, NULL, d->T, m->pair_logps);
+        sum = pair_loss(m, dscale);
+        if (dscale != 0.0f)
+            mt_ce_chunked_rows(m->dlnf, m->ce_buf, lnf32, targets, pw(m, ht, 0), pg(m, ht, 0), &m->tiles, N, C,
+                               d->V, (size_t)m->cfg.s.ce_chunk, 0.0f, m->pair_logps + d->B, d->T, NULL);
+        mt_free(m->lnf);
+        m->lnf = NULL;
     } else {
         sum = mt_ce_chunked(dscale != 0.0f ? m->dlnf : NULL, m->ce_buf, lnf32, targets,
                             pw(m, ht, 0), pg(m, ht, 0), &m->tiles, N, C, d->V,
@@ -585,7 +700,7 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
         mt_free(m->lnf); /* the head's gradients are done: lnf is not needed any more */
         m->lnf = NULL;
     }
-    *loss = (float)(sum / (double)N);
+    *loss = (float)(m->pairwise ? sum : sum / (double)N); /* pairwise: the method's loss already */
     return 0;
 fail:
     mt_model_release(m);
@@ -612,8 +727,9 @@ int mt_model_backward(mt_model *m)
             mt_to_f32(m->out32, m->lnf, m->adt, N * C);
             lnf32 = m->out32;
         }
-        mt_ce_full_bwd(m->dln, m->logits, m->ce_lse, lnf32, m->targets, pw(m, ht, 0),
-                       pg(m, ht, 0), &m->tiles, N, C, d->V, m->dscale / (float)N);
+        mt_ce_full_bwd_rows(m->dln, m->logits, m->ce_lse, lnf32, m->targets, pw(m, ht, 0), pg(m, ht, 0),
+                            &m->tiles, N, C, d->V, m->dscale / (float)N, m->pairwise ? m->pair_logps + d->B : NULL,
+                            d->T);
         mt_free(m->logits);
         mt_free(m->ce_lse);
         mt_free(m->lnf);

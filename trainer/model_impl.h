@@ -109,6 +109,13 @@ struct mt_model {
     const int32_t *inputs, *targets;
     float dscale;
     bool active;
+    /* preference methods (trainer/pairwise.h): B rows are the pairs' chosen rows
+     * then their rejected rows */
+    bool pairwise;
+    void *refw;           /* MT_WEIGHTS: the reference model's frozen parameters (nbase) */
+    float *ref_logps;     /* (B) MT_WORKSPACE: the reference's log-probability sum per row */
+    float *pair_logps;    /* (2, B) MT_WORKSPACE: the policy's sums, then each row's CE scale */
+    bool ref_pass;        /* the reference's forward is running: the adapters are off */
 };
 
 typedef struct layer_w {

@@ -251,6 +251,8 @@ static const mt_row_field row_fields[MEMTRAIN_NROWS] = {
     [MEMTRAIN_X32] = KEPT_IN(x32),           [MEMTRAIN_OUT32] = KEPT_IN(out32),
     [MEMTRAIN_ROPE_COS] = KEPT_IN(rope_cos), [MEMTRAIN_ROPE_SIN] = KEPT_IN(rope_sin),
     [MEMTRAIN_RES_TABLE] = ZEROED_IN(res),   [MEMTRAIN_SAVED_TABLE] = ZEROED_IN(saved),
+    [MEMTRAIN_REF_PARAMS] = KEPT_IN(refw),   [MEMTRAIN_REF_LOGPS] = ZEROED_IN(ref_logps),
+    [MEMTRAIN_PAIR_LOGPS] = ZEROED_IN(pair_logps),
 };
 
 /* The NF4 stores of every layer (the rows quant.c allocates), at their place in the walk. */
@@ -326,7 +328,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
         return -1;
     m->cfg = *c;
     mt_dims *d = &m->d;
-    d->B = (size_t)c->s.batch;
+    d->B = mt_config_rows(c);
     d->T = (size_t)c->s.seq;
     d->N = d->B * d->T;
     d->C = (size_t)c->shape.hidden;
@@ -354,6 +356,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
     }
     m->qlora = c->s.quant != MP_QUANT_NONE;
     m->base_trainable = c->s.lora_rank == 0;
+    m->pairwise = c->s.method != MP_METHOD_SFT;
     m->zero3 = c->s.zero >= 3 && m->base_trainable;
     mt_lora_layout_make(&m->lora, c->shape.family, c->s.lora_targets, d->r, c->own.lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);
@@ -377,6 +380,8 @@ int mt_model_create(const mt_config *c, mt_model **out)
         m->lseg = (mt_seg){0, m->nlora, true};
     if (init_params(m) != 0)
         goto fail;
+    if (m->refw) /* the reference model: the policy as it starts, frozen */
+        memcpy(m->refw, m->params, m->nbase * psz(m));
     if (m->rope_cos)
         mt_rope_tables(m->rope_cos, m->rope_sin, d->T, d->HD);
     *out = m;

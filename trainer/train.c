@@ -153,7 +153,7 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
         mt_free(t);
         return fail(err, "config");
     }
-    size_t N = (size_t)cfg->s.batch * (size_t)cfg->s.seq;
+    size_t N = mt_config_rows(cfg) * (size_t)cfg->s.seq;
     mt_rng_seed(&t->rng, cfg->own.seed ^ 0x747261696eULL);
     mt_scaler_init(&t->scaler, mp_precision_desc_of(cfg->s.precision)->loss_scaling, cfg->own.loss_scale,
                    cfg->own.loss_scale_window);
@@ -173,11 +173,14 @@ int mt_trainer_create(const mt_config *cfg, mt_trainer **out, char *err)
         goto out;
     }
     t->opt_ready = true;
-    if (mt_data_open(&t->data, cfg->own.data_path, cfg->s.loader, (size_t)cfg->s.batch,
+    /* a preference method's pairs: 2B rows (mt_data_pairs) */
+    if (mt_data_open(&t->data, cfg->own.data_path, cfg->s.loader, mt_config_rows(cfg),
                      (size_t)cfg->s.seq, (size_t)cfg->s.shuffle_buffer, cfg->own.seed) != 0) {
         fail(err, "data");
         goto out;
     }
+    if (cfg->s.method != MP_METHOD_SFT)
+        mt_data_pairs(t->data);
     if (cfg->ranks > 1 && mt_data_shard(t->data, cfg->rank, cfg->ranks) != 0) {
         fail(err, "data");
         goto out;
@@ -340,7 +343,7 @@ int mt_trainer_step(mt_trainer *t, mt_step_result *r, char *err)
     r->loss_scale = scale;
     r->step = t->step;
     r->skipped_total = t->scaler.skipped;
-    r->tokens = (size_t)t->cfg.s.batch * (size_t)t->cfg.s.seq * (size_t)accum * (size_t)ranks;
+    r->tokens = mt_config_rows(&t->cfg) * (size_t)t->cfg.s.seq * (size_t)accum * (size_t)ranks;
     return 0;
 }
 
@@ -386,6 +389,8 @@ static uint64_t fingerprint(const mt_config *c)
                    c->s.precision,  c->s.optimizer,    c->s.adam8_block, c->s.lora_rank,
                    (int64_t)c->s.lora_targets,      c->s.quant,     c->s.loader, c->s.shuffle_buffer};
     uint64_t h = 1469598103934665603ULL;
+    if (c->s.method != MP_METHOD_SFT) /* SFT states keep the fingerprint they had */
+        h ^= (uint64_t)(c->s.method * 16 + c->s.reference) << 40;
     const unsigned char *p = (const unsigned char *)v;
     for (size_t i = 0; i < sizeof v; i++) {
         h ^= p[i];

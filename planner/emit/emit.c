@@ -81,7 +81,7 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
                  "block or none", (long long)s->ckpt_every, t->name);
         return -1;
     }
-    if (s->method != MP_METHOD_SFT) {
+    if (s->method != MP_METHOD_SFT && !t->memtrain_values) { /* memtrain runs them (trainer/pairwise.c) */
         snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s but writes "
                  "supervised fine-tuning only", mp_method_name(s->method), t->name,
                  mp_method_desc_of(s->method)->trainer);

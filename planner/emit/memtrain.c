@@ -35,6 +35,7 @@ static void write_memtrain(sbuf *b, const mp_plan *p)
 {
     const mp_model *m = p->m;
     mp_settings s = *p->s;
+    s.reference = mp_reference_used(&s); /* memtrain reads the reference a run uses, not 'default' */
     memtrain_shape sh;
     memtrain_shape_of(m, &sh);
     mp_opt_group g[3];

@@ -46,7 +46,29 @@ int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err)
         snprintf(err, MP_ERR_LEN, "memtrain implements ZeRO-%d for full fine-tuning, not with LoRA", s->zero);
         return -1;
     }
-    return 0;
+    if (!mp_method_value(s->method)->memtrain) return unsupported(mp_method_value, s->method, err);
+    mp_reference ref = mp_reference_used(s);
+    if (!mp_reference_value(ref)->memtrain) return unsupported(mp_reference_value, ref, err);
+    return memtrain_reference_refused(s->method, ref, s->lora_rank, s->zero, err);
+}
+
+/* trainer/config.c refuses the same, with the same line */
+int memtrain_reference_refused(mp_method method, mp_reference ref, int64_t lora_rank, int zero, char *err)
+{
+    bool wants = mp_method_desc_of(method)->reference, has = ref == MP_REF_MODEL || ref == MP_REF_ADAPTER;
+    const char *why = NULL;
+    if (wants && !has)
+        why = "needs a reference (model, or adapter under LoRA)";
+    else if (!wants && has)
+        why = "takes no reference (reference = none)";
+    else if (ref == MP_REF_ADAPTER && !lora_rank)
+        why = "with reference = adapter needs LoRA (lora-rank > 0)";
+    else if (ref == MP_REF_MODEL && lora_rank)
+        why = "with LoRA runs reference = adapter in memtrain (the frozen base is the reference), not model";
+    else if (ref == MP_REF_MODEL && zero >= 3)
+        why = "with reference = model runs ZeRO 0 to 2 in memtrain (the copy is not sharded)";
+    if (why) snprintf(err, MP_ERR_LEN, "method %s %s", mp_method_name(method), why);
+    return why ? -1 : 0;
 }
 
 /* ---------- --explain: one term per row ---------- */
@@ -111,7 +133,7 @@ static void explain_rows(const memtrain_dims *d, mp_estimate *e)
 
 /* Bytes per component: allocated at creation, and by each micro-batch's forward. */
 typedef struct step_bytes {
-    double persistent[MP_NCOMP], micro_batch[MP_NCOMP];
+    double persistent[MP_NCOMP], micro_batch[MP_NCOMP], ref_forward[MP_NCOMP];
     double host, logits, saved_layer;
 } step_bytes;
 
@@ -122,6 +144,7 @@ static void add_rows(const memtrain_dims *d, step_bytes *b)
         size_t persistent, micro_batch;
         memtrain_row_bytes(d, id, &persistent, &micro_batch);
         int comp = memtrain_tag_component(memtrain_rows[id].tag);
+        if (comp >= 0) b->ref_forward[comp] += (double)memtrain_ref_forward_bytes(d, id);
         if (comp < 0) {
             b->host += (double)persistent + (double)micro_batch;
         } else {
@@ -143,22 +166,31 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     add_rows(&d, &b);
     e->trainable_params = (double)d.q[MEMTRAIN_Q_NTRAIN];
 
-    /* the step: everything persistent, plus the forward's allocations at its end */
+    /* the step: everything persistent, plus the forward's allocations at its end;
+     * before it, a reference's forward and its transients */
     e->nphases = 0;
-    const char *names[] = {"forward end", "backward end", "optimizer step"};
-    for (int i = 0; i < 3; i++) {
+    bool ref = d.holds & MEMTRAIN_IF_REF_FWD;
+    const char *names[] = {"reference forward end", "forward end", "backward end", "optimizer step"};
+    for (int i = ref ? 0 : 1; i < 4; i++) {
         mp_phase *p = &e->phases[e->nphases++];
         p->name = names[i];
         p->total = 0;
         for (int k = 0; k < MP_NCOMP; k++) {
-            p->comp[k] = b.persistent[k] + (i == 0 ? b.micro_batch[k] : 0);
+            p->comp[k] = b.persistent[k] + (i == 0 ? b.ref_forward[k] : i == 1 ? b.micro_batch[k] : 0);
             p->total += p->comp[k];
         }
     }
     e->peak_phase = 0;
-    for (int k = 0; k < MP_NCOMP; k++) e->peak[k] = e->at_peak[k] = e->phases[0].comp[k];
+    for (int i = 1; i < e->nphases; i++)
+        if (e->phases[i].total > e->phases[e->peak_phase].total) e->peak_phase = i;
+    for (int k = 0; k < MP_NCOMP; k++) {
+        e->at_peak[k] = e->phases[e->peak_phase].comp[k];
+        e->peak[k] = 0;
+        for (int i = 0; i < e->nphases; i++)
+            if (e->phases[i].comp[k] > e->peak[k]) e->peak[k] = e->phases[i].comp[k];
+    }
     e->logits_bytes = b.logits;
-    e->total_bytes = e->reserved_bytes = e->device_bytes = e->phases[0].total;
+    e->total_bytes = e->reserved_bytes = e->device_bytes = e->phases[e->peak_phase].total;
     e->host_bytes = e->host_data_bytes = b.host;
     e->model_states_bytes = mp_model_states_bytes(m, s, e->params.total);
     /* memtrain allocates gradients once, with the weights */

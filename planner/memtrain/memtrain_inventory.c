@@ -43,6 +43,9 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_LW] = ROW("lw", WEIGHTS, PERSISTENT, P, MODEL, IF(LORA), 1, NLORA, 1, 1),
     [MEMTRAIN_LMASTER] = ROW("lmaster", MASTER, PERSISTENT, F32, MODEL, IF(MIXED) | IF(LORA), 1, NLORA, 1, 1),
     [MEMTRAIN_LGRAD] = ROW("lgrad", GRADIENTS, PERSISTENT, P, MODEL, IF(LORA), 1, NLORA, 1, 1),
+    [MEMTRAIN_REF_PARAMS] = ROW("ref.params", WEIGHTS, PERSISTENT, P, MODEL, IF(REF_MODEL), 1, NBASE, 1, 1),
+    [MEMTRAIN_REF_LOGPS] = ROW("ref.logps", WORKSPACE, PERSISTENT, F32, MODEL, IF(REF_FWD), 1, B, 1, 1),
+    [MEMTRAIN_PAIR_LOGPS] = ROW("pair.logps", WORKSPACE, PERSISTENT, F32, MODEL, IF(PAIRWISE), 1, 2, B, 1),
 
     [MEMTRAIN_TILE_W] = ROW("tiles.w", WORKSPACE, PERSISTENT, F32, MODEL, IF(MIXED), 1, TILE, 1, 1),
     [MEMTRAIN_TILE_G] = ROW("tiles.g", WORKSPACE, PERSISTENT, F32, MODEL, IF(MIXED), 1, TILE, 1, 1),
@@ -100,6 +103,8 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_COMM_RECV] = ROW("comm.recv", COMM, PERSISTENT, F32, DIST, IF(ALLREDUCE), 1, RECV, 1, 1),
     [MEMTRAIN_GRAD_SHARD] = ROW("grads.shard", GRADIENTS, PERSISTENT, F32, DIST, IF(ZERO2), 1, SHARD, 1, 1),
 
+    [MEMTRAIN_REF_RES] = ROW("ref.res", ACTIVATIONS, REF_FORWARD, F32, FORWARD, IF(REF_FWD) | IF(FP32), 2, N, C, 1),
+    [MEMTRAIN_REF_LOGITS] = ROW("ref.logits", ACTIVATIONS, REF_FORWARD, F32, FORWARD, IF(REF_FWD) | IF(CE_FULL), 1, N, V, 1),
     [MEMTRAIN_RES] = ROW("res", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, L1, N, C, 1),
     [MEMTRAIN_LNF] = ROW("lnf", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, 1, N, C, 1),
     [MEMTRAIN_LNF_MEAN] = ROW("lnf_mean", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(GPT2), 1, N, 1, 1),
@@ -162,6 +167,10 @@ static unsigned conditions(const memtrain_dims *d)
     h |= d->source_bytes ? 0 : IF(BUILTIN_CORPUS);
     h |= d->ranks > 1 ? IF(DP) : 0;
     h |= d->ranks > 1 && (d->lora_rank || d->zero < 2) ? IF(ALLREDUCE) : 0;
+    h |= d->method != MP_METHOD_SFT ? IF(PAIRWISE) : 0;
+    h |= d->reference == MP_REF_MODEL || d->reference == MP_REF_ADAPTER ? IF(REF_FWD) : 0;
+    h |= d->reference == MP_REF_MODEL ? IF(REF_MODEL) : 0;
+    h |= d->precision == MP_FP32 ? IF(FP32) : 0;
     return h;
 }
 
@@ -244,7 +253,9 @@ void memtrain_dims_from(const mp_model *m, const mp_settings *s, memtrain_dims *
     d->L = (size_t)m->layers, d->C = (size_t)m->hidden, d->NH = (size_t)m->heads;
     d->KV = (size_t)m->kv_heads, d->HD = (size_t)m->head_dim, d->F = (size_t)m->ffn;
     d->V = (size_t)m->vocab, d->maxpos = (size_t)(m->max_pos > 0 ? m->max_pos : s->seq);
-    d->B = (size_t)s->batch, d->T = (size_t)s->seq;
+    /* a preference method's batch counts pairs: 2 rows each, chosen then rejected */
+    d->method = s->method, d->reference = mp_reference_used(s);
+    d->B = (size_t)s->batch * (size_t)mp_method_desc_of(s->method)->rows_per_example, d->T = (size_t)s->seq;
     d->precision = s->precision, d->optimizer = s->optimizer;
     d->adam8_block = (size_t)s->adam8_block;
     d->checkpointing = s->checkpointing, d->attention = s->attention, d->attn_tile = (size_t)s->attn_tile;
@@ -313,12 +324,23 @@ void memtrain_row_bytes(const memtrain_dims *d, int id, size_t *persistent, size
     switch (memtrain_rows[id].lifetime) {
     case MEMTRAIN_PERSISTENT: *persistent = all; break;
     case MEMTRAIN_MICRO_BATCH: *micro_batch = all; break;
+    case MEMTRAIN_REF_FORWARD: break; /* never live with the others: memtrain_ref_forward_bytes */
     case MEMTRAIN_LAYER_SLOT:
         if (memtrain_slot_buffer(d, id))
             *persistent = memtrain_copies(d, id) * memtrain_elems(d, id) * 4;
         if (memtrain_slot_saved(d, id)) *micro_batch = d->L * all;
         break;
     }
+}
+
+size_t memtrain_ref_forward_bytes(const memtrain_dims *d, int id)
+{
+    const memtrain_row *r = &memtrain_rows[id];
+    if (!(d->holds & IF(REF_FWD))) return 0;
+    if (r->lifetime == MEMTRAIN_REF_FORWARD) return memtrain_copies(d, id) * memtrain_alloc_bytes(d, id);
+    if (r->lifetime != MEMTRAIN_LAYER_SLOT || id == MEMTRAIN_ATT || id == MEMTRAIN_LORA_U) return 0;
+    bool fp32_saved = memtrain_slot_saved(d, id) && !memtrain_slot_buffer(d, id);
+    return fp32_saved ? memtrain_copies(d, id) * memtrain_elems(d, id) * 4 : 0;
 }
 
 /* ---------- formulas ---------- */

@@ -35,6 +35,12 @@
  * ahead) and n_outer for the embeddings', final norm's and head's weights,
  * all-gathered at the start of each forward (kept, like the slots); in mixed
  * precision the fp32 master weights are this rank's shard too (master.shard).
+ * Preference methods (dpo, ipo, simpo, cpo, orpo) run B = 2 x batch rows: the
+ * batch's pairs, chosen rows then rejected rows. With a reference forward (the
+ * reference model, or the policy with its adapters disabled) ref.params is the
+ * frozen copy of the parameters (reference model only) and the forward's
+ * transients are the rows of lifetime MEMTRAIN_REF_FORWARD plus one layer of
+ * the slots saved in fp32 (memtrain_ref_forward_bytes).
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -68,6 +74,9 @@ enum {
     MEMTRAIN_NF4, MEMTRAIN_NF4_CODES,
     MEMTRAIN_NF4_ABSMAX, MEMTRAIN_NF4_ABSMAX_Q, MEMTRAIN_NF4_SCALES, MEMTRAIN_DEQ, MEMTRAIN_LW,
     MEMTRAIN_LMASTER, MEMTRAIN_LGRAD,
+    /* preference methods: the reference model's frozen parameters, the reference's
+     * log-probability sums per row, and the policy's sums then d loss / d sum per row */
+    MEMTRAIN_REF_PARAMS, MEMTRAIN_REF_LOGPS, MEMTRAIN_PAIR_LOGPS,
     /* the model's workspaces */
     MEMTRAIN_TILE_W, MEMTRAIN_TILE_G, MEMTRAIN_WVEC, MEMTRAIN_GVEC, MEMTRAIN_ATTN_WS,
     MEMTRAIN_DRES, MEMTRAIN_DLN, MEMTRAIN_DQKV, MEMTRAIN_DATTY, MEMTRAIN_DFCH, MEMTRAIN_DFCG,
@@ -89,6 +98,8 @@ enum {
      * through, the chunk one exchange of the ring all-reduce receives;
      * ZeRO-2: this rank's shard of the summed gradients (train.c) */
     MEMTRAIN_COMM_BUCKET, MEMTRAIN_COMM_RECV, MEMTRAIN_GRAD_SHARD,
+    /* the reference's forward (model.c), before the policy's, freed at its end */
+    MEMTRAIN_REF_RES, MEMTRAIN_REF_LOGITS,
     /* one micro-batch's forward (model.c), freed by its backward */
     MEMTRAIN_RES, MEMTRAIN_LNF, MEMTRAIN_LNF_MEAN, MEMTRAIN_LNF_RSTD, MEMTRAIN_LOGITS,
     MEMTRAIN_CE_LSE,
@@ -116,6 +127,8 @@ typedef enum {
     MEMTRAIN_LAYER_SLOT,  /* L saved copies per micro-batch (by checkpointing), and an fp32
                              working copy for one layer where the trainer needs one */
     MEMTRAIN_MICRO_BATCH, /* allocated by the forward, all live at its end, freed by the backward */
+    MEMTRAIN_REF_FORWARD, /* allocated by the reference's forward, freed at its end, before the
+                             policy's forward (never live with the micro-batch rows) */
 } memtrain_lifetime;
 
 /* Bytes per element: P and A are 4 (fp32) or 2 (mixed); NF4 is half a byte
@@ -153,6 +166,10 @@ enum {
     MEMTRAIN_IF_ZERO3 = 1u << 21,       /* ZeRO-3 (full fine-tuning): parameters sharded, gathered per layer */
     MEMTRAIN_IF_PARAMS_FULL = 1u << 22, /* not ZeRO-3: every parameter kept */
     MEMTRAIN_IF_ALLREDUCE = 1u << 23,   /* several ranks summing whole gradients (ZeRO-0/1, LoRA) */
+    MEMTRAIN_IF_PAIRWISE = 1u << 24,    /* a preference method: pairs, a loss over per-row sums */
+    MEMTRAIN_IF_REF_FWD = 1u << 25,     /* a reference forward in each micro-batch (model or adapter) */
+    MEMTRAIN_IF_REF_MODEL = 1u << 26,   /* the reference is a frozen copy of the parameters */
+    MEMTRAIN_IF_FP32 = 1u << 27,        /* fp32 storage (not mixed) */
 };
 
 /* The quantities element counts are products of. */
@@ -202,6 +219,8 @@ typedef struct memtrain_dims {
     mp_quant quant;           /* MP_QUANT_NONE, MP_QUANT_NF4 or MP_QUANT_NF4_DQ */
     mp_loader loader;
     size_t shuffle_buffer;
+    mp_method method;         /* sft, or a preference method (B is then 2 x the pairs) */
+    mp_reference reference;   /* the reference a run uses (mp_reference_used: never DEFAULT) */
     size_t source_bytes;      /* the data file's size; 0: the built-in corpus */
     size_t ranks;             /* data-parallel ranks (0 or 1: one process) */
     int zero;                 /* 0: replicated; 1: optimizer state sharded over the ranks;
@@ -237,6 +256,11 @@ bool memtrain_slot_buffer(const memtrain_dims *d, int id);
  * micro-batch's forward (a slot's saved copies, over all layers). */
 void memtrain_row_bytes(const memtrain_dims *d, int id, size_t *persistent,
                         size_t *micro_batch);
+/* Bytes of row `id` the reference's forward allocates, all live at its end and
+ * freed then: its own rows (MEMTRAIN_REF_FORWARD), and for a slot row one layer
+ * of it when the slot is saved in fp32 (no working copy to compute in; the
+ * attention probabilities are recomputed in the scratch, LoRA is off). */
+size_t memtrain_ref_forward_bytes(const memtrain_dims *d, int id);
 /* The row's size as text in this configuration, e.g. "(L+1) x N x C x A". */
 void memtrain_row_formula(const memtrain_dims *d, int id, char *buf, size_t len);
 

@@ -6,11 +6,11 @@
 
 const char *const memtrain_setting_keys[] = {
     "precision", "optimizer", "adam8-block", "checkpointing", "attention", "attn-tile", "batch", "accum", "seq",
-    "ce", "ce-chunk", "lora-rank", "lora-targets", "quant", "loader", "shuffle-buffer", NULL,
+    "ce", "ce-chunk", "lora-rank", "lora-targets", "quant", "loader", "shuffle-buffer", "method", "reference", NULL,
 };
 
 const char *const memtrain_own_keys[] = {
-    "lora-alpha", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", "steps", "overlap", NULL,
+    "lora-alpha", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", "steps", "overlap", "beta", NULL,
 };
 
 void memtrain_defaults(memtrain_shape *sh, mp_settings *s)

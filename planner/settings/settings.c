@@ -109,8 +109,13 @@ static int preference_unrunnable(const mp_settings *s, char *err)
             BAD("--reference %s needs a preference method that has one (--method dpo or ipo)", ref);
         return 0;
     }
-    if (fw->kind == MP_FW_MEMTRAIN)
-        BAD("memtrain runs supervised fine-tuning only: --method %s is planned for TRL on the GPU stacks", method);
+    if (fw->kind == MP_FW_MEMTRAIN) { /* the references it runs: memtrain_check_supported */
+        char runs[160];
+        if (!mp_method_value((int)s->method)->memtrain)
+            BAD("memtrain runs %s: --method %s is planned for TRL on the GPU stacks",
+                mp_choices(mp_method_value, true, " and ", runs, sizeof runs), method);
+        return 0;
+    }
     if (fw->logits_kept || fw->ce_output_chunks > 0)
         BAD("--method %s is TRL's %s: it runs on the Trainer's stacks, not under --framework %s", method,
             md->trainer, fw->name);
