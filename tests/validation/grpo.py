@@ -47,7 +47,7 @@ grpo_trainer.py unless another file is named; tests/data/engines/trl_methods.csv
                div_(temperature) in place, selective_log_softmax (trl/trainer/utils.py:479-518: the
                picked logit minus a logsumexp taken one row at a time, for fp32 logits). The previous
                chunk's logits stay referenced while the next chunk runs (the loop's `logits`).
-  training     per micro-batch, _compute_loss (2990-3150): the same log-prob forward with grad and
+  training     per micro-batch, _compute_loss (2991-3150): the same log-prob forward with grad and
                compute_entropy=True, the entropy under no_grad (1524-1533) by entropy_from_logits in
                chunks of 128 rows of the flattened logits (utils.py:526-561; flattening the sliced view
                copies it); the default loss_type "dapo" (grpo_config.py:791): ratio exp(logp - old) with
@@ -351,7 +351,7 @@ def measure(cfg):
                      num_items_in_batch=num_items_in_batch) for i in range(spg)]  # split_tensor_dict
 
     def compute_loss(inputs):
-        """_compute_loss (grpo_trainer.py:2990-3150), loss_type dapo, token-level importance sampling."""
+        """_compute_loss (grpo_trainer.py:2991-3150), loss_type dapo, token-level importance sampling."""
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
