@@ -17,6 +17,7 @@
 #include "rng.h"
 #include "model/model.h"
 #include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 /* ---------- naive reference matmuls ---------- */
 
@@ -112,13 +113,14 @@ static void test_matmul(void)
 
 #define B_ 2
 #define T_ 8
-static int32_t inputs[B_ * T_], targets[B_ * T_];
+#define ROWS 4 /* the most rows a test runs: 2 pairs */
+static int32_t inputs[ROWS * T_], targets[ROWS * T_];
 
 static void make_tokens(int V)
 {
     mt_rng r;
     mt_rng_seed(&r, 99);
-    for (int i = 0; i < B_ * T_; i++) {
+    for (int i = 0; i < ROWS * T_; i++) {
         inputs[i] = (int32_t)mt_rng_below(&r, (uint32_t)V);
         targets[i] = (int32_t)mt_rng_below(&r, (uint32_t)V);
     }
@@ -317,6 +319,64 @@ static void test_lora(mt_family fam, const char *label)
     mt_model_free(m);
 }
 
+/* ---------- the preference losses ---------- */
+
+/* The policy moved away from its reference: every base parameter (or the LoRA
+ * adapters, whose B starts at zero) nudged by noise, so the log-ratios differ
+ * from zero and the losses sit off their symmetric points. */
+static void perturb(mt_model *m, bool lora)
+{
+    mt_rng r;
+    mt_rng_seed(&r, 17);
+    if (lora) {
+        for (size_t i = 0; i < mt_model_lora_count(m); i++)
+            mt_model_lora_set(m, i, mt_model_lora_get(m, i) + 0.3f * mt_rng_normal(&r));
+        return;
+    }
+    for (int t = 0; t < MT_NPARAM; t++)
+        for (size_t i = 0; i < mt_model_param_count(m, t); i++)
+            mt_model_param_set(m, t, i, mt_model_param_get(m, t, i) + 0.05f * mt_rng_normal(&r));
+}
+
+/* One method's gradients against finite differences of its loss, 2 pairs (4 rows). */
+static void test_pairwise(mp_method method, mt_family fam, int lora, mp_ce ce, float beta, const char *label)
+{
+    static const int some[] = {MT_P_WTE, MT_P_WQKV, MT_P_LN1W, MT_P_LNFW};
+    mt_config c;
+    tiny(&c, fam);
+    c.s.method = method;
+    c.s.batch = ROWS / 2;
+    c.s.ce = ce;
+    c.s.ce_chunk = 5;
+    c.s.lora_rank = lora;
+    c.s.lora_targets = MP_LORA_ALL;
+    c.own.beta = beta;
+    mt_model *m = grad_model(&c);
+    if (!m)
+        return;
+    if (mp_method_desc_of(method)->reference) {
+        /* the log-ratios are zero: dpo's -logsigmoid(0), ipo's (0 - 1/(2 beta))^2 */
+        double want = method == MP_METHOD_DPO ? log(2.0) : 1.0 / (4.0 * beta * beta), l0 = loss_of(m);
+        CHECK(fabs(l0 - want) < 1e-6 * want, "%s: the policy is its reference before training: loss %.7f (want %.7f)",
+              label, l0, want);
+    }
+    perturb(m, lora > 0);
+    backward_once(m);
+    if (!lora) {
+        check_tensors(m, some, (int)(sizeof some / sizeof some[0]), label);
+    } else {
+        const mt_lora_layout *lo = mt_model_lora(m);
+        for (int part = 0; part < 2; part++) {
+            const mt_lora_mod *md = &lo->mods[0];
+            char what[96];
+            snprintf(what, sizeof what, "%s lora %s.%s", label, md->name, part ? "B" : "A");
+            acc a = {m, -1, part ? md->b_off : md->a_off};
+            fd_check(&a, part ? md->out * lo->r : lo->r * md->in, what);
+        }
+    }
+    mt_model_free(m);
+}
+
 int main(void)
 {
     test_matmul();
@@ -328,5 +388,12 @@ int main(void)
     test_family(MT_LLAMA, MP_ATTN_FLASH, MP_CE_CHUNKED, 7, 3, "llama flash GQA (tile 3) + chunked ce (7):");
     test_lora(MT_LLAMA, "llama lora (q,k,v,o,gate,up,down)");
     test_lora(MT_GPT2, "gpt2 lora (fused qkv, o, up, down)");
+    test_pairwise(MP_METHOD_DPO, MT_GPT2, 0, MP_CE_FULL, 0.5f, "dpo, reference model, ce full");
+    test_pairwise(MP_METHOD_DPO, MT_LLAMA, 0, MP_CE_CHUNKED, 0.1f, "dpo, reference model, llama, ce chunked (5)");
+    test_pairwise(MP_METHOD_DPO, MT_LLAMA, 2, MP_CE_FULL, 0.5f, "dpo, reference adapter");
+    test_pairwise(MP_METHOD_IPO, MT_GPT2, 0, MP_CE_FULL, 0.1f, "ipo, reference model");
+    test_pairwise(MP_METHOD_SIMPO, MT_GPT2, 0, MP_CE_FULL, 2.0f, "simpo");
+    test_pairwise(MP_METHOD_CPO, MT_GPT2, 0, MP_CE_CHUNKED, 0.1f, "cpo, ce chunked (5)");
+    test_pairwise(MP_METHOD_ORPO, MT_LLAMA, 0, MP_CE_FULL, 0.1f, "orpo");
     return check_summary();
 }

@@ -79,6 +79,7 @@ static void test_alloc(void)
 typedef struct pred {
     double persist[MT_NTAGS]; /* persistent bytes per tag */
     double act_dyn;           /* per micro-batch activations at the end of forward */
+    double ref_dyn;           /* a reference forward's activations, freed before the policy's forward */
 } pred;
 
 static double cdiv(double a, double b) { return ceil(a / b); }
@@ -89,7 +90,10 @@ static void predict(const mt_config *c, pred *p)
     bool gpt2 = c->shape.family == MT_GPT2, mixed = c->s.precision != MP_FP32;
     bool lora = c->s.lora_rank > 0, qlora = c->s.quant != MP_QUANT_NONE, full_ft = !lora;
     bool eager = c->s.attention == MP_ATTN_EAGER, chunked = c->s.ce == MP_CE_CHUNKED;
-    double B = c->s.batch, T = c->s.seq, N = B * T, C = c->shape.hidden, L = c->shape.layers, NH = c->shape.heads;
+    bool pairwise = c->s.method != MP_METHOD_SFT, ref_model = c->s.reference == MP_REF_MODEL;
+    bool ref_fwd = ref_model || c->s.reference == MP_REF_ADAPTER;
+    /* a preference method's batch counts pairs, of 2 rows each */
+    double B = c->s.batch * (pairwise ? 2 : 1), T = c->s.seq, N = B * T, C = c->shape.hidden, L = c->shape.layers, NH = c->shape.heads;
     double KV = c->shape.kv_heads, HD = C / NH, F = c->shape.ffn, V = c->shape.vocab, maxpos = c->shape.max_pos;
     double r = c->s.lora_rank, QW = (NH + 2 * KV) * HD, AW = NH * HD, FW = gpt2 ? F : 2 * F;
     double P = mixed ? 2 : 4, A = P;
@@ -134,7 +138,7 @@ static void predict(const mt_config *c, pred *p)
         double nb = cdiv(n_lin, 64), ng = cdiv(nb, 256);
         nf4 = cdiv(n_lin, 2) + (c->s.quant == MP_QUANT_NF4_DQ ? nb + 4 * (ng + 1) : 4 * nb);
     }
-    p->persist[MT_WEIGHTS] = n_base * P + n_lora * P + L * nf4;
+    p->persist[MT_WEIGHTS] = n_base * P * (ref_model ? 2 : 1) + n_lora * P + L * nf4;
     p->persist[MT_MASTER] = mixed ? 4 * n_train : 0;
     p->persist[MT_GRADIENTS] = P * n_train;
     if (c->s.zero == 2 && full_ft) /* ZeRO-2: one layer's gradients, the others', the fp32 shard (all: one rank) */
@@ -168,6 +172,7 @@ static void predict(const mt_config *c, pred *p)
         ws += P * n_lin;
     if (c->s.optimizer == MP_ADAMW_8BIT)
         ws += 8 * blk;
+    ws += (ref_fwd ? 4 * B : 0) + (pairwise ? 2 * 4 * B : 0); /* the sums per row, the policy's CE scales */
     p->persist[MT_WORKSPACE] = ws;
 
     /* activation slots */
@@ -187,7 +192,11 @@ static void predict(const mt_config *c, pred *p)
             saved_layer += el[s] * (stat[s] ? 4 : A);
         if (!(saved && fp32) && !(s == ATT && !saved))
             scratch += 4 * el[s];
+        else if (saved && ref_fwd && s != ATT && s != LU) /* the reference computes one layer here */
+            p->ref_dyn += 4 * el[s];
     }
+    if (ref_fwd) /* fp32: its residual stream in and out; ce full: its logits */
+        p->ref_dyn += (mixed ? 0 : 2 * 4 * N * C) + (chunked ? 0 : 4 * N * V);
     if (mixed)
         scratch += 2 * 4 * N * C;
     p->persist[MT_ACTIVATIONS] = scratch;
@@ -279,6 +288,20 @@ static void check_config(mt_config *c, const char *label)
                                         (size_t)p.persist[MT_ACTIVATIONS],
           "%s: %zu allocations per step, every step alike; activations freed after each", label,
           allocs[2]);
+    if (p.ref_dyn > 0) { /* the reference's forward alone: its transients, all freed */
+        size_t n = (size_t)(2 * c->s.batch * c->s.seq);
+        int32_t *tok = calloc(n, sizeof *tok);
+        const float *lp;
+        mt_mem_reset_peaks();
+        mt_mem_get(&s0);
+        int rc = tok ? mt_model_reference(mt_trainer_model(t), tok, tok, &lp) : -1;
+        mt_mem_get(&s);
+        CHECK(rc == 0 && (double)(s.peak[MT_ACTIVATIONS] - s0.cur[MT_ACTIVATIONS]) == p.ref_dyn &&
+                  s.cur[MT_ACTIVATIONS] == s0.cur[MT_ACTIVATIONS] && p.ref_dyn < p.act_dyn,
+              "%s: the reference's forward allocates %.0f bytes (predicted %.0f), frees them, less than the "
+              "policy's %.0f", label, (double)(s.peak[MT_ACTIVATIONS] - s0.cur[MT_ACTIVATIONS]), p.ref_dyn, p.act_dyn);
+        free(tok);
+    }
     mt_trainer_free(t);
 }
 
@@ -387,6 +410,36 @@ int main(void)
     c.s.precision = MP_MIXED_FP16;
     c.s.ce = MP_CE_CHUNKED;
     check_config(&c, "gpt2 zero=3 mixed-fp16 chunked");
-    CHECK(nconf == 47, "%d configurations checked", nconf);
+    /* preference methods: 2 rows a pair; the reference model's copy, the adapter reference */
+    static const struct {
+        mp_method method;
+        mp_reference ref;
+        mt_family fam;
+        mp_precision prec;
+        mp_ckpt ckpt;
+        mp_attention attn;
+        mp_ce ce;
+        int lora;
+    } pairs[] = {
+        {MP_METHOD_DPO, MP_REF_MODEL, MT_GPT2, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 0},
+        {MP_METHOD_DPO, MP_REF_MODEL, MT_LLAMA, MP_MIXED_BF16, MP_CKPT_NONE, MP_ATTN_FLASH, MP_CE_CHUNKED, 0},
+        {MP_METHOD_IPO, MP_REF_MODEL, MT_GPT2, MP_MIXED_FP16, MP_CKPT_FULL, MP_ATTN_EAGER, MP_CE_FULL, 0},
+        {MP_METHOD_DPO, MP_REF_ADAPTER, MT_LLAMA, MP_FP32, MP_CKPT_SELECTIVE, MP_ATTN_EAGER, MP_CE_FULL, 4},
+        {MP_METHOD_DPO, MP_REF_ADAPTER, MT_GPT2, MP_MIXED_BF16, MP_CKPT_NONE, MP_ATTN_FLASH, MP_CE_CHUNKED, 2},
+        {MP_METHOD_SIMPO, MP_REF_NONE, MT_GPT2, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 0},
+        {MP_METHOD_CPO, MP_REF_NONE, MT_LLAMA, MP_MIXED_BF16, MP_CKPT_FULL, MP_ATTN_FLASH, MP_CE_CHUNKED, 0},
+        {MP_METHOD_ORPO, MP_REF_NONE, MT_LLAMA, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 3},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        base(&c, pairs[i].fam);
+        c.s.method = pairs[i].method, c.s.reference = pairs[i].ref, c.s.precision = pairs[i].prec;
+        c.s.checkpointing = pairs[i].ckpt, c.s.attention = pairs[i].attn, c.s.ce = pairs[i].ce;
+        c.s.lora_rank = pairs[i].lora;
+        snprintf(label, sizeof label, "%s reference %s %s %s %s-ckpt %s ce-%s lora %d", mp_method_name(c.s.method),
+                 mp_reference_name(c.s.reference), mt_family_name(c.shape.family), mp_precision_name(c.s.precision),
+                 mp_ckpt_name(c.s.checkpointing), mp_attention_name(c.s.attention), mp_ce_name(c.s.ce), (int)c.s.lora_rank);
+        check_config(&c, label);
+    }
+    CHECK(nconf == 55, "%d configurations checked", nconf);
     return check_summary();
 }

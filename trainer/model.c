@@ -29,6 +29,7 @@
 #include "ops.h"
 #include "pairwise.h"
 #include "settings/settings.h"
+#include "settings/vocabulary.h"
 
 static void norm_fwd(const mt_model *m, float *out, float *mean, float *rstd, const float *x,
                      const float *w, const float *b)
@@ -600,6 +601,26 @@ out:
     mt_free(rres[1]);
     mt_free(logits);
     return rc;
+}
+
+int mt_model_reference(mt_model *m, const int32_t *inputs, const int32_t *targets, const float **logps)
+{
+    memtrain_dims inv;
+    char why[MT_ERR_LEN];
+    if (!m->ref_logps)
+        return mt_error("model: method %s with reference %s runs no reference forward",
+                        mp_method_name(m->cfg.s.method), mp_reference_name(m->cfg.s.reference));
+    if (m->active)
+        return mt_error("model: the reference's forward called between a forward and its backward");
+    if (mt_config_dims(&m->cfg, &inv, why) != 0)
+        return mt_error("model: %s", why);
+    for (size_t i = 0; i < m->d.N; i++)
+        if (inputs[i] < 0 || (size_t)inputs[i] >= m->d.V || targets[i] < 0 || (size_t)targets[i] >= m->d.V)
+            return mt_error("model: token %zu out of range [0, %zu)", i, m->d.V);
+    if (ref_forward(m, &inv, inputs, targets) != 0)
+        return -1;
+    *logps = m->ref_logps;
+    return 0;
 }
 
 int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets, float dscale,

@@ -101,6 +101,11 @@ mt_dtype mt_model_dtype(const mt_model *m);
  * cross-entropy the head's gradients are produced here already. */
 int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets, float dscale,
                      float *loss);
+/* A preference method's reference alone (dpo, ipo with reference model or adapter):
+ * its forward on inputs, targets (B,T), no gradients, its transients freed; *logps
+ * points at its B log-probability sums (the model's, until the next forward). For
+ * tests and tools: mt_model_forward runs it itself. */
+int mt_model_reference(mt_model *m, const int32_t *inputs, const int32_t *targets, const float **logps);
 /* Backward: accumulates into the gradients, frees the saved activations. */
 int mt_model_backward(mt_model *m);
 /* Free saved activations without a backward (after an evaluation forward). */
