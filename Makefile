@@ -152,6 +152,8 @@ ifeq ($(PYTORCH)$(SANITIZE),yes)
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --quick --out $(BUILD)/pytorch-quick.csv
 	@# the chunked loss --emit hf writes, run as emitted: equal to the full cross-entropy
 	@$(PYTHON_TORCH) tests/test_emit_hf_loss.py $(BIN)
+	@# memtrain's preference losses against TRL's formulas in PyTorch, same model and batch
+	@$(PYTHON_TORCH) tests/validation/memtrain_dpo_loss.py $(BIN) | tail -1
 	@# data parallel, two configurations (~20 s): reported, failing only if a rank fails
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) ddp --quick --out $(BUILD)/ddp-quick.csv
 	@# the calibration flow on what was just measured: fit, write, load back

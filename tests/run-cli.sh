@@ -588,6 +588,8 @@ assert a+b==full, (a, b, full)
     # SIGINT/SIGTERM between layers, the checkpoint of the last completed step, 128 + N;
     # a long plan says so before it starts (issue 33; tests/test_memtrain_stop.sh)
     suite stop tests/test_memtrain_stop.sh
+    # the preference methods run (issue 34): measured against memplan, refused alike
+    suite memtrain-dpo tests/test_memtrain_dpo.sh
 fi
 
 # ---------------------------------------------------------------------------
