@@ -63,9 +63,9 @@ expect 2 "dpo needs one" -- "$mp" estimate --model gpt2 --method dpo --reference
 has err "needs reference log-probabilities"
 expect 2 "--reference without a preference method" -- "$mp" estimate --model gpt2 --reference precomputed
 expect 2 "torchtune's loop is not TRL's" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune
-expect 2 "memtrain runs SFT only" -- "$mp" estimate --model gpt2 --method dpo --framework memtrain
-expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method grpo
-has err "sft, dpo, ipo, simpo, cpo or orpo"
+expect 2 "memtrain does not generate" -- "$mp" estimate --model gpt2 --method grpo --batch 8 --framework memtrain
+expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method ppo
+has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward or grpo"
 expect 2 "the emitters write SFT only" -- "$mp" --model gpt2 --gpu 24GB --method dpo --emit hf -o "$tmp/bundle"
 has err "has no form in 'hf' yet"
 [ -e "$tmp/bundle" ] && bad "a bundle was written" || ok "nothing written"
@@ -82,6 +82,89 @@ expect 0 "table with --method dpo" -- "$mp" table --model gpt2 --gpus t4,a100-80
 expect 0 "a DPO matrix names a precomputed reference" -- "$mp" table --models llama-3.1-8b,llama-3.2-1b --gpus rtx4090,h100-80g --method dpo
 has out "full fine-tuning, 8-bit AdamW, bf16 weights, reference precomputed"
 has out "reference precomputed  dpo's reference log-probabilities taken before training"
+
+# a reward model: AutoModelForSequenceClassification's hidden x 1 score head in
+# place of the LM head (4000 x 256 here), the pairs as 2B rows, no reference
+expect 0 "sft, the same shape" -- "$mp" $shape --batch 2
+cp "$tmp/out" "$tmp/lm.json"
+expect 0 "reward model" -- "$mp" $shape --batch 2 --method reward
+if python3 - "$tmp/lm.json" "$tmp/out" <<'PY'
+import json, sys
+lm, rw = (json.load(open(p)) for p in sys.argv[1:3])
+assert rw["params"] == lm["params"] - 4000 * 256 + 256, (rw["params"], lm["params"])
+assert rw["reference_bytes"] == 0 and rw["settings"]["reference"] == "none"
+assert rw["logits_bytes"] <= 2 * 2 * 128 * 1 * 4 * 4, rw["logits_bytes"]  # 2B x T scores, not 2B x T x vocab
+PY
+then ok "the score head replaces the LM head: 4000 x 256 weights fewer, 256 more; no vocabulary logits"
+else bad "the reward model's head"; fi
+
+# GRPO: rows of prompt + completion, the head on the completion only, a
+# generation batch of batch x accum completions with transformers' generate
+# (its KV cache: 2 x layers x kv heads x head dim x rows x tokens x 4 bytes)
+shape_noseq=$(echo "$shape" | sed 's/--seq 128//')
+expect 2 "grpo: --seq is prompt plus completion" -- "$mp" $shape_noseq --seq 200 --method grpo --batch 4 \
+    --generations 4 --prompt-len 32 --completion-len 96
+has err "is not --prompt-len 32 plus --completion-len 96"
+expect 0 "grpo: a given --seq less the completion is the prompt" -- "$mp" $shape --method grpo --batch 4 \
+    --generations 4 --completion-len 96
+has out '"prompt-len": 32'
+grpo="$shape_noseq --method grpo --generations 4 --prompt-len 32 --completion-len 96"
+expect 0 "grpo with generate" -- "$mp" $grpo --batch 2 --accum 2 --explain
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["settings"]["seq"] == 128 and d["settings"]["prompt-len"] == 32, d["settings"]
+r = d["rollout"]
+assert r["engine"] == "generate" and r["generation_rows"] == 4, r
+assert r["kv_cache_bytes"] == 2 * 4 * 8 * 32 * 4 * 128 * 4, r["kv_cache_bytes"]
+names = [p["name"] for p in d["phases"]]
+assert "rollout generation" in names and "rollout log-probabilities" not in names, names
+terms = {t["name"]: t for t in d["terms"]}
+# the head runs on the completion and one more position: 2 rows x 97 x 4000 fp32 logits at least
+assert terms["logits and loss"]["bytes"] >= 2 * 97 * 4000 * 4, terms["logits and loss"]
+assert terms["logits and loss"]["bytes"] < 2 * 128 * 4000 * 4 * 2, terms["logits and loss"]
+PY
+then ok "grpo: generation batch, KV cache, the completion's logits"
+else bad "grpo's rollout and logits"; fi
+expect 0 "grpo with a reference (beta above 0)" -- "$mp" $grpo --batch 2 --accum 2 --reference model
+has out '"rollout log-probabilities"'
+expect 2 "grpo: the generation batch divides by --generations" -- "$mp" $grpo --batch 3
+has err "does not divide the generation batch"
+one_line_err
+expect 2 "grpo cannot precompute its reference" -- "$mp" $grpo --batch 4 --reference precomputed
+has err "generates its completions each step"
+expect 2 "rollout settings need grpo" -- "$mp" $shape --batch 2 --method dpo --completion-len 64
+has err "applies to a method that generates"
+expect 2 "a vLLM rollout needs the GPU" -- "$mp" $grpo --batch 4 --rollout vllm
+has err "name the GPU with --gpu"
+
+# a colocated vLLM keeps --rollout-memory x the GPU: 0.25 x 24 GB on the device
+expect 0 "grpo with vLLM" -- "$mp" $grpo --batch 4 --rollout vllm --rollout-memory 0.25 --gpu 24GB
+if python3 - "$tmp/out" "$tmp/lm.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["rollout"]
+assert r["engine_bytes"] == 6000000000 and r["engine_at_peak_bytes"] == 6000000000, r
+assert d["device_bytes"] - d["reserved_bytes"] >= 6000000000, d["device_bytes"]
+# its KV cache: what its weights and activations leave, 2 x 4 layers x 8 x 32 x 2 bytes a token
+assert r["kv_cache_tokens"] == int((6000000000 - r["weights_and_activations_bytes"]) // (2 * 4 * 8 * 32 * 2)), r
+assert 0.25 < r["largest_fraction"] <= 0.9, r
+assert "rollout log-probabilities" in [p["name"] for p in d["phases"]]  # old log-probs with vLLM
+PY
+then ok "vLLM's share is on the device; its KV cache in tokens; the largest fraction the step leaves"
+else bad "vLLM's share"; fi
+expect 0 "grpo with vLLM asleep" -- "$mp" $grpo --batch 4 --rollout vllm --rollout-memory 0.25 --rollout-sleep --gpu 24GB
+if python3 -c "
+import json; d = json.load(open('$tmp/out'))
+assert d['rollout']['engine_bytes'] == 6000000000
+assert d['peak_phase'] != 'rollout generation' or d['rollout']['engine_at_peak_bytes'] == 6000000000
+"; then ok "asleep, vLLM counts during the generation only"; else bad "vLLM asleep"; fi
+expect 2 "vLLM must hold one sequence of its max length" -- "$mp" --model llama-3.1-8b --gpu 24GB --method grpo --rollout vllm
+has err "one 131072-token sequence's KV cache"
+one_line_err
+expect 0 "a GRPO plan with vLLM on 24 GB" -- "$mp" --model llama-3.1-8b --gpu 24GB --method grpo --rollout vllm --rollout-max-len 1024
+has out "vLLM colocated, 0.30 of the GPU"
+has out "the step leaves room up to"
 
 echo "methods: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

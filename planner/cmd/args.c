@@ -423,6 +423,7 @@ static int settle(cli *c)
         c->have_gpu = true;
     }
     if (!c->seq_given) c->s.seq = mp_default_seq(&c->model);
+    if (mp_settings_rollout_lengths(&c->s, c->seq_given, err)) return cli_error("%s", err);
     c->pinned |= MP_PIN_SEQ;
     if (apply_stored_quant(c) || apply_task(c)) return EXIT_USAGE;
     c->opts.headroom = c->headroom;

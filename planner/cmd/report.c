@@ -169,6 +169,53 @@ static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
     }
 }
 
+/* vLLM's KV cache in tokens when it keeps `fraction` of the GPU (its weights and
+ * activations first); <= 0 when they do not fit in it. */
+static double rollout_kv_tokens(const cli *c, const mp_estimate *e, double fraction)
+{
+    return floor((fraction * c->gpu.mem_bytes - e->rollout_nonkv_bytes) / e->rollout_kv_token_bytes);
+}
+
+/* A generating method's rollout: who generates and what for; with a colocated
+ * vLLM, its KV cache in tokens, the fraction it needs to start (one sequence of
+ * the model's positions: TRL leaves vllm_max_model_length to the model), and
+ * the largest the training step leaves it. */
+static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
+{
+    if (!mp_method_desc_of(s->method)->generates) return;
+    char a[32], b[32], n1[40], n2[40];
+    const double rows = (double)(s->batch * s->accum);
+    if (s->rollout == MP_ROLLOUT_GENERATE) {
+        fprintf(f, "  %-12s transformers' generate: %.0f completions at once (batch x accum), prompt %lld + "
+                "completion %lld tokens; KV cache %s\n", "rollout", rows, (long long)s->prompt_len,
+                (long long)s->completion_len, mp_fmt_gib(e->rollout_cache_bytes, a, sizeof a));
+        return;
+    }
+    const double need = rows * (double)s->seq;
+    const double tokens = rollout_kv_tokens(c, e, s->rollout_memory);
+    fprintf(f, "  %-12s vLLM colocated, %.2f of the GPU: %s (weights and activations %s), %s%s\n", "rollout",
+            s->rollout_memory, mp_fmt_gib(e->rollout_engine_bytes, a, sizeof a),
+            mp_fmt_gib(e->rollout_nonkv_bytes, b, sizeof b),
+            s->rollout_sleep ? "asleep while the policy trains" : "awake all run", "");
+    if (tokens > 0)
+        fprintf(f, "  %-12s its KV cache holds %s tokens; the generation batch is %s (%.0f x %lld)\n", "",
+                mp_fmt_count(tokens, n1, sizeof n1), mp_fmt_count(need, n2, sizeof n2), rows, (long long)s->seq);
+    else
+        fprintf(f, "  %-12s its weights and activations alone take more than %.2f of the GPU: vLLM would not start\n",
+                "", s->rollout_memory);
+    const double positions = s->rollout_max_len > 0 ? (double)s->rollout_max_len
+                           : c->model.max_pos > 0  ? (double)c->model.max_pos : (double)s->seq;
+    const double least = (e->rollout_nonkv_bytes + positions * e->rollout_kv_token_bytes) / c->gpu.mem_bytes;
+    const double room = (c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes;
+    fprintf(f, "  %-12s vLLM starts from %.2f (a KV cache for one sequence of %s tokens); ",
+            "", ceil(least * 100) / 100, mp_fmt_count(positions, n1, sizeof n1));
+    if (room >= 0.01)
+        fprintf(f, "the step leaves room up to %.2f (KV cache %s tokens)\n", floor(room * 100) / 100,
+                mp_fmt_count(rollout_kv_tokens(c, e, floor(room * 100) / 100), n2, sizeof n2));
+    else
+        fprintf(f, "the step leaves it no room on this GPU\n");
+}
+
 void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_estimate *e)
 {
     char a[32], b[32], b2[32], p[16], cnt[40], cnt2[40];
@@ -193,7 +240,8 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
     const mp_method_desc *md = mp_method_desc_of(s->method);
     if (s->method != MP_METHOD_SFT)
         fprintf(f, "method    %s (TRL's %s): %lld %s = %lld rows a micro-batch, reference %s\n", md->v.name,
-                md->trainer, (long long)s->batch, md->rows_per_example > 1 ? "pairs" : "examples",
+                md->trainer, (long long)s->batch,
+                md->rows_per_example > 1 ? "pairs" : md->generates ? "completions" : "examples",
                 (long long)(s->batch * md->rows_per_example), mp_reference_name(mp_reference_used(s)));
     if (c->show_settings) print_settings_text(f, s);
 components:
@@ -222,6 +270,7 @@ components:
         fprintf(f, "  %-12s %12s   (reserved + CUDA context: what nvidia-smi shows)\n", "device",
                 mp_fmt_gib(e->device_bytes, a, sizeof a));
     }
+    print_rollout_text(f, c, s, e);
     print_host_text(f, c, e);
     if (c->have_gpu) {
         double usable = c->gpu.mem_bytes * (1 - c->headroom);
@@ -312,12 +361,39 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "reference", json_string(mp_reference_name(mp_reference_used(s))));
     json_object_set_new(o, "logits", json_string(mp_logits_name(s->logits)));
     json_object_set_new(o, "checkpoint-every", json_integer(s->ckpt_every > 1 ? s->ckpt_every : 1));
+    if (mp_method_desc_of(s->method)->generates) {
+        json_object_set_new(o, "generations", json_integer(s->generations));
+        json_object_set_new(o, "prompt-len", json_integer(s->prompt_len));
+        json_object_set_new(o, "completion-len", json_integer(s->completion_len));
+        json_object_set_new(o, "rollout", json_string(mp_rollout_name(s->rollout)));
+        json_object_set_new(o, "rollout-memory", json_real(s->rollout_memory));
+        json_object_set_new(o, "rollout-sleep", json_boolean(s->rollout_sleep));
+        json_object_set_new(o, "rollout-max-len", s->rollout_max_len > 0 ? json_integer(s->rollout_max_len) : json_null());
+    }
     json_object_set_new(o, "headroom", json_real(c->headroom));
     json_object_set_new(o, "gpu", c->have_gpu ? json_string(c->gpu.name) : json_null());
     return o;
 }
 
 static json_t *bytes_json(double v) { return json_integer((json_int_t)llround(v)); }
+
+/* A generating method's rollout (print_rollout_text's figures). */
+static json_t *rollout_json(const cli *c, const mp_settings *s, const mp_estimate *e)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "engine", json_string(mp_rollout_name(s->rollout)));
+    json_object_set_new(r, "generation_rows", json_integer(s->batch * s->accum));
+    json_object_set_new(r, "kv_cache_bytes", bytes_json(e->rollout_cache_bytes));
+    if (s->rollout == MP_ROLLOUT_VLLM) {
+        json_object_set_new(r, "engine_bytes", bytes_json(e->rollout_engine_bytes));
+        json_object_set_new(r, "engine_at_peak_bytes", bytes_json(e->rollout_bytes));
+        json_object_set_new(r, "weights_and_activations_bytes", bytes_json(e->rollout_nonkv_bytes));
+        json_object_set_new(r, "kv_cache_tokens", json_integer((json_int_t)fmax(0, rollout_kv_tokens(c, e, s->rollout_memory))));
+        const double room = (c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes;
+        json_object_set_new(r, "largest_fraction", room >= 0.01 ? json_real(floor(room * 100) / 100) : json_null());
+    }
+    return r;
+}
 
 json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, bool fits);
 json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, bool fits)
@@ -354,6 +430,7 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "at_peak", atp);
     json_object_set_new(o, "logits_bytes", bytes_json(e->logits_bytes));
     json_object_set_new(o, "reference_bytes", bytes_json(e->reference_bytes));
+    if (mp_method_desc_of(s->method)->generates) json_object_set_new(o, "rollout", rollout_json(c, s, e));
     json_object_set_new(o, "resident_bytes", bytes_json(e->resident_bytes));
     json_object_set_new(o, "peak_phase", json_string(e->phases[e->peak_phase].name));
     json_t *ph = json_array();

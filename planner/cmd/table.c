@@ -35,6 +35,8 @@ void table_base(const cli *c, const mp_model *m, mp_settings *s)
 {
     *s = c->s;
     if (!c->seq_given) s->seq = mp_default_seq(m);
+    /* a generating method's rows are its prompt and completion (settled by the command line) */
+    if (mp_method_desc_of(s->method)->generates) s->seq = s->prompt_len + s->completion_len;
 }
 
 /* The host RAM limit per node (cli.h): --host-ram, else the GPU's typical machine's. */

@@ -456,7 +456,7 @@ double previous_batch_share(const mp_settings *s)
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost)
 {
     const mp_framework *fw = settings_framework(s);
-    const double V = (double)m->vocab;
+    const double V = mp_head_outputs(m);
     const double a = mp_element_bytes(s->precision);
     *cost = (logits_cost){.elt = a};
     double *fwd = &cost->fwd, *bwd = &cost->bwd, *kept = &cost->kept;
@@ -549,7 +549,7 @@ void preference_logits(const mp_model *m, const mp_settings *s, double rows, dou
                        preference_logits_cost *cost)
 {
     const mp_method_desc *md = mp_method_desc_of(s->method);
-    const double V = (double)m->vocab, a = mp_element_bytes(s->precision);
+    const double V = mp_head_outputs(m), a = mp_element_bytes(s->precision);
     const double n = rows * seq * V, row = seq * V;
     const bool fp32 = a == 4;
     *cost = (preference_logits_cost){.policy.elt = a};

@@ -17,6 +17,7 @@
 #include "profiles/profiles.h"
 #include "settings/settings.h"
 #include "settings/vocabulary.h"
+#include "estimate/rollout.h"
 #include "estimate/activations.h"
 #include "profiles/framework.h"
 #include "estimate/host.h"
@@ -88,6 +89,9 @@ typedef struct est_ctx {
     double logits_after;           /* the policy's logits and loss while the reference runs */
     double ref_fwd;                /* the reference's no-grad forward at its peak: its logits and one row */
     int ph_fwd_end, ph_loss_bwd, ph_ref; /* the phases the logits' share is read at (ph_ref -1: none) */
+    /* a generating method (GRPO): the rollout before the steps (rollout.c) */
+    mp_rollout_cost ro;
+    double rollout_at[MP_MAX_PHASES]; /* a colocated vLLM's bytes during each phase */
 } est_ctx;
 
 /* ---------- what estimates of one model share ----------
@@ -133,7 +137,7 @@ static inline double min_d(double a, double b)
 
 struct mp_estimate_ctx {
     mp_model m;                   /* the model, as given */
-    model_facts facts[2];         /* by as_run.tied */
+    model_facts facts[3];         /* by as_run.tied, or [2] with a score head (a reward model) */
     act_slot act[ACT_SLOTS];
 };
 
@@ -334,7 +338,7 @@ static double largest_trainable(est_ctx *c)
     double widest = 0;
     for (int i = 0; i < n && i < 16; i++)
         if (lin[i].target & c->s->lora_targets) widest = max_d(widest, (double)(lin[i].in > lin[i].out ? lin[i].in : lin[i].out));
-    if (c->s->lora_targets & MP_LORA_HEAD) widest = max_d(widest, (double)c->m->vocab); /* the head's B */
+    if (c->s->lora_targets & MP_LORA_HEAD) widest = max_d(widest, mp_head_outputs(c->m)); /* the head's B */
     return widest * (double)c->s->lora_rank;
 }
 
@@ -353,7 +357,7 @@ static double largest_stepped_in_layers(est_ctx *c)
 {
     if (c->lora) return c->largest_held;
     double n = facts_layer_tensor(c);
-    if (!c->m->tied) n = max_d(n, (double)c->m->vocab * (double)c->m->hidden);
+    if (!c->m->tied) n = max_d(n, mp_head_outputs(c->m) * (double)c->m->hidden);
     return min_d(n / c->split, c->largest_held);
 }
 
@@ -391,7 +395,7 @@ static void est_setup(est_ctx *c, mp_estimate_ctx *x, const mp_model *m, const m
                       bool explain)
 {
     *c = (est_ctx){.m = m, .s = s, .fw = settings_framework(s), .e = e, .explain = explain, .x = x,
-                   .mf = x ? &x->facts[m->tied] : NULL};
+                   .mf = x ? &x->facts[m->head_out > 0 ? 2 : m->tied] : NULL};
     e->params = *facts_params(c, &e->params);
     c->P = e->params.total;
     c->B = (double)s->batch, c->T = (double)s->seq, c->L = (double)m->layers;
@@ -404,7 +408,7 @@ static void est_setup(est_ctx *c, mp_estimate_ctx *x, const mp_model *m, const m
         c->trainable = facts_lora_params(c, s->lora_rank, s->lora_targets);
         c->frozen_lin = facts_linear_params(c);
         /* Lightning's bitsandbytes plugin swaps every nn.Linear, the head's too */
-        if (framework_quantises_head(m, s)) c->frozen_lin += (double)m->vocab * (double)m->hidden;
+        if (framework_quantises_head(m, s)) c->frozen_lin += mp_head_outputs(m) * (double)m->hidden;
         c->frozen_rest = c->P - c->frozen_lin;
     } else {
         c->trainable = c->P;
@@ -489,7 +493,7 @@ static void weights_autocast(est_ctx *c)
     const mp_settings *s = c->s;
     if (!c->amp || !c->fw->autocast_cache) return;
     /* the head's matrix is cast too, the embedding's when the head is tied */
-    double head_matrix = (double)m->vocab * (double)m->hidden;
+    double head_matrix = mp_head_outputs(m) * (double)m->hidden;
     double castable = c->lora ? (s->quant == MP_QUANT_NONE ? c->frozen_lin + head_matrix : 0) + c->trainable
                               : facts_linear_params(c) + head_matrix;
     c->cast_cache = castable * 2 / c->split / (s->zero >= 3 ? c->dp : 1);
@@ -774,7 +778,7 @@ static double paged_share(est_ctx *c)
     tally_tensor(&t, fused_b, 1);
     if (c->s->lora_targets & MP_LORA_HEAD) { /* once for the model: a 1/L share of a layer */
         tally_tensor(&t, r * (double)c->m->hidden, 1 / c->L);
-        tally_tensor(&t, (double)c->m->vocab * r, 1 / c->L);
+        tally_tensor(&t, mp_head_outputs(c->m) * r, 1 / c->L);
     }
     return t.all > 0 ? t.large / t.all : 0;
 }
@@ -888,7 +892,7 @@ static void est_dequant(est_ctx *c)
     const double b = c->fw->dequant_bytes;
     c->dequant_layer = largest * b / c->split;
     if (framework_quantises_head(c->m, s))
-        c->dequant_head = (double)c->m->vocab * (double)c->m->hidden * b / c->split;
+        c->dequant_head = mp_head_outputs(c->m) * (double)c->m->hidden * b / c->split;
     double w = max_d(c->dequant_layer, c->dequant_head);
     TERM(c, MP_ACTIVATIONS, "dequantised weight (4-bit matmul)", w, "%.0f weights x %.0f B, one matmul at a time (%s)",
          w / b, b, c->dequant_head > c->dequant_layer ? "the head" : "a layer's largest");
@@ -966,9 +970,14 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     logits_cost lc;
     if (s->method != MP_METHOD_SFT) {
         preference_logits_cost pc;
-        preference_logits(c->m, s, c->B, c->T, &pc);
+        const bool gen = mp_method_desc_of(s->method)->generates;
+        /* GRPO's head runs on the completion and one more position only
+         * (logits_to_keep + 1, grpo_trainer.py 1499-1502 at huggingface/trl@f2cd577) */
+        preference_logits(c->m, s, c->B, gen ? (double)s->completion_len + 1 : c->T, &pc);
         lc = pc.policy;
-        c->logits_after = pc.after / tp, c->ref_fwd = pc.reference / tp;
+        c->logits_after = pc.after / tp;
+        /* GRPO's reference runs in the rollout, before the step (rollout.c) */
+        c->ref_fwd = gen ? 0 : pc.reference / tp;
     } else {
         logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
     }
@@ -977,8 +986,8 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     c->logits_head = lc.head / tp, c->logits_cast = lc.cast / tp;
     const bool kept = c->fw->logits_kept;
     const bool all_chunks = kept || (listed > 0 && s->ce == MP_CE_CHUNKED);
-    TERM(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f vocab%s",
-         all_chunks ? c->B * c->T : tokens_logits, (double)c->m->vocab,
+    TERM(c, MP_ACTIVATIONS, "logits and loss", c->logits_fwd, "%.0f tokens x %.0f %s%s",
+         all_chunks ? c->B * c->T : tokens_logits, mp_head_outputs(c->m), c->m->head_out > 0 ? "score" : "vocab",
          kept                 ? ", every chunk's logits kept by the loop"
          : all_chunks         ? ", every chunk's logits listed by the model before the loss"
          : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
@@ -990,6 +999,51 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     c->act_bwd_temp = ab->backward_temp / tp;
     TERM(c, MP_ACTIVATIONS, "backward temporaries", c->act_bwd_temp,
          "activation gradients of one layer");
+}
+
+/* ---------- a generating method's rollout ---------- */
+
+/* GRPO (trl/trainer/grpo_trainer.py at huggingface/trl@f2cd577): once per
+ * generation batch, at the start of an accumulation cycle (gradients set to
+ * None), the completions are generated, then the log-probabilities the loss
+ * compares with are taken under no_grad; the batch, its ids and per-token
+ * log-probabilities stay for the steps that train on it (1571-1579,
+ * 2815-2830). A colocated vLLM holds its share all run, unless asleep while
+ * the policy trains (then awake for the generation only). */
+static void est_rollout(est_ctx *c)
+{
+    mp_estimate *e = c->e;
+    const mp_rollout_cost *ro = &c->ro;
+    const double fixed = c->fw->workspace_bytes + c->fw->fixed_bytes;
+    const double wrap = c->buckets_from_wrap ? c->ddp_buckets : 0;
+    /* the step's phases so far keep the generation batch and see vLLM awake unless it sleeps */
+    for (int i = 0; i < e->nphases; i++) {
+        e->phases[i].comp[MP_ACTIVATIONS] += ro->kept;
+        e->phases[i].total += ro->kept;
+        c->rollout_at[i] = ro->engine_awake_in_step;
+    }
+    double p[MP_NCOMP] = {0};
+    p[MP_WEIGHTS] = c->weights + c->ref_weights + ro->gathered;
+    p[MP_GRADIENTS] = wrap, p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
+    p[MP_ACTIVATIONS] = ro->kept + ro->generate;
+    c->rollout_at[e->nphases] = ro->engine;
+    phase(e, "rollout generation", p);
+    if (ro->logps_pass > 0) {
+        p[MP_WEIGHTS] = c->weights + c->ref_weights;
+        p[MP_ACTIVATIONS] = ro->kept + ro->logps_pass;
+        c->rollout_at[e->nphases] = ro->engine_awake_in_step;
+        phase(e, "rollout log-probabilities", p);
+    }
+    e->rollout_cache_bytes = ro->kv_cache;
+    TERM(c, MP_ACTIVATIONS, "generation batch kept", ro->kept, "%.0f completions: ids, masks and per-token "
+         "log-probabilities", ro->generation_rows);
+    if (c->s->rollout == MP_ROLLOUT_GENERATE)
+        TERM(c, MP_ACTIVATIONS, "rollout KV cache (generate)", ro->kv_cache, "%.0f rows x %lld tokens x %lld "
+             "layers x 2 x %lld kv heads x %lld", ro->generation_rows, (long long)c->s->seq,
+             (long long)c->m->layers, (long long)c->m->kv_heads, (long long)c->m->head_dim);
+    if (ro->logps_pass > 0)
+        TERM(c, MP_ACTIVATIONS, "rollout log-probabilities", ro->logps_pass, "no-grad forward of %lld rows: "
+             "the completion's logits", (long long)c->B);
 }
 
 /* ---------- the step, moment by moment ---------- */
@@ -1085,11 +1139,12 @@ static void est_timeline(est_ctx *c)
      * over the data at the training batch (dpo_trainer.py 957-978): its logits
      * and one row, before any gradient or optimizer state exists */
     if (mp_reference_used(c->s) == MP_REF_PRECOMPUTED) {
-        const double a = c->logit_elt, row = c->T * (double)c->m->vocab;
+        const double a = c->logit_elt, row = c->T * mp_head_outputs(c->m);
         p[MP_WEIGHTS] = c->weights + gathered, p[MP_GRADIENTS] = wrap, p[MP_OPTIMIZER] = 0;
         p[MP_ACTIVATIONS] = (a * c->B * row + (a == 4 ? 4 : a) * row) / c->tp;
         phase(e, "reference precompute", p);
     }
+    if (mp_method_desc_of(c->s->method)->generates) est_rollout(c);
 }
 
 /* ---------- peak ---------- */
@@ -1189,9 +1244,33 @@ static void est_peak(est_ctx *c)
     const double nccl = nccl_bytes(c);
     e->device_bytes = e->reserved_bytes + context + nccl;
     /* Overhead: what the device holds beyond the tensors themselves. */
-    double slack = e->device_bytes - e->total_bytes;
+    double slack = e->device_bytes - e->total_bytes; /* before the rollout engine, added below */
     e->at_peak[MP_OVERHEAD] += slack;
     e->peak[MP_OVERHEAD] += slack;
+    /* a colocated vLLM: its share of the device, outside the training's tensors,
+     * in every phase or, asleep, in the rollout's generation alone; the device
+     * peaks where the tensors and the slack of the peak beside it are largest */
+    if (c->ro.engine > 0) {
+        double device = 0;
+        for (int i = 0; i < e->nphases; i++) {
+            if (c->rollout_at[i] <= 0) continue;
+            const double d = e->phases[i].total + slack + c->rollout_at[i];
+            if (d > device) device = d, e->rollout_bytes = c->rollout_at[i];
+            e->rollout_base_bytes = max_d(e->rollout_base_bytes, e->phases[i].total + slack);
+        }
+        if (device > e->device_bytes) {
+            e->at_peak[MP_OVERHEAD] += device - e->device_bytes;
+            e->device_bytes = device;
+        } else {
+            e->rollout_bytes = 0; /* asleep at the peak */
+        }
+        e->peak[MP_OVERHEAD] += c->ro.engine;
+        e->rollout_engine_bytes = c->ro.engine;
+        e->rollout_nonkv_bytes = c->ro.engine_nonkv;
+        e->rollout_kv_token_bytes = c->ro.kv_token_bytes;
+        TERM(c, MP_OVERHEAD, "rollout engine (vLLM)", c->ro.engine, "%.2f x the GPU (gpu_memory_utilization)%s",
+             c->s->rollout_memory, c->s->rollout_sleep ? ", asleep while the policy trains" : "");
+    }
     /* a paged optimizer's managed state: on the device, beside the allocator */
     e->device_bytes += c->paged_states;
     e->at_peak[MP_OPTIMIZER] += c->paged_states;
@@ -1263,10 +1342,15 @@ static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s,
         rows.batch *= per_example;
         s = &rows;
     }
+    /* a reward model: AutoModelForSequenceClassification puts a hidden x 1
+     * score head (its own, never tied) where the LM head was
+     * (trl/trainer/reward_trainer.py 385-388, 744-747 at huggingface/trl@f2cd577) */
+    const bool score = mp_method_desc_of(s->method)->score_head;
     mp_model as_run;
-    if (settings_framework(s)->untied_head && m->tied) {
+    if ((settings_framework(s)->untied_head && m->tied) || score) {
         as_run = *m;
         as_run.tied = false;
+        if (score) as_run.head_out = 1;
         m = &as_run;
     }
     est_ctx c;
@@ -1280,6 +1364,9 @@ static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s,
     est_optimizer(&c);
     est_activations(&c, &own);
     est_dequant(&c);
+    if (mp_method_desc_of(s->method)->generates &&
+        mp_rollout_model(m, s, gpu, c.weights, c.dp, &c.ro, err))
+        return -1;
     est_timeline(&c);
     est_peak(&c);
     if (c.replay_err[0]) {

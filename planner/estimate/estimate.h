@@ -35,6 +35,13 @@ typedef struct mp_estimate {
     double at_peak[MP_NCOMP];     /* each component at the moment of the total peak */
     double logits_bytes;          /* the logits' share of activations at the peak */
     double reference_bytes;       /* a preference method's reference model, in the weights (0: none) */
+    /* a colocated vLLM (GRPO --rollout vllm; all 0 without one), in the device and the overhead */
+    double rollout_bytes;         /* what it holds at the peak */
+    double rollout_engine_bytes;  /* its share awake: --rollout-memory x the GPU */
+    double rollout_nonkv_bytes;   /* of that, its weights and profiled activations; the rest is KV cache */
+    double rollout_kv_token_bytes; /* one token's KV cache */
+    double rollout_base_bytes;    /* the device besides it, where it is awake */
+    double rollout_cache_bytes;   /* transformers' generate: the generation batch's KV cache (in activations) */
     double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
     double reserved_bytes;        /* allocator reserved at the peak */
     double allocator_cache_bytes; /* of it, what the step's replay through the caching allocator adds */

@@ -177,13 +177,13 @@ static double list_parameters(replay *r, ptensor *lt)
     const mp_model *m = in->m;
     const mp_settings *s = in->s;
     const bool lora = s->lora_rank > 0;
-    const double C = (double)m->hidden, V = (double)m->vocab, rank = (double)s->lora_rank;
+    const double C = (double)m->hidden, V = mp_head_outputs(m), E = (double)m->vocab, rank = (double)s->lora_rank;
     mp_linear lin[16];
     int n = mp_model_linears(m, lin, 16);
     if (n > 16) n = 16;
     r->npre = r->npost = r->nlt = 0;
     double counted = 0;
-    add(r, r->pre, &r->npre, V * C, in->w_rest, !lora);
+    add(r, r->pre, &r->npre, E * C, in->w_rest, !lora);
     for (int i = 0; i < n; i++) {
         const bool adapted = lora && (lin[i].target & s->lora_targets);
         ptensor one[3];
@@ -695,7 +695,7 @@ static void replay_key(keybuf *k, const replay *r, bool expandable)
         in->unit_grad, in->root_grad, in->grad_keep,
         s->lora_rank, s->lora_targets, in->layer_lump > 0 ? 0 : s->checkpointing, oib, s->accum <= 1 ? 1 : 2,
         in->layer_lump > 0 || s->checkpointing != MP_CKPT_FULL || s->ckpt_every <= 1 ? 1 : (double)s->ckpt_every,
-        (double)m->hidden, (double)m->vocab, m->tied, ab->layer_input,
+        (double)m->hidden, (double)m->vocab, mp_head_outputs(m), m->tied, ab->layer_input,
     };
     for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++) put(k, scalars[i]);
     mp_linear lin[16];

@@ -103,8 +103,8 @@ void mp_param_count(const mp_model *m, mp_params *p)
 
     p->embed = (double)m->vocab * c;
     if (m->pos == MP_POS_LEARNED) p->pos = (double)(m->max_pos + m->pos_offset) * c;
-    if (!m->tied) p->head = (double)m->vocab * c;
-    if (m->head_bias) p->head += (double)m->vocab;
+    if (!m->tied) p->head = mp_head_outputs(m) * c;
+    if (m->head_bias) p->head += mp_head_outputs(m);
 
     double attn = c * q + 2 * c * kv + q * c;
     if (m->qkv_bias) attn += q + 2 * kv;

@@ -39,6 +39,8 @@ typedef struct mp_model {
     mp_pos pos;
     bool qkv_bias, out_bias, mlp_bias, norm_bias, head_bias;
     bool tied;                /* output head shares the token embedding */
+    int64_t head_out;         /* the head's outputs: 0, the vocabulary; a reward model's score head has 1
+                               * (AutoModelForSequenceClassification, num_labels 1), never tied */
     bool fused_qkv;           /* one qkv module (GPT-2, Phi-3): LoRA sees one */
     bool embed_norm;          /* BLOOM: a LayerNorm after the embedding */
     bool final_norm;
@@ -61,6 +63,9 @@ typedef struct mp_model {
     int64_t quant_group;      /* GPTQ/AWQ group size; 0 (-1 in the config): one group per input row */
     char source[MP_SOURCE_LEN];
 } mp_model;
+
+/* Outputs of the model's head: the vocabulary, or a score head's labels. */
+static inline double mp_head_outputs(const mp_model *m) { return m->head_out > 0 ? (double)m->head_out : (double)m->vocab; }
 
 /* Parameter counts by part (whole model, all experts). */
 typedef struct mp_params {

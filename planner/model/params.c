@@ -15,7 +15,7 @@ double mp_lora_params(const mp_model *m, int64_t rank, unsigned targets)
         if (bit & targets) per_layer += (double)lin[i].count * rank * (lin[i].in + lin[i].out);
     }
     /* an adapter on the output head: A is r x hidden, B vocab x r */
-    double head = targets & MP_LORA_HEAD ? (double)rank * (double)(m->hidden + m->vocab) : 0;
+    double head = targets & MP_LORA_HEAD ? (double)rank * ((double)m->hidden + mp_head_outputs(m)) : 0;
     return per_layer * m->layers + head;
 }
 

@@ -65,8 +65,8 @@ static void model_tensors(const mp_model *m, tensor_list *t)
     const double c = (double)m->hidden;
     add(t, (double)m->vocab * c, 1);
     if (p.pos > 0) add(t, p.pos, 1);
-    if (!m->tied) add(t, (double)m->vocab * c, 1);
-    if (m->head_bias) add(t, (double)m->vocab, 1);
+    if (!m->tied) add(t, mp_head_outputs(m) * c, 1);
+    if (m->head_bias) add(t, mp_head_outputs(m), 1);
     for (int64_t l = 0; l < m->layers; l++) layer_tensors(m, t);
     if (m->final_norm) add(t, c, m->norm_bias ? 2 : 1);
     if (m->embed_norm) add(t, c, 2);

@@ -438,6 +438,7 @@ static int try_batches(search_run *run, mp_settings *s, const mp_candidate *prot
         s->batch = sp->batches[bi];
         if (!(o->pinned & MP_PIN_ACCUM))
             s->accum = o->global_batch > 0 ? o->global_batch / (s->batch * sp->dp) : 1;
+        if (!mp_settings_batch_allowed(s)) continue; /* the method's own rule on the batch (KTO, GRPO) */
         mp_estimate e;
         r->evaluated++;
         /* the screen: reserved and device as lower bounds, the allocator not

@@ -40,7 +40,7 @@ const char *mp_vocab_refusal(const mp_vocab *v, const char *value);
 
 extern const mp_vocab mp_vocab_precision, mp_vocab_optimizer, mp_vocab_ckpt, mp_vocab_attention,
     mp_vocab_quant, mp_vocab_offload, mp_vocab_ce, mp_vocab_loader, mp_vocab_task, mp_vocab_step_impl,
-    mp_vocab_method, mp_vocab_reference, mp_vocab_logits;
+    mp_vocab_method, mp_vocab_reference, mp_vocab_logits, mp_vocab_rollout;
 
 typedef enum {
     MP_OPT_FLAG,     /* no value: the field (bool or int) becomes 1 */

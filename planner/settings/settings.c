@@ -26,6 +26,9 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->tp = s->pp = s->ep = 1;
     s->shuffle_buffer = 10000;
     s->ckpt_every = 1;
+    s->generations = 8;       /* TRL's GRPOConfig (grpo_config.py 474, 488, 646 at f2cd577) */
+    s->completion_len = 512;
+    s->rollout_memory = 0.3;
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find("pytorch", err);
 }
@@ -86,6 +89,74 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
 #define BAD(...) do { snprintf(err, MP_ERR_LEN, __VA_ARGS__); return -1; } while (0)
 /* A preference method is TRL's trainer (vocabulary.c's methods) and its
  * reference what that trainer can take: why not, or 0. */
+/* The rollout's settings: a generating method's, and only its. TRL's GRPOConfig
+ * at huggingface/trl@f2cd577: num_generations >= 2 (grpo_config.py 1116-1120),
+ * the generation batch (per device x processes x steps_per_generation, the
+ * latter gradient_accumulation_steps by default) a multiple of it (1110-1114);
+ * vLLM takes no in-flight 8-bit weights (trl/generation/vllm_generation.py). */
+static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, char *err)
+{
+    if ((int)s->rollout < 0 || s->rollout >= MP_NROLLOUT) BAD("invalid --rollout");
+    if (!(s->rollout_memory > 0 && s->rollout_memory <= 1))
+        BAD("invalid --rollout-memory '%g' (a fraction of the GPU above 0, at most 1)", s->rollout_memory);
+    if (!md->generates) {
+        const char *given = s->rollout != MP_ROLLOUT_GENERATE ? "rollout"
+                          : s->rollout_sleep                   ? "rollout-sleep"
+                          : s->rollout_memory != 0.3           ? "rollout-memory"
+                          : s->generations != 8                ? "generations"
+                          : s->prompt_len != 0                 ? "prompt-len"
+                          : s->completion_len != 512           ? "completion-len"
+                          : s->rollout_max_len != 0            ? "rollout-max-len" : NULL;
+        if (given) BAD("--%s applies to a method that generates its completions (--method grpo)", given);
+        return 0;
+    }
+    if (s->generations < 2) BAD("--generations %lld: GRPO compares at least 2 completions of a prompt",
+                                (long long)s->generations);
+    if (s->prompt_len < 1 || s->completion_len < 1 || s->seq != s->prompt_len + s->completion_len)
+        BAD("--method %s trains on rows of prompt and completion: --seq %lld is not --prompt-len %lld plus "
+            "--completion-len %lld", md->v.name, (long long)s->seq, (long long)s->prompt_len,
+            (long long)s->completion_len);
+    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
+    const int64_t generation_batch = s->batch * dp * s->accum;
+    if (generation_batch % s->generations)
+        BAD("--generations %lld does not divide the generation batch of %lld completions (--batch %lld x %lld "
+            "GPU(s) x --accum %lld): TRL's GRPOConfig refuses it", (long long)s->generations,
+            (long long)generation_batch, (long long)s->batch, (long long)dp, (long long)s->accum);
+    if ((s->rollout_sleep || s->rollout_max_len) && s->rollout != MP_ROLLOUT_VLLM)
+        BAD("--%s sets vLLM up: it needs --rollout vllm", s->rollout_sleep ? "rollout-sleep" : "rollout-max-len");
+    if (s->rollout == MP_ROLLOUT_VLLM && s->quant == MP_QUANT_INT8)
+        BAD("--rollout vllm with --quant int8: vLLM takes no in-flight 8-bit weights (TRL refuses it)");
+    return 0;
+}
+
+bool mp_settings_batch_allowed(const mp_settings *s)
+{
+    const mp_method_desc *md = mp_method_desc_of(s->method);
+    if (!md) return true;
+    if (md->kl_batch && s->batch < 2) return false;
+    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
+    return !md->generates || s->generations < 1 || (s->batch * dp * s->accum) % s->generations == 0;
+}
+
+int mp_settings_rollout_lengths(mp_settings *s, bool seq_given, char *err)
+{
+    if (!mp_method_desc_of(s->method) || !mp_method_desc_of(s->method)->generates) return 0;
+    if (s->prompt_len > 0) {
+        if (seq_given && s->seq != s->prompt_len + s->completion_len)
+            BAD("--seq %lld is not --prompt-len %lld plus --completion-len %lld: a grpo row is the prompt and its "
+                "completion", (long long)s->seq, (long long)s->prompt_len, (long long)s->completion_len);
+    } else if (seq_given) {
+        if (s->seq <= s->completion_len)
+            BAD("--seq %lld leaves no prompt beside --completion-len %lld", (long long)s->seq,
+                (long long)s->completion_len);
+        s->prompt_len = s->seq - s->completion_len;
+    } else {
+        s->prompt_len = 512; /* GRPOConfig's max_prompt_length until it went (v0.19.0 to v0.28.0) */
+    }
+    s->seq = s->prompt_len + s->completion_len;
+    return 0;
+}
+
 static int preference_unrunnable(const mp_settings *s, char *err)
 {
     const mp_method_desc *md = mp_method_desc_of(s->method);
@@ -104,9 +175,10 @@ static int preference_unrunnable(const mp_settings *s, char *err)
     if (s->logits != MP_LOGITS_STACK && (fw->logits_kept || fw->ce_output_chunks > 0 || s->method != MP_METHOD_SFT))
         BAD("--logits %s: %s takes the logits its own way", mp_logits_name(s->logits),
             s->method != MP_METHOD_SFT ? md->trainer : fw->name);
+    if (rollout_unrunnable(s, md, err)) return -1;
     if (s->method == MP_METHOD_SFT) {
         if (s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
-            BAD("--reference %s needs a preference method that has one (--method dpo or ipo)", ref);
+            BAD("--reference %s needs a preference method that has one (--method dpo, ipo, kto or grpo)", ref);
         return 0;
     }
     if (fw->kind == MP_FW_MEMTRAIN) { /* the references it runs: memtrain_check_supported */
@@ -121,7 +193,13 @@ static int preference_unrunnable(const mp_settings *s, char *err)
             md->trainer, fw->name);
     if (s->ce == MP_CE_CHUNKED)
         BAD("--ce chunked has no form in TRL's %s: it takes the log-probabilities of the whole logits", md->trainer);
-    if (!md->reference && s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
+    if (md->reference_optional && s->reference == MP_REF_PRECOMPUTED)
+        BAD("--reference precomputed: TRL's %s generates its completions each step, so nothing can be computed "
+            "before training (model or adapter, with beta above 0)", md->trainer);
+    if (md->kl_batch && s->batch < 2)
+        BAD("--method kto with --batch 1: TRL's KTOTrainer builds its KL batch by pairing each example with "
+            "another of the micro-batch and refuses a batch of 1 (kto_trainer.py 806-809)");
+    if (!md->reference && !md->reference_optional && s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
         BAD("--method %s has no reference model (TRL's %s): --reference %s does not apply", method, md->trainer,
             ref);
     if (md->reference && s->reference == MP_REF_NONE)

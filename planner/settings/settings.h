@@ -27,7 +27,10 @@ typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK 
 typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
 /* The training objective (TRL's trainers), orthogonal to the task. */
 typedef enum { MP_METHOD_SFT, MP_METHOD_DPO, MP_METHOD_IPO, MP_METHOD_SIMPO, MP_METHOD_CPO, MP_METHOD_ORPO,
-               MP_NMETHOD } mp_method;
+               MP_METHOD_KTO, MP_METHOD_REWARD, MP_METHOD_GRPO, MP_NMETHOD } mp_method;
+/* How an online method makes its completions: transformers' generate inside
+ * the training process (a KV cache), or a vLLM engine colocated on the GPU. */
+typedef enum { MP_ROLLOUT_GENERATE, MP_ROLLOUT_VLLM, MP_NROLLOUT } mp_rollout;
 /* Where a preference method's reference log-probabilities come from; DEFAULT:
  * what TRL does for the method and task (mp_reference_used). */
 typedef enum { MP_REF_DEFAULT, MP_REF_MODEL, MP_REF_ADAPTER, MP_REF_PRECOMPUTED, MP_REF_NONE, MP_NREF } mp_reference;
@@ -71,6 +74,14 @@ typedef struct mp_settings {
     mp_reference reference;   /* a preference method's reference model */
     mp_logits logits;         /* the loss's copies of the logits (activations.c logits_model) */
     int64_t ckpt_every;       /* full checkpointing of every Nth block only (torchtitan's layer SAC); 0 or 1: each */
+    /* GRPO's rollout (vocabulary.c's methods say which method generates) */
+    int64_t generations;      /* completions per prompt (TRL's num_generations, default 8) */
+    int64_t prompt_len;       /* prompt tokens; seq = prompt_len + completion_len for a generating method */
+    int64_t completion_len;   /* completion tokens (TRL's max_completion_length, default 512) */
+    mp_rollout rollout;       /* who generates: transformers' generate or a colocated vLLM */
+    double rollout_memory;    /* the device fraction a colocated vLLM keeps (gpu_memory_utilization, 0.3) */
+    bool rollout_sleep;       /* vLLM sleeps (level 2) while the policy trains: its weights and KV cache go */
+    int64_t rollout_max_len;  /* vLLM's max_model_len (TRL's vllm_max_model_length); 0: the model's positions */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 
@@ -97,6 +108,13 @@ double mp_state_value_bytes(const mp_settings *s);
 /* Validate the combination as the planner proposes runs: runnable, and no ZeRO
  * stage idle on one GPU; 0 if valid. */
 int mp_settings_check(const mp_model *m, const mp_settings *s, char *err);
+/* A generating method's rows: the prompt and the completion, --seq their sum
+ * (without --prompt-len a given --seq less the completion is the prompt; with
+ * neither, 512 tokens); nothing for another method. 0, or -1 with err. */
+int mp_settings_rollout_lengths(mp_settings *s, bool seq_given, char *err);
+/* Whether the method takes this batch: KTO's KL batch needs 2 examples or more,
+ * GRPO's generation batch a multiple of --generations. */
+bool mp_settings_batch_allowed(const mp_settings *s);
 /* Whether the combination runs at all (what a config someone has must pass). */
 int mp_settings_runnable(const mp_model *m, const mp_settings *s, char *err);
 /* A ZeRO stage on one data-parallel GPU shards nothing: the message, or NULL. */

@@ -31,6 +31,7 @@ VOCAB(step_impl, mp_step_impl, MP_NSTEP)
 VOCAB(method, mp_method, MP_NMETHOD)
 VOCAB(reference, mp_reference, MP_NREF)
 VOCAB(logits, mp_logits, MP_NLOGITS)
+VOCAB(rollout, mp_rollout, MP_NROLLOUT)
 
 const char *mp_vocab_aliases(const mp_vocab *v, int k)
 {
@@ -44,7 +45,7 @@ const char *mp_vocab_aliases(const mp_vocab *v, int k)
         {&mp_vocab_ce, mp_ce_value},               {&mp_vocab_loader, mp_loader_value},
         {&mp_vocab_task, mp_task_value},           {&mp_vocab_step_impl, mp_step_impl_value},
         {&mp_vocab_method, mp_method_value},       {&mp_vocab_reference, mp_reference_value},
-        {&mp_vocab_logits, mp_logits_value},
+        {&mp_vocab_logits, mp_logits_value},       {&mp_vocab_rollout, mp_rollout_value},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         if (rows[i].vocab == v) {
@@ -178,11 +179,32 @@ const mp_opt mp_settings_opts[] = {
      .help = "how the optimizer step runs: its temporaries (default: the stack's; foreach, for-loop "
              "under pytorch-cpu, fused under torchtune)"},
     {"method", MP_OPT_ENUM, S(method), .vocab = &mp_vocab_method, .or_last = true,
-     .help = "the objective (TRL's trainer); for dpo, ipo, simpo, cpo and orpo --batch counts pairs, "
-             "each run as two rows (chosen, rejected) in one batch"},
+     .help = "the objective (TRL's trainer); for dpo, ipo, simpo, cpo, orpo and reward --batch counts pairs, "
+             "each run as two rows (chosen, rejected) in one batch; for kto examples; for grpo completions "
+             "(TRL's per_device_train_batch_size)"},
     {"reference", MP_OPT_ENUM, S(reference), .vocab = &mp_vocab_reference, .or_last = true,
-     .help = "where dpo and ipo take the reference log-probabilities from (default: TRL's, a copy of the "
-             "model or the adapter disabled under LoRA; plans also try them precomputed)"},
+     .help = "where dpo, ipo and kto take the reference log-probabilities from (default: TRL's, a copy of the "
+             "model or the adapter disabled under LoRA; plans also try them precomputed); grpo has one only "
+             "when stated (beta above 0): model or adapter"},
+    {"generations", MP_OPT_INT, S(generations), .lo = 2, .hi = 1 << 16, .arg = "N",
+     .help = "grpo: completions per prompt (num_generations, default 8); the generation batch is a multiple of it"},
+    {"prompt-len", MP_OPT_INT, S(prompt_len), .lo = 1, .hi = 1 << 24, .arg = "N",
+     .help = "grpo: prompt tokens (default: --seq less the completion, else 512); the rows trained are prompt "
+             "plus completion"},
+    {"completion-len", MP_OPT_INT, S(completion_len), .lo = 1, .hi = 1 << 24, .arg = "N",
+     .help = "grpo: completion tokens generated (max_completion_length, default 512)"},
+    {"rollout", MP_OPT_ENUM, S(rollout), .vocab = &mp_vocab_rollout, .or_last = true,
+     .help = "grpo: who generates the completions, transformers' generate in the training process (default) or "
+             "a vLLM engine colocated on the GPU"},
+    {"rollout-memory", MP_OPT_REAL, S(rollout_memory), .lo = 0.01, .hi = 1, .arg = "F",
+     .help = "with --rollout vllm: the fraction of the GPU vLLM keeps for its weights, activations and KV cache "
+             "(vllm_gpu_memory_utilization, default 0.3)"},
+    {"rollout-max-len", MP_OPT_INT, S(rollout_max_len), .lo = 1, .hi = 1 << 24, .arg = "N",
+     .help = "with --rollout vllm: the longest sequence vLLM serves (vllm_max_model_length; default the model's "
+             "positions): its KV cache must hold one"},
+    {"rollout-sleep", MP_OPT_FLAG, S(rollout_sleep),
+     .help = "with --rollout vllm: vLLM sleeps while the policy trains, its weights and KV cache freed "
+             "(vllm_enable_sleep_mode)"},
     {"checkpoint-every", MP_OPT_INT, S(ckpt_every), .lo = 1, .hi = 1 << 20, .arg = "N",
      .help = "with --checkpointing full, only blocks N, 2N, ... (torchtitan's selective_ac_option N); "
              "the others keep all they save (default 1: every block)"},

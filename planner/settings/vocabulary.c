@@ -165,6 +165,29 @@ static const mp_method_desc methods[MP_NMETHOD] = {
                         true}, 2, false, true, "CPOTrainer"},
     [MP_METHOD_ORPO] = {{"orpo", NULL, "odds-ratio preference optimisation: 2B rows, no reference, the chosen NLL",
                          true}, 2, false, true, "ORPOTrainer"},
+    [MP_METHOD_KTO] = {{"kto", NULL, "Kahneman-Tversky optimisation: B unpaired rows, a no-grad policy forward on "
+                        "a mismatched KL batch, the reference on both", false}, 1, true, false, "KTOTrainer",
+                       .kl_batch = true},
+    [MP_METHOD_REWARD] = {{"reward", NULL, "a reward model: 2B rows, a one-output score head in place of the LM "
+                           "head (AutoModelForSequenceClassification)", false}, 2, false, false, "RewardTrainer",
+                          .score_head = true},
+    [MP_METHOD_GRPO] = {{"grpo", NULL, "group relative policy optimisation: completions generated each step "
+                         "(--rollout), per-token log-probabilities of the completion only; no reference unless "
+                         "stated (beta 0)", false}, 1, false, false, "GRPOTrainer",
+                        .reference_optional = true, .generates = true},
+};
+
+/* GRPOTrainer's rollout at huggingface/trl@f2cd577: use_vllm False (the default,
+ * grpo_config.py 577) generates with transformers under no_grad in the training
+ * process (grpo_trainer.py 1850-1863); use_vllm with vllm_mode "colocate" (the
+ * default mode, 584) builds a vLLM LLM in the same process with
+ * gpu_memory_utilization 0.3 (646), optionally asleep (level 2) between
+ * generations (trl/generation/vllm_generation.py 351-370). */
+static const mp_value rollouts[MP_NROLLOUT] = {
+    [MP_ROLLOUT_GENERATE] = {"generate", "transformers hf", "transformers' generate in the training process: a KV "
+                             "cache for the generation batch beside the policy (TRL's default)", false},
+    [MP_ROLLOUT_VLLM] = {"vllm", "colocate", "a vLLM engine colocated on the GPU, keeping --rollout-memory of the "
+                         "device (TRL's use_vllm, vllm_mode colocate)", false},
 };
 
 /* DPOTrainer at huggingface/trl@f2cd577: no ref_model and PEFT: the policy with
@@ -173,12 +196,12 @@ static const mp_method_desc methods[MP_NMETHOD] = {
  * a pass before training, the sums kept with the data on the host (957-978). */
 static const mp_value references[MP_NREF] = {
     [MP_REF_DEFAULT] = {"default", NULL, "what TRL does: a copy of the model for full fine-tuning, the adapter "
-                        "disabled under LoRA, none for simpo, cpo and orpo", false},
+                        "disabled under LoRA; none for simpo, cpo, orpo, reward and grpo", true},
     [MP_REF_MODEL] = {"model", "copy", "a frozen copy of the model on the GPU, stored and sharded like it", true},
     [MP_REF_ADAPTER] = {"adapter", "peft", "the policy with its LoRA adapters disabled: no second model", true},
     [MP_REF_PRECOMPUTED] = {"precomputed", NULL, "precompute_ref_log_probs: a pass before training, nothing on the "
                             "GPU during it", false},
-    [MP_REF_NONE] = {"none", NULL, "no reference (simpo, cpo, orpo, sft)", true},
+    [MP_REF_NONE] = {"none", NULL, "no reference (sft, simpo, cpo, orpo, reward; grpo with beta 0)", true},
 };
 
 /* The loss over the logits as code takes it: transformers' ForCausalLMLoss upcasts
@@ -297,6 +320,7 @@ PLAIN_VOCABULARY(mp_task, task, tasks)
 PLAIN_VOCABULARY(mp_step_impl, step_impl, step_impls)
 PLAIN_VOCABULARY(mp_reference, reference, references)
 PLAIN_VOCABULARY(mp_logits, logits, logits_kinds)
+PLAIN_VOCABULARY(mp_rollout, rollout, rollouts)
 
 bool mp_precision_pure16(const mp_precision_desc *pd) { return pd->stored_bytes == 2 && !pd->master_copy; }
 

@@ -79,6 +79,10 @@ typedef struct mp_method_desc {
     bool reference;           /* reference log-probabilities in the loss */
     bool chosen_nll;          /* an NLL on the chosen half: a shifted copy of its logits and its log-softmax */
     const char *trainer;      /* TRL's class */
+    bool reference_optional;  /* no reference unless one is stated (GRPO: beta 0 by default) */
+    bool score_head;          /* a one-output score head in place of the LM head: no vocabulary logits */
+    bool kl_batch;            /* a no-grad policy forward on a mismatched batch, the reference on both (KTO) */
+    bool generates;           /* the completions are generated each step (a rollout phase) */
 } mp_method_desc;
 
 /* The row of a value (NULL when out of range). */
@@ -110,6 +114,7 @@ const mp_value *mp_step_impl_value(int i);
 const mp_value *mp_method_value(int i);
 const mp_value *mp_reference_value(int i);
 const mp_value *mp_logits_value(int i);
+const mp_value *mp_rollout_value(int i);
 /* The index of the row spelled `s` (name or alias), or -1. */
 int mp_value_index(const mp_value *(*value_at)(int), const char *s);
 /* An optimizer alias that also names the step's implementation (transformers'
@@ -135,6 +140,7 @@ const char *mp_step_impl_name(mp_step_impl i);
 const char *mp_method_name(mp_method m);
 const char *mp_reference_name(mp_reference r);
 const char *mp_logits_name(mp_logits l);
+const char *mp_rollout_name(mp_rollout r);
 int mp_precision_parse(const char *s, mp_precision *p);
 int mp_optimizer_parse(const char *s, mp_optimizer *o);
 int mp_ckpt_parse(const char *s, mp_ckpt *c);

@@ -1,0 +1,113 @@
+/* rollout.c — GRPO's rollout as TRL runs it (rollout.h), read at
+ * huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8; the facts and
+ * their lines are rows of tests/data/engines/trl_methods.csv (method grpo). */
+#include "estimate/rollout.h"
+#include "common/errors.h"
+#include "model/params.h"
+#include "settings/vocabulary.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+/* One block's no-grad forward over `rows` x `tokens` at its widest moment:
+ * the MLP's inner tensors (gate, up and their product, or the GELU's input
+ * and output) or, eager, the scores and their softmax; with the block's
+ * input and output beside them. */
+static double block_work(const mp_model *m, const mp_settings *s, double rows, double tokens, double a)
+{
+    const double n = rows * tokens, C = (double)m->hidden;
+    const double F = (double)(m->experts ? m->expert_ffn : m->ffn);
+    const double mlp = (m->mlp == MP_MLP_GATED ? 3 : 2) * F * n * a;
+    const double attn = s->attention == MP_ATTN_EAGER ? 2 * a * rows * (double)m->heads * tokens * tokens : 0;
+    return 2 * C * n * a + max2(mlp, attn);
+}
+
+int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, double weights, double dp,
+                     mp_rollout_cost *r, char *err)
+{
+    *r = (mp_rollout_cost){0};
+    const double a = mp_element_bytes(s->precision), V = mp_head_outputs(m);
+    const double P = (double)s->prompt_len, C = (double)s->completion_len, T = P + C, B = (double)s->batch;
+    const double kv_width = 2 * (double)m->layers * (double)m->kv_heads * (double)m->head_dim;
+    const bool vllm = s->rollout == MP_ROLLOUT_VLLM;
+    const mp_reference ref = mp_reference_used(s);
+    const bool with_ref = ref == MP_REF_MODEL || ref == MP_REF_ADAPTER;
+    /* steps_per_generation defaults to gradient_accumulation_steps (grpo_config.py
+     * 1077-1079): one generation batch per optimizer step, per_device x it rows */
+    const double G = B * (double)s->accum;
+    r->generation_rows = G;
+    /* old_per_token_logps: with vLLM (importance-sampling correction, on by
+     * default, grpo_config.py 915), or when accumulation and generation are not
+     * aligned, which the defaults keep aligned (grpo_trainer.py 2561-2576) */
+    const bool old = vllm;
+    /* kept per row (2815-2830): prompt and completion ids and masks (int64),
+     * the advantage, and a per-token fp32 log-probability for the old policy,
+     * the reference, and vLLM's sampling log-probabilities and their ratio */
+    const double per_token_logps = (old ? 1 : 0) + (with_ref ? 1 : 0) + (vllm ? 2 : 0);
+    r->kept = G * (16 * T + 4 + 4 * C * per_token_logps);
+    /* the log-probability pass under no_grad, per_device rows at a time
+     * (1456-1521, 2553, 2626-2655): a block's work over the rows, then the head
+     * on the completion and one more position, one row's log-softmax beside it */
+    if (old || with_ref) {
+        const double n = B * (C + 1) * V, row = (C + 1) * V;
+        r->logps_pass = max2(block_work(m, s, B, T, a), a * n + (a == 4 ? 4 : a) * row);
+    }
+    if (!vllm) {
+        /* transformers' generate under no_grad (1850-1863): the whole batch at
+         * once, its cache growing a block at a time (torch.cat: the old and the
+         * new tensors of one block meet), the prefill's block work, the last
+         * position's logits, their fp32 copy and the sampling probabilities */
+        r->kv_cache = kv_width * G * T * a;
+        const double logits = G * V * (a + 4 + 4);
+        const double prefill = kv_width * G * P * a + block_work(m, s, G, P, a) + logits;
+        const double decode = r->kv_cache + kv_width / (double)m->layers * G * T * a + logits;
+        r->generate = max2(prefill, decode);
+        /* ZeRO-3: ds3_gather_for_generation (True by default, grpo_config.py 492)
+         * gathers the whole policy on every rank for the generation */
+        if (s->zero >= 3 && dp > 1) r->gathered = weights * (dp - 1);
+        return 0;
+    }
+    if (!gpu || gpu->mem_bytes <= 0) {
+        snprintf(err, MP_ERR_LEN, "--rollout vllm keeps a fraction of the GPU (--rollout-memory %g): name the GPU "
+                 "with --gpu", s->rollout_memory);
+        return -1;
+    }
+    /* vLLM (trl/generation/vllm_generation.py 351-370): LLM(gpu_memory_utilization)
+     * sizes its KV cache so that its weights, its profiled activations and the
+     * cache take that fraction of the device; asleep (level 2) its weights and
+     * cache are freed while the policy trains. Its weights load from the
+     * checkpoint in 16 bits, or 4-bit where the policy's linears are
+     * bitsandbytes 4-bit (quantization="bitsandbytes"). Profiled: a batch of
+     * max_num_batched_tokens 4096 through a block and the sampler's fp32
+     * logits and probabilities for max_num_seqs = per_device x
+     * steps_per_generation rows (grpo_trainer.py 1091-1093). The CUDA graphs
+     * vLLM captures are not counted. */
+    r->engine = s->rollout_memory * gpu->mem_bytes;
+    r->engine_awake_in_step = s->rollout_sleep ? 0 : r->engine;
+    mp_params p;
+    mp_param_count(m, &p);
+    const bool nf4 = s->quant == MP_QUANT_NF4 || s->quant == MP_QUANT_NF4_DQ;
+    const double lin = linear_params(m);
+    const double vllm_weights = nf4 ? lin * mp_quant_bytes_per_param(m, s->quant) + (p.total - lin) * 2
+                                    : p.total * 2;
+    mp_settings probe = *s;
+    probe.attention = MP_ATTN_FLASH; /* vLLM's own attention kernels */
+    r->engine_nonkv = vllm_weights + block_work(m, &probe, 1, 4096, 2) + G * V * 4 * 2;
+    r->kv_token_bytes = kv_width * 2;
+    /* vLLM refuses to start when its KV cache cannot hold one sequence of its
+     * max_model_len, which TRL leaves to the model's positions unless
+     * vllm_max_model_length is set (grpo_trainer.py 1090) */
+    const double len = s->rollout_max_len > 0 ? (double)s->rollout_max_len
+                     : m->max_pos > 0       ? (double)m->max_pos : (double)s->seq;
+    const double need = r->engine_nonkv + len * r->kv_token_bytes;
+    if (need > r->engine) {
+        snprintf(err, MP_ERR_LEN, "--rollout-memory %.2f: vLLM's weights and activations (%.1f GiB) and one "
+                 "%.0f-token sequence's KV cache (%.1f GiB) need %.2f of the GPU (--rollout-max-len lowers it)",
+                 s->rollout_memory, r->engine_nonkv / 1073741824, len, len * r->kv_token_bytes / 1073741824,
+                 ceil(need / gpu->mem_bytes * 100) / 100);
+        return -1;
+    }
+    return 0;
+}
