@@ -166,5 +166,18 @@ expect 0 "a GRPO plan with vLLM on 24 GB" -- "$mp" --model llama-3.1-8b --gpu 24
 has out "vLLM colocated, 0.30 of the GPU"
 has out "the step leaves room up to"
 
+# KTO: B unpaired examples, a no-grad policy forward on the KL batch before the
+# step (its logits: 4 rows x 128 x 4000 fp32), the reference on both batches
+expect 0 "kto" -- "$mp" $shape --batch 4 --method kto
+if python3 -c "
+import json; d = json.load(open('$tmp/out'))
+ph = {p['name']: p['allocated_bytes'] for p in d['phases']}
+assert d['settings']['reference'] == 'model' and 'reference forward' in ph, ph
+assert ph['KL batch forward'] - d['resident_bytes'] >= 4 * 128 * 4000 * 4, ph
+"; then ok "kto: the KL batch's no-grad forward holds its logits, a reference copy by default"
+else bad "kto's KL batch"; fi
+expect 2 "kto refuses a batch of 1" -- "$mp" $shape --batch 1 --method kto
+has err "refuses a batch of 1"
+
 echo "methods: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1068,6 +1068,17 @@ static void est_timeline(est_ctx *c)
      * and the cast beside the last step's logits, and its graph */
     double head = c->logits_head > 0 ? c->logits_head + max_d(c->logits_cast, c->dequant_head) : 0;
     const double ref = c->ref_weights;
+    /* KTO: before the step's forward, the policy runs under no_grad on the KL
+     * batch (each completion paired with another example's prompt) and keeps
+     * only its log-probabilities: its logits and one row's work
+     * (kto_trainer.py 1096-1111, 1280-1330, 1487 at huggingface/trl@f2cd577) */
+    if (mp_method_desc_of(c->s->method)->kl_batch) {
+        const double a = c->logit_elt, row = c->T * mp_head_outputs(c->m);
+        p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache + ref, p[MP_GRADIENTS] = grads_resident;
+        p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
+        p[MP_ACTIVATIONS] = c->prev_graph + (a * c->B * row + (a == 4 ? 4 : a) * row) / c->tp;
+        phase(e, "KL batch forward", p);
+    }
     p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache + ref, p[MP_GRADIENTS] = grads_resident;
     p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
     p[MP_ACTIVATIONS] = c->saved_layers + c->final_norm + c->prev_graph + max_d(c->logits_fwd, head);
