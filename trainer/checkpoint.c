@@ -67,7 +67,8 @@ static const char *const unrecorded[] = {"tied", "steps", "ranks", NULL};
  * shapes the saved state (the state's own fingerprint, train.c, and the zero
  * stage), so no resume can change it. */
 static const char *const course[] = {"accum", "checkpointing", "attention", "attn-tile", "ce", "ce-chunk", "lora-alpha",
-                                     "overlap", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", NULL};
+                                     "overlap", "data", "lr", "weight-decay", "momentum", "seed", "loss-scale", "beta",
+                                     NULL};
 
 static bool named(const char *const *list, const char *key)
 {
