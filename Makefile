@@ -7,6 +7,7 @@
 #   make validate-ddp    PyTorch data parallel (gloo, 2 and 4 ranks, DDP and ZeRO-1) per rank against memplan
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make validate-pairwise  PyTorch DPO and CPO steps (CPU) measured again and compared with memplan
+#   make validate-grpo   PyTorch GRPO rollout and steps (CPU) measured again and compared with memplan
 #                            and our own (tests/validation/gpu/, measured by its measure_cuda.py)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
@@ -79,7 +80,7 @@ PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
 .PHONY: all check test test-unit test-cli examples test-validate test-pytorch bench validate validate-pytorch validate-ddp \
-        validate-pairwise \
+        validate-pairwise validate-grpo \
         validate-published test-published fuzz fuzz-brief fuzz-build \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
@@ -170,6 +171,8 @@ ifeq ($(SANITIZE),)
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan | tail -1
+	@# GRPO's step and rollout measured with PyTorch on the CPU (grpo.py, committed): gated
+	@python3 tests/validation/grpo_compare.py --memplan $(BIN)/memplan | tail -1
 	@# every Nth block checkpointed (torchtitan's layer SAC), measured on the CPU (committed): gated
 	@python3 tests/validation/measured_compare.py tests/validation/ckpt_every_configs.csv \
 	    tests/validation/ckpt_every_measurements.csv --memplan $(BIN)/memplan | tail -1
@@ -254,6 +257,11 @@ validate-pairwise: $(PROGS) $(COUNTER)
 	@$(PYTHON_TORCH) tests/validation/pairwise.py run --counter $(abspath $(COUNTER)) \
 	    --out $(BUILD)/pairwise-measurements.csv
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/pairwise-measurements.csv
+# GRPO: measure the rollout and the step again (grpo.py, about a minute) and compare.
+validate-grpo: $(PROGS) $(COUNTER)
+	@$(PYTHON_TORCH) tests/validation/grpo.py run --counter $(abspath $(COUNTER)) \
+	    --out $(BUILD)/grpo-measurements.csv
+	@python3 tests/validation/grpo_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/grpo-measurements.csv
 # Reports memplan's per-rank error without judging it (the planner does not model
 # DDP's buckets yet); fails only when a run fails.
 validate-ddp: $(PROGS) $(COUNTER)

@@ -570,6 +570,22 @@ void preference_logits(const mp_model *m, const mp_settings *s, double rows, dou
         const double with_copy = held + (rows > 2 ? half : 0);
         if (with_copy > fwd) fwd = with_copy;
     }
+    if (md->generates) {
+        /* GRPO also takes the entropy of every completion position under
+         * no_grad (compute_entropy=True, grpo_trainer.py 3001-3007, 1524-1533):
+         * entropy_from_logits reshapes the sliced logits, not contiguous, into
+         * a copy, then 128 rows at a time holds their log-softmax, its exp
+         * and their product (trl/trainer/utils.py 526-560) */
+        const double positions = rows * (seq - 1);
+        const double entropy = a * positions * V + 3 * a * (positions < 128 ? positions : 128) * V;
+        if (held + entropy > fwd) fwd = held + entropy;
+        /* the log-probabilities read a slice of the logits (logits[:, :-1]):
+         * its backward makes a whole zero-filled gradient of the logits, one
+         * more value per logit than the contiguous pairs' (measured:
+         * tests/validation/grpo_measurements.csv, 16.0 bytes per fp32 logit
+         * at the loss's backward where the pairs take 11.45) */
+        total_bwd += a * n;
+    }
     cost->policy.fwd = fwd;
     cost->policy.bwd = total_bwd - fwd;
     cost->after = held;

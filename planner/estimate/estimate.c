@@ -1023,7 +1023,9 @@ static void est_rollout(est_ctx *c)
         c->rollout_at[i] = ro->engine_awake_in_step;
     }
     double p[MP_NCOMP] = {0};
-    p[MP_WEIGHTS] = c->weights + c->ref_weights + ro->gathered;
+    /* autocast caches its 16-bit copy of every weight that requires grad,
+     * no_grad or not (measured: tests/validation/grpo.README.txt, amp-bf16) */
+    p[MP_WEIGHTS] = c->weights + c->ref_weights + ro->gathered + c->cast_cache;
     p[MP_GRADIENTS] = wrap, p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
     p[MP_ACTIVATIONS] = ro->kept + ro->generate;
     c->rollout_at[e->nphases] = ro->engine;
