@@ -120,9 +120,12 @@ assert r["kv_cache_bytes"] == 2 * 4 * 8 * 32 * 4 * 128 * 4, r["kv_cache_bytes"]
 names = [p["name"] for p in d["phases"]]
 assert "rollout generation" in names and "rollout log-probabilities" not in names, names
 terms = {t["name"]: t for t in d["terms"]}
-# the head runs on the completion and one more position: 2 rows x 97 x 4000 fp32 logits at least
-assert terms["logits and loss"]["bytes"] >= 2 * 97 * 4000 * 4, terms["logits and loss"]
-assert terms["logits and loss"]["bytes"] < 2 * 128 * 4000 * 4 * 2, terms["logits and loss"]
+# the head runs on the completion and one more position: 2 rows x 97 x 4000 fp32
+# logits, and the entropy's copy of the 96 positions read (2 x 96 x 4000 x 4) with
+# its 128-row chunks' log-softmax, exp and product (3 x 128 x 4000 x 4)
+lg = terms["logits and loss"]["bytes"]
+assert lg >= 2 * 97 * 4000 * 4 + 2 * 96 * 4000 * 4 + 3 * 128 * 4000 * 4, lg
+assert lg <= 2 * 97 * 4000 * 4 + 2 * 96 * 4000 * 4 + 3 * 128 * 4000 * 4 + 2 * 97 * 4 + 4 * 97 * 4000, lg
 PY
 then ok "grpo: generation batch, KV cache, the completion's logits"
 else bad "grpo's rollout and logits"; fi
