@@ -171,6 +171,8 @@ ifeq ($(SANITIZE),)
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan | tail -1
+	@# an evaluation between steps measured with PyTorch on the CPU (eval_probe.py, committed): gated
+	@python3 tests/validation/eval_compare.py --memplan $(BIN)/memplan | tail -1
 	@# GRPO's step and rollout measured with PyTorch on the CPU (grpo.py, committed): gated
 	@python3 tests/validation/grpo_compare.py --memplan $(BIN)/memplan | tail -1
 	@# every Nth block checkpointed (torchtitan's layer SAC), measured on the CPU (committed): gated

@@ -600,6 +600,7 @@ suite tables tests/test_tables.sh
 # the speed model against published throughput (issue 13): tests/test_speed.sh
 suite speed tests/test_speed.sh
 suite methods tests/test_methods.sh
+suite eval tests/test_eval.sh
 suite logits tests/test_logits.sh
 suite ckpt-every tests/test_ckpt_every.sh
 # pre-quantised checkpoints (issue 11): quantization_config's storage counted as stored.

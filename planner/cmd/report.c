@@ -291,6 +291,10 @@ components:
         else
             fprintf(f, "verdict   does not fit: %s over the usable %s (%s profile)\n",
                     mp_fmt_gib(e->device_bytes - usable, a, sizeof a), mp_fmt_gib(usable, b, sizeof b), stack);
+        /* a run that fails at its first evaluation, not its first step, is told so */
+        if (!fits && !strcmp(e->phases[e->peak_phase].name, "evaluation"))
+            fprintf(f, "          at the evaluation: --eval-batch %lld holds its logits in one forward (a smaller "
+                    "per_device_eval_batch_size fits sooner)\n", (long long)s->eval_batch);
         print_host_verdict(f, c, e);
         if (c->stack_note[0]) fprintf(f, "%s\n", c->stack_note);
         if (e->tokens_per_s > 0)
@@ -361,6 +365,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
     json_object_set_new(o, "reference", json_string(mp_reference_name(mp_reference_used(s))));
     json_object_set_new(o, "logits", json_string(mp_logits_name(s->logits)));
     json_object_set_new(o, "checkpoint-every", json_integer(s->ckpt_every > 1 ? s->ckpt_every : 1));
+    if (s->eval_batch > 0) json_object_set_new(o, "eval-batch", json_integer(s->eval_batch));
     if (mp_method_desc_of(s->method)->generates) {
         json_object_set_new(o, "generations", json_integer(s->generations));
         json_object_set_new(o, "prompt-len", json_integer(s->prompt_len));

@@ -448,6 +448,18 @@ void activations_per_layer(const mp_model *m, const mp_settings *s, act_breakdow
         for (int j = 0; j < lists[i]->n; j++) lists[i]->t[j].bytes *= k;
 }
 
+/* Under no_grad a block keeps nothing: its widest moment is the MLP's inner
+ * tensors (gate, up and their product, or the GELU's input and output) or,
+ * eager, the scores and their softmax, beside the block's input and output. */
+double no_grad_block(const mp_model *m, const mp_settings *s, double rows, double tokens, double a)
+{
+    const double n = rows * tokens, C = (double)m->hidden;
+    const double F = (double)(m->experts ? m->expert_ffn : m->ffn);
+    const double mlp = (m->mlp == MP_MLP_GATED ? 3 : 2) * F * n * a;
+    const double attn = s->attention == MP_ATTN_EAGER ? 2 * a * rows * (double)m->heads * tokens * tokens : 0;
+    return 2 * C * n * a + (mlp > attn ? mlp : attn);
+}
+
 double previous_batch_share(const mp_settings *s)
 {
     return s->prev_seq < 0 || s->seq < 1 ? 1 : (double)s->prev_seq / (double)s->seq;

@@ -47,6 +47,9 @@ typedef struct logits_cost {
     double hf_elems, elt;
 } logits_cost;
 void logits_model(const mp_model *m, const mp_settings *s, double tokens, double all_tokens, logits_cost *cost);
+/* One block's forward under no_grad over rows x tokens, at its widest moment
+ * (a rollout's, an evaluation's): bytes with elements of `a` bytes. */
+double no_grad_block(const mp_model *m, const mp_settings *s, double rows, double tokens, double a);
 
 /* A preference method's logits (TRL's trainers): the policy's, as logits_model
  * gives them (fwd, bwd, kept), what the policy still holds while its reference

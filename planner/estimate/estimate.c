@@ -1148,6 +1148,27 @@ static void est_timeline(est_ctx *c)
     p[MP_ACTIVATIONS] = logits_after;
     phase(e, "optimizer step", p);
 
+    /* Evaluation between steps (transformers' Trainer evaluates after an
+     * optimizer step and zero_grad, so no gradients): a forward of --eval-batch
+     * sequences under no_grad with the labels, its loss taken and the logits
+     * dropped (evaluate() asks for the loss only without compute_metrics), a
+     * block's work or the logits and the loss at their widest; autocast makes
+     * its weight copies again, ZeRO-3 gathers as in training */
+    if (c->s->eval_batch > 0) {
+        logits_cost ev;
+        const double rows = (double)c->s->eval_batch, tokens = rows * c->T;
+        logits_model(c->m, c->s, tokens, tokens, &ev);
+        /* the model's last hidden state stays referenced while its loss runs
+         * (the head reads it inside the model's forward) */
+        const double hidden = (double)c->m->hidden * tokens * c->logit_elt;
+        const double work = max_d(no_grad_block(c->m, c->s, rows, c->T, c->logit_elt), ev.fwd + hidden) / c->tp;
+        p[MP_WEIGHTS] = c->weights + gathered + c->cast_cache + ref, p[MP_GRADIENTS] = wrap;
+        p[MP_OPTIMIZER] = c->optimizer;
+        p[MP_ACTIVATIONS] = work;
+        phase(e, "evaluation", p);
+        TERM(c, MP_ACTIVATIONS, "evaluation forward (no grad)", work, "%lld sequences x %lld tokens: "
+             "the logits and the loss, or a block's work", (long long)c->s->eval_batch, (long long)c->T);
+    }
     /* precompute_ref_log_probs: before the first step, the policy's no-grad pass
      * over the data at the training batch (dpo_trainer.py 957-978): its logits
      * and one row, before any gradient or optimizer state exists */

@@ -2,6 +2,7 @@
  * huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8; the facts and
  * their lines are rows of tests/data/engines/trl_methods.csv (method grpo). */
 #include "estimate/rollout.h"
+#include "estimate/activations.h"
 #include "common/errors.h"
 #include "model/params.h"
 #include "settings/vocabulary.h"
@@ -10,19 +11,6 @@
 #include <stdio.h>
 
 static double max2(double a, double b) { return a > b ? a : b; }
-
-/* One block's no-grad forward over `rows` x `tokens` at its widest moment:
- * the MLP's inner tensors (gate, up and their product, or the GELU's input
- * and output) or, eager, the scores and their softmax; with the block's
- * input and output beside them. */
-static double block_work(const mp_model *m, const mp_settings *s, double rows, double tokens, double a)
-{
-    const double n = rows * tokens, C = (double)m->hidden;
-    const double F = (double)(m->experts ? m->expert_ffn : m->ffn);
-    const double mlp = (m->mlp == MP_MLP_GATED ? 3 : 2) * F * n * a;
-    const double attn = s->attention == MP_ATTN_EAGER ? 2 * a * rows * (double)m->heads * tokens * tokens : 0;
-    return 2 * C * n * a + max2(mlp, attn);
-}
 
 int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu, double weights, double dp,
                      mp_rollout_cost *r, char *err)
@@ -52,7 +40,7 @@ int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
      * on the completion and one more position, one row's log-softmax beside it */
     if (old || with_ref) {
         const double n = B * (C + 1) * V, row = (C + 1) * V;
-        r->logps_pass = max2(block_work(m, s, B, T, a), a * n + (a == 4 ? 4 : a) * row);
+        r->logps_pass = max2(no_grad_block(m, s, B, T, a), a * n + (a == 4 ? 4 : a) * row);
     }
     if (!vllm) {
         /* transformers' generate under no_grad (1850-1863): the whole batch at
@@ -61,7 +49,7 @@ int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
          * position's logits, their fp32 copy and the sampling probabilities */
         r->kv_cache = kv_width * G * T * a;
         const double logits = G * V * (a + 4 + 4);
-        const double prefill = kv_width * G * P * a + block_work(m, s, G, P, a) + logits;
+        const double prefill = kv_width * G * P * a + no_grad_block(m, s, G, P, a) + logits;
         const double decode = r->kv_cache + kv_width / (double)m->layers * G * T * a + logits;
         r->generate = max2(prefill, decode);
         /* ZeRO-3: ds3_gather_for_generation (True by default, grpo_config.py 492)
@@ -94,7 +82,7 @@ int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
                                     : p.total * 2;
     mp_settings probe = *s;
     probe.attention = MP_ATTN_FLASH; /* vLLM's own attention kernels */
-    r->engine_nonkv = vllm_weights + block_work(m, &probe, 1, 4096, 2) + G * V * 4 * 2;
+    r->engine_nonkv = vllm_weights + no_grad_block(m, &probe, 1, 4096, 2) + G * V * 4 * 2;
     r->kv_token_bytes = kv_width * 2;
     /* vLLM refuses to start when its KV cache cannot hold one sequence of its
      * max_model_len, which TRL leaves to the model's positions unless

@@ -176,6 +176,10 @@ static int preference_unrunnable(const mp_settings *s, char *err)
         BAD("--logits %s: %s takes the logits its own way", mp_logits_name(s->logits),
             s->method != MP_METHOD_SFT ? md->trainer : fw->name);
     if (rollout_unrunnable(s, md, err)) return -1;
+    if (s->eval_batch < 0) BAD("invalid --eval-batch '%lld'", (long long)s->eval_batch);
+    if (s->eval_batch > 0 && (s->method != MP_METHOD_SFT || fw->kind == MP_FW_MEMTRAIN))
+        BAD("--eval-batch %lld: evaluation is modelled for supervised fine-tuning on the GPU stacks%s",
+            (long long)s->eval_batch, fw->kind == MP_FW_MEMTRAIN ? " (memtrain does not evaluate)" : "");
     if (s->method == MP_METHOD_SFT) {
         if (s->reference != MP_REF_DEFAULT && s->reference != MP_REF_NONE)
             BAD("--reference %s needs a preference method that has one (--method dpo, ipo, kto or grpo)", ref);

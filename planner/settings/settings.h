@@ -74,6 +74,7 @@ typedef struct mp_settings {
     mp_reference reference;   /* a preference method's reference model */
     mp_logits logits;         /* the loss's copies of the logits (activations.c logits_model) */
     int64_t ckpt_every;       /* full checkpointing of every Nth block only (torchtitan's layer SAC); 0 or 1: each */
+    int64_t eval_batch;       /* sequences per evaluation forward between steps (per_device_eval_batch_size); 0: none */
     /* GRPO's rollout (vocabulary.c's methods say which method generates) */
     int64_t generations;      /* completions per prompt (TRL's num_generations, default 8) */
     int64_t prompt_len;       /* prompt tokens; seq = prompt_len + completion_len for a generating method */

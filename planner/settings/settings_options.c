@@ -186,6 +186,9 @@ const mp_opt mp_settings_opts[] = {
      .help = "where dpo, ipo and kto take the reference log-probabilities from (default: TRL's, a copy of the "
              "model or the adapter disabled under LoRA; plans also try them precomputed); grpo has one only "
              "when stated (beta above 0): model or adapter"},
+    {"eval-batch", MP_OPT_INT, S(eval_batch), .lo = 0, .hi = 1 << 20, .arg = "N",
+     .help = "evaluate between steps with N sequences per forward (transformers' per_device_eval_batch_size, "
+             "8 when eval_strategy is set); 0, the default, is no evaluation, transformers' eval_strategy no"},
     {"generations", MP_OPT_INT, S(generations), .lo = 2, .hi = 1 << 16, .arg = "N",
      .help = "grpo: completions per prompt (num_generations, default 8); the generation batch is a multiple of it"},
     {"prompt-len", MP_OPT_INT, S(prompt_len), .lo = 1, .hi = 1 << 24, .arg = "N",
