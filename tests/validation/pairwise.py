@@ -203,41 +203,46 @@ def make_batch(cfg):
     return ids, mask, lengths
 
 
-def measure(cfg):
+def build_models(cfg):
+    """The policy (for reward, the score head in place of the LM head) in training mode and,
+    for dpo-ref, its frozen reference copy (None otherwise)."""
     import copy
-    import torch
     import torch.nn as nn
-    import torch.nn.functional as F
     import hfmodels
 
-    hfmodels.causal_lm_loss = _no_lm_loss
-    current, peak, reset = harness.counters("cpu")
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    mode = cfg["mode"]
-    amp = cfg["precision"] == "amp-bf16"
-    ids, mask, lengths = make_batch(cfg)
-    b = cfg["pairs"]
-    if mode == "reward" and cfg["family"] != "llama":
-        sys.exit("pairwise: the reward mode swaps Llama's lm_head for the score head; use family llama")
-
-    base = current()
     model = hfmodels.build(cfg)
-    if mode == "reward":
+    if cfg["mode"] == "reward":
         # LlamaForSequenceClassification: the backbone and score = Linear(hidden, 1, bias=False)
         model.lm_head = nn.Linear(cfg["hidden"], 1, bias=False)
     model.train()
     model.checkpointing = cfg["checkpointing"] == "full"
     ref = None
-    if mode == "dpo-ref":
+    if cfg["mode"] == "dpo-ref":
         # a second, frozen model with the policy's initial weights (dpo_trainer.py:900-908)
         ref = copy.deepcopy(model)
         ref.checkpointing = False
         ref.eval()
         for p in ref.parameters():
             p.requires_grad_(False)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
+    return model, ref
+
+
+def make_step(cfg, model, ref, opt, batch, counters, base, policy=None):
+    """One training step of CFG's mode as TRL runs it; returns step() -> (phases, loss value),
+    the phases' peaks relative to BASE by COUNTERS (current, peak, reset). POLICY is what the
+    trainer calls for the policy's forward: the model, or its DistributedDataParallel wrapper
+    (pairwise_ddp.py); the reference forward calls REF or the unwrapped model with its adapters
+    disabled, as dpo_trainer.py:1373-1382 does. For dpo-precomputed the reference sums are
+    taken here, before training (dpo_trainer.py:957-978)."""
+    import torch
+    import torch.nn.functional as F
+
+    current, peak, reset = counters
+    ids, mask, lengths = batch
+    policy = model if policy is None else policy
+    mode = cfg["mode"]
+    amp = cfg["precision"] == "amp-bf16"
+    b = cfg["pairs"]
 
     def forward(m):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
@@ -256,7 +261,7 @@ def measure(cfg):
 
     def loss_and_phases(phases):
         reset()
-        logits = forward(model)
+        logits = forward(policy)
         if mode == "reward":
             scores = logits[..., 0].float()[torch.arange(2 * b), lengths - 1]
             chosen, rejected = scores.chunk(2)
@@ -301,17 +306,44 @@ def measure(cfg):
         opt.zero_grad(set_to_none=True)
         return phases, value
 
-    _, first_loss = step()  # allocates the AdamW state
-    step_base = current() - base
-    phases, _ = step()
+    return step
+
+
+def summary(cfg, model, ref, trainable, step_base, phases, first_loss):
+    """The JSON object a measurement prints: the parameter counts, the second step's phases, its peak."""
+    import torch
+
     candidates = {k: v for k, v in phases.items() if k != "reference rise"}
     at = max(candidates, key=candidates.get)
     params = sum(p.numel() for n, p in model.named_parameters() if "lora_" not in n)
     return {"params": params, "trainable_params": sum(p.numel() for p in trainable),
             "ref_params": sum(p.numel() for p in ref.parameters()) if ref is not None else 0,
-            "logits_elem_bytes": 2 if amp else 4,
+            "logits_elem_bytes": 2 if cfg["precision"] == "amp-bf16" else 4,
             "step_base_bytes": step_base, "phases": phases, "allocated_peak_bytes": candidates[at],
             "peak_phase": at, "first_loss": first_loss, "torch": torch.__version__}
+
+
+def measure(cfg):
+    import torch
+    import hfmodels
+
+    hfmodels.causal_lm_loss = _no_lm_loss
+    current, peak, reset = harness.counters("cpu")
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    batch = make_batch(cfg)
+    if cfg["mode"] == "reward" and cfg["family"] != "llama":
+        sys.exit("pairwise: the reward mode swaps Llama's lm_head for the score head; use family llama")
+
+    base = current()
+    model, ref = build_models(cfg)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
+    step = make_step(cfg, model, ref, opt, batch, (current, peak, reset), base)
+    _, first_loss = step()  # allocates the AdamW state
+    step_base = current() - base
+    phases, _ = step()
+    return summary(cfg, model, ref, trainable, step_base, phases, first_loss)
 
 
 # ------------------------------------------------------------- running
