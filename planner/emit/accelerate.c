@@ -86,5 +86,5 @@ static void write_accelerate(sbuf *b, const mp_plan *p)
 
 const mp_emit_target emit_target_accelerate = {
     .name = "accelerate", .file = {"accelerate.yaml", write_accelerate, 0644}, .check = emit_check_engine,
-    .framework = "hf",
+    .framework = "hf", .trl_methods = true,
 };

@@ -156,5 +156,5 @@ static void write_deepspeed(sbuf *b, const mp_plan *p)
 
 const mp_emit_target emit_target_deepspeed = {
     .name = "deepspeed", .file = {"ds_config.json", write_deepspeed, 0644}, .check = check_deepspeed,
-    .framework = "deepspeed",
+    .framework = "deepspeed", .trl_methods = true,
 };

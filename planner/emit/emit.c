@@ -81,9 +81,10 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
                  "block or none", (long long)s->ckpt_every, t->name);
         return -1;
     }
-    if (s->method != MP_METHOD_SFT && !t->memtrain_values) { /* memtrain runs them (trainer/pairwise.c) */
-        snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s but writes "
-                 "supervised fine-tuning only", mp_method_name(s->method), t->name,
+    /* memtrain runs them (trainer/pairwise.c), the hf bundle through TRL (trl.c) */
+    if (s->method != MP_METHOD_SFT && !t->memtrain_values && !t->trl_methods) {
+        snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s and writes it "
+                 "with --emit hf (or memtrain)", mp_method_name(s->method), t->name,
                  mp_method_desc_of(s->method)->trainer);
         return -1;
     }

@@ -36,6 +36,8 @@ struct mp_emit_target {
     void (*launcher)(mp_settings *s);
     bool memtrain_values;         /* the search tries only the values memtrain implements */
     bool steps_in_backward;       /* runs the optimizer step in the backward and offloads activations */
+    bool trl_methods;             /* writes the preference and RL methods (TRL's trainers: the hf bundle
+                                     and the engine files it carries) */
 };
 
 /* Every target, in --emit's order: NAME's row is emit_target_NAME, defined in its

@@ -4,6 +4,7 @@
  * architecture's module names through model/family.c: nothing here restates them. */
 #include "model/family.h"
 #include "emitters.h"
+#include "emit/hf.h"
 #include "common/errors.h"
 #include "common/units.h"
 #include "model/model.h"
@@ -40,26 +41,20 @@ static const char *const hf_packages[MP_NQUANT] = {
 
 const char *emit_hf_optim(mp_optimizer o) { return o >= 0 && o < MP_NOPTIMIZER ? hf_optims[o] : NULL; }
 const char *emit_hf_dtype(mp_precision p) { return p >= 0 && p < MP_NPRECISION ? hf_precisions[p].dtype : NULL; }
+const char *hf_attn(const mp_settings *s) { return hf_attns[s->attention]; }
+const char *hf_package(const mp_settings *s) { return hf_packages[s->quant]; }
 
 /* gradient_checkpointing: the Trainer checkpoints whole layers, for either policy */
 static bool hf_checkpointing(const mp_settings *s) { return s->checkpointing != MP_CKPT_NONE; }
 
-/* The script's view of the plan's precision. */
-typedef struct hf_precision {
-    const char *flag;          /* TrainingArguments flag set True: "bf16", "fp16" or NULL */
-    const char *load_dtype;    /* from_pretrained's torch_dtype */
-    const char *compute;       /* a quantised base's compute (and kept 16-bit) dtype */
-    bool pure;                 /* 16-bit trainable weights, no fp32 masters */
-} hf_precision;
-
 /* Quantised at load by bitsandbytes, as opposed to a checkpoint stored
  * quantised, whose own quantization_config from_pretrained reads. */
-static bool quantised_at_load(const mp_model *m, const mp_settings *s)
+bool hf_quantised_at_load(const mp_model *m, const mp_settings *s)
 {
     return s->quant != MP_QUANT_NONE && m->stored_quant == MP_QUANT_NONE;
 }
 
-static hf_precision hf_precision_of(const mp_settings *s)
+hf_precision hf_precision_of(const mp_settings *s)
 {
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     hf_precision p = {.flag = hf_precisions[s->precision].flag, .pure = mp_precision_pure16(pd)};
@@ -82,6 +77,7 @@ static int check_hf(const mp_model *m, const mp_settings *s, char *err)
 {
     /* an architecture without SDPA would run eager attention: another plan than the one estimated */
     if (emit_check_sdpa(m, s, err)) return -1;
+    if (emit_trl_plan(s) && emit_trl_check(m, s, err)) return -1;
     const mp_precision_desc *pd = mp_precision_desc_of(s->precision);
     emit_engine e;
     if (emit_engine_of(s, &e, err)) return -1;
@@ -95,7 +91,7 @@ static int check_hf(const mp_model *m, const mp_settings *s, char *err)
     return -1;
 }
 
-static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
+void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
 {
     const mp_model *m = pl->m;
     const mp_settings *s = pl->s;
@@ -113,7 +109,8 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
     sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
              hf_checkpointing(s) ? " (non-reentrant)" : "");
     sbuf_put(b, "#   attention      %s (attn_implementation=\"%s\")\n", mp_attention_name(s->attention), attn);
-    if (s->ce == MP_CE_CHUNKED)
+    if (emit_trl_plan(s)) emit_trl_summary(b, s);
+    else if (s->ce == MP_CE_CHUNKED)
         sbuf_put(b, "#   loss           chunked cross-entropy, %lld tokens a chunk\n", (long long)s->ce_chunk);
     else sbuf_put(b, "#   loss           full cross-entropy (the model's own)\n");
     if (s->lora_rank)
@@ -133,11 +130,11 @@ static void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
         sbuf_put(b, "# NOTE: memplan has no table row for model_type '%s': check that its modeling file supports\n"
                     "# the attention implementation and the LoRA module names below.\n", EMIT_TEXT(m->family));
     const char *pkgs = hf_packages[s->quant]; /* what loading its base needs */
-    sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s%s).\n\n",
-             s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "");
+    sbuf_put(b, "# Run: bash launch.sh DATA (the bundle), or python3 train.py DATA (needs torch, transformers, datasets%s%s%s%s).\n\n",
+             s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "", emit_trl_packages(s));
 }
 
-static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
+void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const char *data_help, const char *lr)
 {
     if (m->hf_id[0]) {
         sbuf_put(b, "MODEL = ");
@@ -153,8 +150,8 @@ static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
      * the result goes, the data (the plan's batch, sequence and techniques are
      * the file's: change them by planning again) */
     sbuf_put(b, "cli = argparse.ArgumentParser(description=\"memplan's training script: the plan in its header\")\n"
-                "cli.add_argument(\"data\", nargs=\"?\", default=\"data.txt\",\n"
-                "                 help=\"a text file, one training example a line\")\n"
+                "cli.add_argument(\"data\", nargs=\"?\", default=\"%s\",\n"
+                "                 help=\"%s\")\n"
                 "cli.add_argument(\"--steps\", type=int, default=1000, help=\"optimizer steps (default 1000)\")\n"
                 "cli.add_argument(\"--lr\", type=float, default=%s, help=\"learning rate (default %s)\")\n"
                 "cli.add_argument(\"--output\", default=\"out\",\n"
@@ -162,15 +159,15 @@ static void hf_model_id(sbuf *b, const mp_model *m, const mp_settings *s)
                 "cli.add_argument(\"--deepspeed\", default=None, help=\"a DeepSpeed config (launch.sh gives ds_config.json)\")\n"
                 "cli.add_argument(\"--local_rank\", type=int, default=-1)  # set by the deepspeed launcher\n"
                 "ARGS = cli.parse_args()\n"
-                "DATA = ARGS.data\nSEQ = %lld\n\n", s->lora_rank ? "2e-4" : "2e-5", s->lora_rank ? "2e-4" : "2e-5",
+                "DATA = ARGS.data\nSEQ = %lld\n\n", emit_trl_plan(s) ? "data.jsonl" : "data.txt", data_help, lr, lr,
              s->lora_rank ? "adapter" : "model", (long long)s->seq);
 }
 
-static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
+void hf_quant_config(sbuf *b, const mp_model *m, const mp_settings *s)
 {
     const hf_precision p = hf_precision_of(s);
     const mp_quant_desc *qd = mp_quant_desc_of(s->quant);
-    const bool at_load = quantised_at_load(m, s);
+    const bool at_load = hf_quantised_at_load(m, s);
     if (!at_load && s->quant != MP_QUANT_NONE)
         sbuf_put(b, "# the checkpoint is stored quantised (%s): from_pretrained reads its quantization_config\n",
                  mp_quant_name(s->quant));
@@ -184,9 +181,14 @@ static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
     } else if (at_load && qd->bits == 8) {
         sbuf_put(b, "quant = BitsAndBytesConfig(load_in_8bit=True)\n");
     }
-    sbuf_put(b, "model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=%s, attn_implementation=\"%s\"%s%s)\n",
-             p.load_dtype, hf_attns[s->attention], at_load ? ", quantization_config=quant" : "",
-             f && f->remote_code ? ", trust_remote_code=True" : "");
+}
+
+void hf_from_pretrained(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f, const char *name,
+                        const char *cls, const char *extra)
+{
+    sbuf_put(b, "%s = %s.from_pretrained(MODEL, torch_dtype=%s, attn_implementation=\"%s\"%s%s%s)\n", name, cls,
+             hf_precision_of(s).load_dtype, hf_attns[s->attention], hf_quantised_at_load(m, s) ? ", quantization_config=quant" : "",
+             f && f->remote_code ? ", trust_remote_code=True" : "", extra);
 }
 
 /* LoRA. No prepare_model_for_kbit_training: it casts every fp16/bf16 weight of
@@ -194,7 +196,8 @@ static void hf_load(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
  * 012c0d5a96744096ab28f87cde9bd9918f5367a1: "cast all non INT8 parameters to
  * fp32"), which the plan does not count, and with use_reentrant=False the
  * input-grad hook it adds is not needed (same file). get_peft_model freezes the base. */
-static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
+void hf_lora_config(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f, const char *task_type,
+                    bool wrap)
 {
     const mp_family *names = f ? f : mp_family_of("llama");
     const char *mods[MP_LORA_NROLES];
@@ -204,10 +207,12 @@ static void hf_lora(sbuf *b, const mp_model *m, const mp_settings *s, const mp_f
     char dropout[32]; /* a Python float: 0.0, 0.05 */
     snprintf(dropout, sizeof dropout, "%g", (double)s->lora_dropout);
     if (!strpbrk(dropout, ".e")) strcat(dropout, ".0");
-    sbuf_put(b, "lora = LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=%s, task_type=\"CAUSAL_LM\",\n"
-                "                  target_modules=[", (long long)s->lora_rank, (long long)(2 * s->lora_rank), dropout);
+    sbuf_put(b, "lora = LoraConfig(r=%lld, lora_alpha=%lld, lora_dropout=%s, task_type=\"%s\",\n"
+                "                  target_modules=[", (long long)s->lora_rank, (long long)(2 * s->lora_rank), dropout,
+             task_type);
     for (int i = 0; i < n; i++) sbuf_put(b, "%s\"%s\"", i ? ", " : "", mods[i]);
     sbuf_put(b, "])\n");
+    if (!wrap) return;
     /* PEFT upcasts 16-bit adapters to fp32 unless told not to: pure bf16 keeps them in bf16 */
     sbuf_put(b, "model = get_peft_model(model, lora%s)\nmodel.print_trainable_parameters()\n",
              hf_precision_of(s).pure ? ", autocast_adapter_dtype=False" : "");
@@ -250,10 +255,16 @@ static void hf_chunked_loss(sbuf *b, const mp_settings *s)
              (long long)s->ce_chunk);
 }
 
-static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
+void hf_tokenizer(sbuf *b, const mp_family *f)
 {
     sbuf_put(b, "\ntok = AutoTokenizer.from_pretrained(MODEL%s)\ntok.pad_token = tok.pad_token or tok.eos_token\n",
              f && f->remote_code ? ", trust_remote_code=True" : "");
+}
+
+static void hf_data(sbuf *b, const mp_model *m, const mp_settings *s, const mp_family *f)
+{
+    (void)m;
+    hf_tokenizer(b, f);
     sbuf_put(b, "ds = load_dataset(\"text\", data_files=DATA, streaming=%s)[\"train\"]\n\n",
              s->loader == MP_LOAD_STREAM ? "True" : "False");
     sbuf_put(b, "def pack(batch):  # every sequence is SEQ tokens long, as the plan assumed\n"
@@ -290,15 +301,16 @@ static void hf_train(sbuf *b, const mp_settings *s)
 /* The plan counted what the bitsandbytes release it assumed keeps (a current one
  * unless --bitsandbytes named an older one): the script refuses an older release
  * than the plan assumed, which keeps every 4-bit layer's input as well. */
-static void hf_bitsandbytes_check(sbuf *b, const mp_model *m, const mp_settings *s)
+void hf_bitsandbytes_check(sbuf *b, const mp_model *m, const mp_settings *s, bool imported)
 {
     int before = mp_quant_desc_of(s->quant)->bnb_keeps_input_before;
-    if (!quantised_at_load(m, s) || before == 0 || (s->bnb_version && s->bnb_version < before)) return;
+    if (!hf_quantised_at_load(m, s) || before == 0 || (s->bnb_version && s->bnb_version < before)) return;
     char release[32];
     mp_version_name(before, release, sizeof release);
-    sbuf_put(b, "from importlib.metadata import version as package_version\n"
-                "from packaging.version import Version\n\n"
-                "# bitsandbytes before %s keeps every 4-bit layer's input for the backward: more memory than\n"
+    if (!imported)
+        sbuf_put(b, "from importlib.metadata import version as package_version\n"
+                    "from packaging.version import Version\n\n");
+    sbuf_put(b, "# bitsandbytes before %s keeps every 4-bit layer's input for the backward: more memory than\n"
                 "# this plan counted (memplan --bitsandbytes RELEASE plans for an older one).\n"
                 "if Version(package_version(\"bitsandbytes\")) < Version(\"%s\"):\n"
                 "    raise SystemExit(\"this plan assumed bitsandbytes >= %s: upgrade it, or re-plan with \"\n"
@@ -311,6 +323,7 @@ static void write_hf(sbuf *b, const mp_plan *p)
     const mp_model *m = p->m;
     const mp_settings *s = p->s;
     const mp_family *f = emit_family_of(m);
+    if (emit_trl_plan(s)) return emit_trl_script(b, p);
     hf_summary(b, p, f);
     sbuf_put(b, "import argparse\n");
     /* before torch: the allocator reads its settings once, when CUDA starts */
@@ -320,13 +333,14 @@ static void write_hf(sbuf *b, const mp_plan *p)
              s->ce == MP_CE_CHUNKED ? "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n" : "");
     sbuf_put(b, "from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments,\n"
                 "                          DataCollatorForLanguageModeling%s)\n",
-             quantised_at_load(m, s) ? ", BitsAndBytesConfig" : "");
+             hf_quantised_at_load(m, s) ? ", BitsAndBytesConfig" : "");
     if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model\n");
     sbuf_put(b, "\n");
-    hf_bitsandbytes_check(b, m, s);
-    hf_model_id(b, m, s);
-    hf_load(b, m, s, f);
-    if (s->lora_rank) hf_lora(b, m, s, f);
+    hf_bitsandbytes_check(b, m, s, false);
+    hf_command_line(b, m, s, "a text file, one training example a line", s->lora_rank ? "2e-4" : "2e-5");
+    hf_quant_config(b, m, s);
+    hf_from_pretrained(b, m, s, f, "model", "AutoModelForCausalLM", "");
+    if (s->lora_rank) hf_lora_config(b, m, s, f, "CAUSAL_LM", true);
     if (s->ce == MP_CE_CHUNKED) hf_chunked_loss(b, s);
     hf_data(b, m, s, f);
     hf_train(b, s);
@@ -348,7 +362,24 @@ static int bundle_hf(const mp_plan *p, emit_file out[EMIT_MAX_FILES], char *err)
         if (mp_emit_check(parts[i], p->m, p->s, err)) return -1;
         out[n++] = parts[i]->file;
     }
+    if (emit_trl_plan(p->s)) out[n++] = emit_trl_yaml; /* the config's keys, for memplan check and TRL's CLI */
     return n;
+}
+
+/* RUN and DATA of a supervised plan's README (a TRL plan's: trl.c). */
+static void readme_sft_run(sbuf *b, const mp_settings *s, const emit_engine *e)
+{
+    const char *pkgs = hf_packages[s->quant];
+    const char *engine_pkg = e->kind == EMIT_DEEPSPEED ? ", deepspeed" : e->kind == EMIT_FSDP ? ", accelerate" : "";
+    sbuf_put(b, "RUN\n  bash launch.sh DATA_FILE [--steps N] [--lr RATE] [--output DIR]\n"
+                "  (defaults: 1000 steps, learning rate %s, output in ./out). It needs python3 with torch,\n"
+                "  transformers, datasets%s%s%s%s.\n  At the end the %s is saved in the output folder.\n\n",
+             s->lora_rank ? "2e-4" : "2e-5", s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "",
+             engine_pkg, s->lora_rank ? "adapter (PEFT's, not the base)" : "model");
+    sbuf_put(b, "DATA\n  DATA_FILE is plain text, one training example a line (datasets' \"text\" loader). The\n"
+                "  lines are tokenised, joined with the end-of-text token and cut into sequences of %lld\n"
+                "  tokens, so every step sees the micro-batch and sequence the plan counted.\n\n",
+             (long long)s->seq);
 }
 
 /* What a reader needs before the first run: the command, the data, the model's
@@ -359,19 +390,10 @@ static void readme_hf(sbuf *b, const mp_plan *p)
     emit_engine e;
     char err[MP_ERR_LEN];
     if (emit_engine_of(s, &e, err)) return sbuf_fail(b, "%s", err);
-    const char *pkgs = hf_packages[s->quant];
-    const char *engine_pkg = e.kind == EMIT_DEEPSPEED ? ", deepspeed" : e.kind == EMIT_FSDP ? ", accelerate" : "";
     sbuf_put(b, "memplan's bundle for %s: it trains what the plan below assumed, and nothing else.\n\n",
              EMIT_TEXT(p->m->name));
-    sbuf_put(b, "RUN\n  bash launch.sh DATA_FILE [--steps N] [--lr RATE] [--output DIR]\n"
-                "  (defaults: 1000 steps, learning rate %s, output in ./out). It needs python3 with torch,\n"
-                "  transformers, datasets%s%s%s%s.\n  At the end the %s is saved in the output folder.\n\n",
-             s->lora_rank ? "2e-4" : "2e-5", s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "",
-             engine_pkg, s->lora_rank ? "adapter (PEFT's, not the base)" : "model");
-    sbuf_put(b, "DATA\n  DATA_FILE is plain text, one training example a line (datasets' \"text\" loader). The\n"
-                "  lines are tokenised, joined with the end-of-text token and cut into sequences of %lld\n"
-                "  tokens, so every step sees the micro-batch and sequence the plan counted.\n\n",
-             (long long)s->seq);
+    if (emit_trl_plan(s)) emit_trl_readme(b, p);
+    else readme_sft_run(b, s, &e);
     emit_readme_model(b, p->m, "train.py", "MODEL");
     sbuf_put(b, "WHAT TO CHANGE\n  --steps, --lr, --output and the data change nothing the plan counted. The micro-batch,\n"
                 "  accumulation, sequence length, precision, optimizer, checkpointing, attention, loss,\n"
@@ -384,5 +406,5 @@ static void readme_hf(sbuf *b, const mp_plan *p)
 const mp_emit_target emit_target_hf = {
     .name = "hf", .file = {"train.py", write_hf, 0644}, .check = check_hf, .bundle = bundle_hf,
     .readme = readme_hf,
-    .framework = "hf",
+    .framework = "hf", .trl_methods = true,
 };

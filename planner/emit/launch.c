@@ -43,5 +43,5 @@ static void write_launch(sbuf *b, const mp_plan *p)
 
 const mp_emit_target emit_target_launch = {
     .name = "launch", .file = {"launch.sh", write_launch, 0755}, .check = emit_check_engine,
-    .framework = "hf",
+    .framework = "hf", .trl_methods = true,
 };

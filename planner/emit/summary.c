@@ -62,7 +62,15 @@ int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT
     LINE("checkpointing: %s, in train.py only (TrainingArguments gradient_checkpointing), never in the engine config",
          mp_ckpt_name(s->checkpointing));
     LINE("attention: %s (%s)", mp_attention_name(s->attention), mp_attention_desc_of(s->attention)->v.help);
-    if (s->ce == MP_CE_CHUNKED) LINE("loss: chunked cross-entropy, %lld tokens per chunk", (long long)s->ce_chunk);
+    if (s->method != MP_METHOD_SFT) { /* TRL's trainer for the method (trl.c) */
+        const mp_method_desc *md = mp_method_desc_of(s->method);
+        LINE("method: %s, TRL's %s; reference: %s", md->v.name, md->trainer, mp_reference_name(mp_reference_used(s)));
+        if (md->generates)
+            LINE("rollout: %lld completions a prompt, %lld prompt and %lld completion tokens, %s",
+                 (long long)s->generations, (long long)s->prompt_len, (long long)s->completion_len,
+                 s->rollout == MP_ROLLOUT_VLLM ? "a colocated vLLM" : "transformers' generate");
+        LINE("loss: %s's own, on the log-probabilities of the logits", md->trainer);
+    } else if (s->ce == MP_CE_CHUNKED) LINE("loss: chunked cross-entropy, %lld tokens per chunk", (long long)s->ce_chunk);
     else LINE("loss: full cross-entropy (the whole logits at once)");
     LINE("ZeRO stage: %d in the plan; sharding: %s", s->zero, sharding_of(s, e, sh, sizeof sh));
     LINE("offload: %s (%s)", mp_offload_name(s->offload), mp_offload_desc_of(s->offload)->v.help);
