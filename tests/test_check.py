@@ -36,8 +36,9 @@ def check(ok, what):
         failures.append(what)
 
 
-# TRL's preference configs, written here (TRL ships no YAML of them): which keys
-# name which trainer (trl@f2cd5771 dpo_config.py, experimental/cpo/cpo_config.py),
+# TRL's preference and RL configs, written here (TRL ships no YAML of them): which keys
+# name which trainer (trl@f2cd5771 dpo_config.py, experimental/cpo/cpo_config.py, kto_config.py,
+# grpo_config.py, reward_config.py),
 # and --method on a file of Trainer keys alone. Each: YAML, flags, exit, settings.
 SYNTHETIC = [
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nbeta: 0.1\n"
@@ -58,14 +59,34 @@ SYNTHETIC = [
      ["--method", "orpo"], 0, {"method": ("orpo", "--method"), "reference": ("none", "(default)")}),
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nprecompute_ref_log_probs: true\n",
      ["--method", "simpo"], 2, "'precompute_ref_log_probs': a reference for simpo"),
+    # KTOConfig's own keys (kto_config.py:192-213), GRPOConfig's (grpo_config.py:474-671), RewardConfig's (:155)
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nbeta: 0.1\ndesirable_weight: 1.0\n",
-     [], 2, "'desirable_weight': a KTOConfig key"),
-    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nloss_type: kto\n", [], 2,
-     "'loss_type': KTO"),
+     [], 0, {"method": ("kto", "desirable_weight"), "reference": ("model", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nloss_type: kto\nuse_peft: true\n"
+     "precompute_ref_log_probs: true\n", [], 0,
+     {"method": ("kto", "loss_type"), "reference": ("precomputed", "precompute_ref_log_probs")}),
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nnum_generations: 8\n", [], 2,
-     "'num_generations': online training"),
+     "does not divide the generation batch"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 8\n"
+     "max_completion_length: 256\nuse_vllm: true\nvllm_gpu_memory_utilization: 0.4\n", [], 0,
+     {"method": ("grpo", "num_generations"), "reference": ("none", "(default)"), "rollout": ("vllm", "use_vllm"),
+      "rollout-memory": ("0.4", "vllm_gpu_memory_utilization"), "completion-len": ("256", "max_completion_length"),
+      "seq": ("768", "(prompt and completion)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 4\nbeta: 0.04\n"
+     "use_vllm: true\nvllm_mode: server\n", ["--prompt-len", "256"], 0,
+     {"reference": ("model", "beta"), "rollout": ("generate", "vllm_mode"), "seq": ("768", "(prompt and completion)"),
+      "generations": ("4", "num_generations")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 8\n"
+     "steps_per_generation: 4\n", [], 2, "'steps_per_generation': a generation batch other than"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nreward_funcs: [my/reward-model]\n",
+     [], 2, "'reward_funcs': a reward model loaded beside the policy"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\ncenter_rewards_coefficient: null\n"
+     "max_length: 512\n", [], 0, {"method": ("reward", "center_rewards_coefficient"), "reference": ("none", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\ndesirable_weight: 1.0\n"
+     "num_generations: 8\n", [], 2, "a GRPOConfig key beside the KTOConfig key"),
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\ncpo_alpha: 1.0\n"
-     "precompute_ref_log_probs: false\n", [], 2, "'cpo_alpha': a CPOConfig key beside the DPOConfig key"),
+     "precompute_ref_log_probs: false\n", [], 2, "'precompute_ref_log_probs': precompute_ref_log_probs (DPOConfig's and "
+     "KTOConfig's) beside 'cpo_alpha'"),
 ]
 
 

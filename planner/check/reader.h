@@ -53,7 +53,14 @@ typedef struct ck_state {
     mp_reference pref_ref;       /* the reference the keys ask for (MP_REF_DEFAULT: the tool's) */
     char pref_key[64];           /* the key that named the method (or the first preference key) */
     char pref_ref_key[64];       /* the key that named the reference */
-    char pref_keys[4][64];       /* a format's keys that decide together (trainer.c: which trainer) */
+    char pref_keys[8][64];       /* a format's keys that decide together (trainer.c: which trainer) */
+    /* values a TRL config's keys give that mean something only once the method is
+     * known (trainer.c: GRPO's beta and completion length, a server-mode vLLM) */
+    double trl_beta;
+    bool trl_beta_set;
+    int64_t trl_completion_len;  /* max_completion_length, 0: none */
+    char trl_completion_key[64];
+    bool trl_vllm_server;        /* vllm_mode server: the vLLM is on other GPUs */
 } ck_state;
 
 /* One key of a format, by its dotted path. read NULL: known, and nothing memplan

@@ -319,7 +319,7 @@ int ck_preference(ck_state *st, const char *method_how, const char *ref_how, cha
     const mp_method_desc *md = mp_method_desc_of(st->s.method);
     /* the reference the keys asked for, unless --reference */
     if (!ck_from_flag(st, "reference")) {
-        if (st->pref_ref != MP_REF_DEFAULT && !md->reference) {
+        if (st->pref_ref != MP_REF_DEFAULT && !md->reference && !md->reference_optional) {
             char why[160];
             snprintf(why, sizeof why, "a reference for %s, which has none (TRL's %s)", md->v.name, md->trainer);
             return ck_refuse(st->pref_ref_key, why, err);
@@ -329,9 +329,11 @@ int ck_preference(ck_state *st, const char *method_how, const char *ref_how, cha
             ck_set(st, "reference", mp_reference_name(st->pref_ref), st->pref_ref_key, ref_how);
         } else {
             ck_set(st, "reference", mp_reference_name(mp_reference_used(&st->s)), "(default)",
-                   md->reference ? ref_how : "the method has no reference model");
+                   md->reference || md->reference_optional ? ref_how : "the method has no reference model");
         }
     }
-    ck_set_how(st, "batch", "pairs: each a chosen and a rejected row in one batch");
+    ck_set_how(st, "batch", md->generates ? "completions: num_generations of each prompt (TRL's RepeatSampler)"
+                            : md->rows_per_example == 2 ? "pairs: each a chosen and a rejected row in one batch"
+                                                        : "examples, each with its KL partner (KTO)");
     return 0;
 }

@@ -198,14 +198,22 @@ enum {
     TP_LOSS_SIMPO = 1 << 4, /* loss_type simpo or alphapo */
     TP_LOSS_SIGMOID = 1 << 5, /* loss_type sigmoid */
     TP_NO_NLL = 1 << 6,  /* cpo_alpha 0 (or alphapo): no NLL term */
+    TP_KTO = 1 << 7,     /* a KTOConfig key (kto_config.py:119-213) */
+    TP_GRPO = 1 << 8,    /* a GRPOConfig key (grpo_config.py:474-915) */
+    TP_REWARD = 1 << 9,  /* RewardConfig's own key (reward_config.py:155) */
+    TP_PRECOMPUTE = 1 << 10, /* precompute_ref_log_probs: DPOConfig's and KTOConfig's */
+    TP_VLLM = 1 << 11,   /* use_vllm given */
+    TP_NGEN = 1 << 12,   /* num_generations given */
 };
 
 /* st->pref_keys: the first key of each kind, for the refusals */
-enum { TK_ANY, TK_DPO, TK_CPO, TK_LOSS };
+enum { TK_ANY, TK_DPO, TK_CPO, TK_LOSS, TK_KTO, TK_GRPO, TK_REWARD, TK_PRECOMPUTE };
 
 static void pref_key(ck_state *st, unsigned bit, const char *key)
 {
-    char *slot = st->pref_keys[bit == TP_DPO ? TK_DPO : bit == TP_CPO ? TK_CPO : TK_ANY];
+    int i = bit == TP_DPO ? TK_DPO : bit == TP_CPO ? TK_CPO : bit == TP_KTO ? TK_KTO : bit == TP_GRPO ? TK_GRPO
+          : bit == TP_REWARD ? TK_REWARD : bit == TP_PRECOMPUTE ? TK_PRECOMPUTE : TK_ANY;
+    char *slot = st->pref_keys[i];
     if (!(st->pref_bits & bit)) snprintf(slot, sizeof st->pref_keys[0], "%s", key);
     st->pref_bits |= bit;
     st->trl = true;
@@ -247,7 +255,7 @@ static int read_precompute(ck_state *st, const ck_node *v, const char *key, char
     bool on;
     if (ck_null(v)) return 0;
     if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
-    pref_key(st, TP_DPO, key);
+    pref_key(st, TP_PRECOMPUTE, key);
     st->pref_ref = on ? MP_REF_PRECOMPUTED : MP_REF_DEFAULT;
     snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "%s", key);
     return 0;
@@ -265,11 +273,14 @@ static int loss_name(ck_state *st, const ck_node *v, const char *key, bool in_li
         st->pref_bits |= TP_LOSS_SIMPO;
         if (!strcmp(t, "alphapo")) st->pref_bits |= TP_NO_NLL; /* cpo_config.py:176-180 */
         pref_key(st, TP_CPO, key);
-    } else if (!strcmp(t, "kto") || !strcmp(t, "apo_zero_unpaired"))
-        return ck_refuse(key, "KTO (KTOConfig, kto_config.py:192): unpaired rows, a KL batch and a reference", err);
-    else if (!strcmp(t, "dapo") || !strcmp(t, "grpo") || !strcmp(t, "dr_grpo") || !strcmp(t, "bnpo"))
-        return ck_refuse(key, "GRPO (GRPOConfig, grpo_config.py:791): generation and its rollout engine", err);
-    else {
+    } else if (!in_list && !strcmp(t, "kto")) {
+        pref_key(st, TP_KTO, key); /* KTOConfig's (kto_config.py:192) */
+    } else if (!in_list && !strcmp(t, "apo_zero_unpaired")) {
+        return ck_refuse(key, "KTO's apo_zero_unpaired, which runs no KL batch (kto_trainer.py 777): memplan's kto "
+                              "counts one", err);
+    } else if (!in_list && (!strcmp(t, "dapo") || !strcmp(t, "grpo") || !strcmp(t, "dr_grpo") || !strcmp(t, "bnpo"))) {
+        pref_key(st, TP_GRPO, key); /* GRPOConfig's per-token losses (grpo_config.py:791): one memory */
+    } else {
         snprintf(why, sizeof why, "loss_type '%s', a loss memplan has no row for (it models sigmoid, ipo and simpo)",
                  mp_quote(t, q, sizeof q));
         return ck_refuse(key, why, err);
@@ -295,24 +306,173 @@ static int read_loss_type(ck_state *st, const ck_node *v, const char *key, char 
     return loss_name(st, v, key, false, err);
 }
 
-/* What TRL trains with something other than pairs and a reference or none. */
-static int refuse_kto(ck_state *st, const ck_node *v, const char *key, char *err)
+/* KTOConfig's own keys (kto_config.py:119, 206-213): a weight, or the sampling order */
+static int read_kto_key(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return ck_null(v) ? 0 : ck_refuse(key, "a KTOConfig key (KTO: unpaired rows, a KL batch, a reference)", err);
+    double w;
+    if (ck_null(v)) return 0;
+    if (strcmp(key, "train_sampling_strategy") && (ck_real(v, &w) || w < 0))
+        return ck_bad(key, v, "want a weight of 0 or more", err);
+    pref_key(st, TP_KTO, key);
+    return 0;
+}
+
+/* RewardConfig's own key (reward_config.py:155): written, even as null, only in a reward model's config */
+static int read_center_rewards(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    double c;
+    if (!ck_null(v) && ck_real(v, &c)) return ck_bad(key, v, "want a number or null", err);
+    pref_key(st, TP_REWARD, key);
+    return 0;
+}
+
+/* beta: every preference config's (pref_any); GRPO's decides its reference (grpo_trainer.py 953-971) */
+static int read_beta(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    double b;
+    if (ck_null(v)) return 0;
+    if (ck_real(v, &b) || b < 0 || b > 1e6) return ck_bad(key, v, "want a number from 0", err);
+    st->trl_beta = b, st->trl_beta_set = true;
+    pref_key(st, TP_ANY, key);
+    return 0;
+}
+
+/* max_completion_length: GRPO's completion (grpo_config.py:488); CPO's and ORPO's cut nothing memplan counts */
+static int read_completion_len(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    int64_t n;
+    if (ck_null(v)) return 0;
+    if (ck_int(v, &n) || n < 1 || n > 1 << 24) return ck_bad(key, v, "want a token count from 1 to 16777216", err);
+    st->trl_completion_len = n;
+    snprintf(st->trl_completion_key, sizeof st->trl_completion_key, "%s", key);
+    pref_key(st, TP_ANY, key);
+    return 0;
+}
+
+/* ---------- GRPO (GRPOConfig at trl@f2cd5771, trl_methods.csv) ---------- */
+
+static int read_num_generations(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    int64_t n;
+    if (ck_null(v)) return 0;
+    if (ck_int(v, &n) || n < 2 || n > 1 << 16) return ck_bad(key, v, "want 2 to 65536 completions a prompt", err);
+    st->s.generations = n;
+    pref_key(st, TP_GRPO, key);
+    st->pref_bits |= TP_NGEN;
+    char t[24];
+    snprintf(t, sizeof t, "%lld", (long long)n);
+    ck_set(st, "generations", t, key, NULL);
+    return 0;
+}
+
+static int read_use_vllm(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_null(v)) return 0;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    st->s.rollout = on ? MP_ROLLOUT_VLLM : MP_ROLLOUT_GENERATE;
+    pref_key(st, TP_GRPO, key);
+    st->pref_bits |= TP_VLLM;
+    return 0;
+}
+
+/* vllm_mode (grpo_config.py:584): colocate shares the GPU, server runs on others (trl vllm-serve) */
+static int read_vllm_mode(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    const char *t = ck_text(v);
+    if (ck_null(v)) return 0;
+    if (!t || v->kind != CK_SCALAR || (strcmp(t, "colocate") && strcmp(t, "server")))
+        return ck_bad(key, v, "want colocate or server", err);
+    st->trl_vllm_server = !strcmp(t, "server");
+    pref_key(st, TP_GRPO, key);
+    return 0;
+}
+
+static int read_vllm_memory(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    double f;
+    if (ck_null(v)) return 0;
+    if (ck_real(v, &f) || !(f >= 0.01 && f <= 1)) return ck_bad(key, v, "want a fraction of the GPU from 0.01 to 1", err);
+    st->s.rollout_memory = f;
+    pref_key(st, TP_GRPO, key);
+    char t[32];
+    snprintf(t, sizeof t, "%g", f);
+    ck_set(st, "rollout-memory", t, key, NULL);
+    return 0;
+}
+
+static int read_vllm_sleep(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    if (ck_null(v)) return 0;
+    if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
+    st->s.rollout_sleep = on;
+    pref_key(st, TP_GRPO, key);
+    ck_set(st, "rollout-sleep", on ? "on" : "off", key, NULL);
+    return 0;
+}
+
+static int read_vllm_max_len(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    int64_t n;
+    if (ck_null(v)) return 0;
+    if (ck_int(v, &n) || n < 1 || n > 1 << 24) return ck_bad(key, v, "want a token count from 1 to 16777216", err);
+    st->s.rollout_max_len = n;
+    pref_key(st, TP_GRPO, key);
+    char t[24];
+    snprintf(t, sizeof t, "%lld", (long long)n);
+    ck_set(st, "rollout-max-len", t, key, NULL);
+    return 0;
+}
+
+/* a GRPOConfig key memplan reads as nothing it counts */
+static int grpo_known(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (!ck_null(v)) pref_key(st, TP_GRPO, key);
+    return 0;
+}
+
+/* a GRPOConfig key whose non-default value memplan does not model */
+static int grpo_refuse(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    bool on;
+    int64_t n;
+    double x;
+    if (ck_null(v) || (!ck_bool(v, &on) && !on) || (!ck_real(v, &x) && x == 0) ||
+        (!strcmp(key, "vllm_tensor_parallel_size") && !ck_int(v, &n) && n == 1))
+        return 0;
+    const char *why = !strcmp(key, "steps_per_generation") || !strcmp(key, "generation_batch_size")
+                          ? "a generation batch other than micro-batch x GPUs x accumulation (memplan plans that one)"
+                      : !strcmp(key, "vllm_tensor_parallel_size") ? "a colocated vLLM split over several GPUs"
+                      : !strcmp(key, "cast_lm_head_to_fp32")      ? "an fp32 copy of the output layer"
+                      : !strcmp(key, "entropy_coef")              ? "an entropy bonus, which keeps the entropy's graph"
+                                                                  : "another generation engine than generate or vLLM";
+    return ck_refuse(key, why, err);
+}
+
+/* reward_funcs (the TRL CLI's): functions by name cost nothing; a Hub id is a reward model beside the policy */
+static int read_reward_funcs(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    if (v->kind == CK_MAP) return ck_bad(key, v, "want reward function names", err);
+    for (const ck_node *i = v->kind == CK_LIST ? v->child : v; i; i = v->kind == CK_LIST ? i->next : NULL) {
+        const char *t = ck_text(i);
+        if (!t || i->kind != CK_SCALAR) return ck_bad(key, v, "want reward function names", err);
+        if (strchr(t, '/'))
+            return ck_refuse(key, "a reward model loaded beside the policy (memplan plans reward functions)", err);
+    }
+    pref_key(st, TP_GRPO, key);
+    return 0;
 }
 
 static int refuse_generation(ck_state *st, const ck_node *v, const char *key, char *err)
 {
     bool on;
     if (ck_null(v) || (!ck_bool(v, &on) && !on)) return 0;
-    return ck_refuse(key, "online training (GRPO, RLOO, online DPO, PPO: generation, a rollout engine, reward "
-                          "models)", err);
+    return ck_refuse(key, "online training memplan does not model (online DPO, PPO: generation, a reward model, a "
+                          "value model)", err);
 }
 
-static int refuse_reward(ck_state *st, const ck_node *v, const char *key, char *err)
-{
-    return ck_null(v) ? 0 : ck_refuse(key, "reward-model training (RewardConfig: a scalar head on pairs)", err);
-}
 
 /* After the keys: which trainer, which method (trl_methods.csv). */
 static int resolve_trl_method(ck_state *st, char *err)
@@ -320,15 +480,35 @@ static int resolve_trl_method(ck_state *st, char *err)
     unsigned b = st->pref_bits;
     bool flag = ck_from_flag(st, "method");
     if (!b) return 0;
-    if ((b & TP_DPO) && (b & TP_CPO)) {
-        char why[160];
-        snprintf(why, sizeof why, "a CPOConfig key beside the DPOConfig key '%s': no one trainer takes both",
-                 st->pref_keys[TK_DPO]);
-        return ck_refuse(st->pref_keys[TK_CPO], why, err);
+    /* one config class: the families' keys exclude each other */
+    static const struct { unsigned bit; int slot; const char *config; } fam[] = {
+        {TP_DPO, TK_DPO, "DPOConfig"}, {TP_CPO, TK_CPO, "CPOConfig"}, {TP_KTO, TK_KTO, "KTOConfig"},
+        {TP_GRPO, TK_GRPO, "GRPOConfig"}, {TP_REWARD, TK_REWARD, "RewardConfig"},
+    };
+    for (size_t i = 0; i < sizeof fam / sizeof *fam; i++)
+        for (size_t j = i + 1; j < sizeof fam / sizeof *fam; j++)
+            if ((b & fam[i].bit) && (b & fam[j].bit)) {
+                char why[200], q[64];
+                snprintf(why, sizeof why, "a %s key beside the %s key '%s': no one trainer takes both", fam[j].config,
+                         fam[i].config, mp_quote(st->pref_keys[fam[i].slot], q, sizeof q));
+                return ck_refuse(st->pref_keys[fam[j].slot], why, err);
+            }
+    if ((b & TP_PRECOMPUTE) && (b & (TP_CPO | TP_GRPO | TP_REWARD))) {
+        char why[200];
+        snprintf(why, sizeof why, "precompute_ref_log_probs (DPOConfig's and KTOConfig's) beside '%s', whose trainer "
+                 "has no such key", st->pref_keys[b & TP_CPO ? TK_CPO : b & TP_GRPO ? TK_GRPO : TK_REWARD]);
+        return ck_refuse(st->pref_keys[TK_PRECOMPUTE], why, err);
     }
     int m = -1;
     const char *key = NULL;
-    if (b & TP_DPO) {
+    if (b & TP_KTO) {
+        m = MP_METHOD_KTO, key = st->pref_keys[TK_KTO];
+    } else if (b & TP_GRPO) {
+        m = MP_METHOD_GRPO, key = st->pref_keys[TK_GRPO];
+    } else if (b & TP_REWARD) {
+        m = MP_METHOD_REWARD, key = st->pref_keys[TK_REWARD];
+    } else if (b & (TP_DPO | TP_PRECOMPUTE)) {
+        if (!(b & TP_DPO)) snprintf(st->pref_keys[TK_DPO], sizeof st->pref_keys[0], "%s", st->pref_keys[TK_PRECOMPUTE]);
         m = b & TP_LOSS_IPO ? MP_METHOD_IPO : MP_METHOD_DPO;
         key = b & (TP_LOSS_IPO | TP_LOSS_SIGMOID) ? st->pref_keys[TK_LOSS] : st->pref_keys[TK_DPO];
     } else if (b & TP_CPO) {
@@ -343,7 +523,7 @@ static int resolve_trl_method(ck_state *st, char *err)
         char k[64];
         bool loss = b & (TP_LOSS_SIGMOID | TP_LOSS_IPO);
         snprintf(err, MP_ERR_LEN, "'%s': %s, and no key here says which trainer runs (their references differ by a "
-                 "whole model): give --method dpo, ipo, simpo, cpo or orpo",
+                 "whole model): give --method dpo, ipo, simpo, cpo, orpo, kto or reward",
                  mp_quote(loss ? st->pref_keys[TK_LOSS] : st->pref_keys[TK_ANY], k, sizeof k),
                  loss ? "a loss DPOConfig and CPOConfig both name" : "a key of DPOConfig, CPOConfig and ORPOConfig alike");
         return -1;
@@ -372,8 +552,8 @@ static const ck_key keys[] = {
     {"use_liger_kernel", refuse_liger}, {"activation_offloading", read_activation_offloading},
     {"fsdp", read_fsdp}, {"fsdp_config", NULL}, {"deepspeed", ck_read_deepspeed_ref},
     /* preference training (DPOConfig, CPOConfig, ORPOConfig: see above) */
-    {"beta", pref_any}, {"label_smoothing", pref_any}, {"max_prompt_length", pref_any},
-    {"max_completion_length", pref_any}, {"generate_during_eval", pref_any}, {"is_encoder_decoder", pref_any},
+    {"beta", read_beta}, {"label_smoothing", pref_any}, {"max_prompt_length", pref_any},
+    {"max_completion_length", read_completion_len}, {"generate_during_eval", pref_any}, {"is_encoder_decoder", pref_any},
     {"padding_value", pref_any}, {"disable_dropout", NULL}, {"truncation_mode", NULL},
     {"loss_type", read_loss_type}, {"precompute_ref_log_probs", read_precompute},
     {"precompute_ref_batch_size", pref_dpo}, {"loss_weights", pref_dpo}, {"ld_alpha", pref_dpo},
@@ -382,14 +562,29 @@ static const ck_key keys[] = {
     {"ref_model_sync_steps", pref_dpo}, {"ref_model_init_kwargs", pref_dpo}, {"rpo_alpha", pref_dpo},
     {"use_logits_to_keep", pref_dpo}, {"router_aux_loss_coef", NULL},
     {"cpo_alpha", read_cpo_alpha}, {"simpo_gamma", pref_cpo}, {"alpha", pref_cpo},
-    /* what memplan does not model: KTO (kto_config.py:206-213), reward models
-     * (reward_config.py:155), online methods (grpo_config.py:474-646,
-     * online_dpo_config.py:176-180, ppo_config.py:133-240) */
-    {"desirable_weight", refuse_kto}, {"undesirable_weight", refuse_kto},
-    {"center_rewards_coefficient", refuse_reward},
-    {"num_generations", refuse_generation}, {"use_vllm", refuse_generation}, {"vllm_mode", refuse_generation},
+    /* KTOConfig (kto_config.py:119-213), RewardConfig (reward_config.py:155) */
+    {"desirable_weight", read_kto_key}, {"undesirable_weight", read_kto_key},
+    {"train_sampling_strategy", read_kto_key}, {"center_rewards_coefficient", read_center_rewards},
+    {"chat_template_path", NULL},
+    /* GRPOConfig (grpo_config.py:447-915) */
+    {"num_generations", read_num_generations}, {"use_vllm", read_use_vllm}, {"vllm_mode", read_vllm_mode},
+    {"vllm_gpu_memory_utilization", read_vllm_memory}, {"vllm_enable_sleep_mode", read_vllm_sleep},
+    {"vllm_max_model_length", read_vllm_max_len}, {"reward_funcs", read_reward_funcs},
+    {"vllm_server_base_url", grpo_known}, {"vllm_server_host", grpo_known}, {"vllm_server_port", grpo_known},
+    {"vllm_server_timeout", grpo_known}, {"vllm_group_port", grpo_known}, {"vllm_model_impl", grpo_known},
+    {"vllm_importance_sampling_correction", grpo_known}, {"vllm_importance_sampling_mode", grpo_known},
+    {"num_iterations", grpo_known}, {"epsilon", grpo_known}, {"epsilon_high", grpo_known},
+    {"temperature", grpo_known}, {"top_p", grpo_known}, {"top_k", grpo_known}, {"min_p", grpo_known},
+    {"repetition_penalty", grpo_known}, {"scale_rewards", grpo_known}, {"reward_weights", grpo_known},
+    {"mask_truncated_completions", grpo_known}, {"importance_sampling_level", grpo_known},
+    {"log_completions", grpo_known}, {"num_completions_to_print", grpo_known}, {"ds3_gather_for_generation", grpo_known},
+    {"shuffle_dataset", grpo_known}, {"top_entropy_quantile", grpo_known},
+    {"steps_per_generation", grpo_refuse}, {"generation_batch_size", grpo_refuse},
+    {"vllm_tensor_parallel_size", grpo_refuse}, {"cast_lm_head_to_fp32", grpo_refuse}, {"entropy_coef", grpo_refuse},
+    {"use_transformers_paged", grpo_refuse}, {"use_transformers_continuous_batching", grpo_refuse},
+    /* what memplan does not model: online methods but GRPO (online_dpo_config.py:176-180, ppo_config.py:133-240) */
     {"max_new_tokens", refuse_generation}, {"reward_model_path", refuse_generation},
-    {"reward_funcs", refuse_generation}, {"num_ppo_epochs", refuse_generation}, {"kl_coef", refuse_generation},
+    {"num_ppo_epochs", refuse_generation}, {"kl_coef", refuse_generation},
     {"response_length", refuse_generation},
     /* known, and nothing memplan counts */
     {"learning_rate", NULL}, {"lr_scheduler_type", NULL}, {"lr_scheduler_kwargs", NULL}, {"warmup_ratio", NULL},
@@ -410,12 +605,65 @@ static const ck_key keys[] = {
     {NULL, NULL},
 };
 
+/* GRPO's rollout and reference, once the method is known (trl_methods.csv):
+ * max_completion_length the completion (default 512, grpo_config.py:488), the
+ * prompt not a key at the commit (--prompt-len, else memplan's 512), use_vllm
+ * with vllm_mode colocate a vLLM on the GPU, server mode one on other GPUs;
+ * beta 0 (the default, grpo_config.py:671) no reference, above 0 the adapter
+ * disabled under PEFT or a copy (grpo_trainer.py 953-971). */
+static int finish_grpo(ck_state *st, char *err)
+{
+    mp_settings *s = &st->s;
+    char t[32];
+    if (st->trl_completion_len) {
+        s->completion_len = st->trl_completion_len;
+        snprintf(t, sizeof t, "%lld", (long long)s->completion_len);
+        ck_set(st, "completion-len", t, st->trl_completion_key, NULL);
+    } else if (!ck_from_flag(st, "completion-len")) {
+        ck_set(st, "completion-len", "512", "(default)", "GRPOConfig's max_completion_length (grpo_config.py:488)");
+    }
+    if (!(st->given & MP_PIN_SEQ) && !ck_from_flag(st, "prompt-len") && !s->prompt_len)
+        ck_note(st, "GRPOConfig has no prompt length at trl@f2cd5771: the prompts are planned at 512 tokens "
+                    "(--prompt-len N says yours)");
+    if (mp_settings_rollout_lengths(s, (st->given & MP_PIN_SEQ) != 0, err)) return -1;
+    if (!ck_from_flag(st, "prompt-len")) {
+        snprintf(t, sizeof t, "%lld", (long long)s->prompt_len);
+        ck_set(st, "prompt-len", t, "(default)", st->given & MP_PIN_SEQ ? "the sequence less the completion"
+                                                                      : "memplan's: GRPOConfig has no prompt length");
+    }
+    snprintf(t, sizeof t, "%lld", (long long)s->seq);
+    st->given |= MP_PIN_SEQ;
+    ck_set(st, "seq", t, "(prompt and completion)", "a GRPO row is the prompt and its completion");
+    if (st->trl_vllm_server && s->rollout == MP_ROLLOUT_VLLM) {
+        s->rollout = MP_ROLLOUT_GENERATE;
+        ck_note(st, "vllm_mode server: vLLM runs on other GPUs (trl vllm-serve), not planned here; these GPUs are "
+                    "planned with transformers' generate in its place, which server mode does not run: the rollout "
+                    "phase is an upper bound");
+        ck_set(st, "rollout", "generate", "vllm_mode", "server: the vLLM is on other GPUs");
+    } else if (!ck_from_flag(st, "rollout")) {
+        ck_set(st, "rollout", mp_rollout_name(s->rollout), st->pref_bits & TP_VLLM ? "use_vllm" : "(default)",
+               s->rollout == MP_ROLLOUT_VLLM ? "vllm_mode colocate: a vLLM on the training GPU"
+                                             : "transformers' generate in the training process");
+    }
+    if (!ck_from_flag(st, "generations") && !(st->pref_bits & TP_NGEN))
+        ck_set(st, "generations", "8", "(default)", "GRPOConfig's num_generations (grpo_config.py:474)");
+    if (st->trl_beta_set && st->trl_beta > 0) {
+        st->pref_ref = st->lora ? MP_REF_ADAPTER : MP_REF_MODEL;
+        snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "beta");
+    }
+    return 0;
+}
+
 static int finish(ck_state *st, char *err)
 {
     const mp_model *m = &st->c->model;
     if (resolve_trl_method(st, err)) return -1;
     /* the method as it stands (the keys', or --method, applied before the formats finish) */
     const mp_method method = st->pref_method ? (mp_method)(st->pref_method - 1) : st->s.method;
+    if (method == MP_METHOD_GRPO) {
+        st->s.method = method; /* for the rollout's lengths */
+        if (finish_grpo(st, err)) return -1;
+    }
     /* TrainingArguments' micro-batch default (training_args.py): 8 */
     if (!(st->given & MP_PIN_BATCH)) {
         st->s.batch = 8, st->given |= MP_PIN_BATCH;
@@ -433,7 +681,7 @@ static int finish(ck_state *st, char *err)
     if (st->trl && !st->pure16) st->fp32_load = true;
     bool bf16_default = st->trl && !st->precision16;
     if (bf16_default) st->precision16 = 1;
-    if ((st->trl || method != MP_METHOD_SFT) && !(st->given & MP_PIN_SEQ)) {
+    if ((st->trl || method != MP_METHOD_SFT) && !(st->given & MP_PIN_SEQ)) { /* GRPO's: finish_grpo */
         /* SFTConfig's, DPOConfig's, CPOConfig's and ORPOConfig's max_length: 1024
          * (sft_config.py:205, dpo_config.py:188, cpo_config.py:100, orpo_config.py:80);
          * a pair's row is its prompt and one completion */
@@ -474,11 +722,20 @@ static int finish(ck_state *st, char *err)
      * precompute_ref_log_probs, the adapter disabled under PEFT, else a second
      * model loaded from the policy's name (in fp32 unless model_init_kwargs
      * says a dtype: utils.py 1144-1148) */
+    const bool grpo = method == MP_METHOD_GRPO, kto = method == MP_METHOD_KTO;
     if (ck_preference(st, "TRL's trainer for the config's keys (trl_methods.csv)",
-                      st->pref_ref == MP_REF_PRECOMPUTED ? "computed before training, kept on the host (dpo_trainer.py "
-                                                           "957-978)"
-                      : st->lora ? "use_peft: the policy with its adapter disabled (dpo_trainer.py 894-898)"
-                                 : "no PEFT: a second model loaded like the policy (dpo_trainer.py 899-908)",
+                      grpo && st->pref_ref == MP_REF_DEFAULT ? "beta 0 (GRPOConfig's default, grpo_config.py:671): "
+                                                               "no reference (grpo_trainer.py 953-957)"
+                      : grpo ? (st->lora ? "beta above 0 and use_peft: the adapter disabled (grpo_trainer.py 958-961)"
+                                         : "beta above 0: a copy of the model (grpo_trainer.py 962-971)")
+                      : st->pref_ref == MP_REF_PRECOMPUTED ? (kto ? "computed before training, kept on the host "
+                                                                    "(kto_trainer.py 983-1004)"
+                                                              : "computed before training, kept on the host "
+                                                                "(dpo_trainer.py 957-978)")
+                      : st->lora ? (kto ? "use_peft: the policy with its adapter disabled (kto_trainer.py 1535-1541)"
+                                        : "use_peft: the policy with its adapter disabled (dpo_trainer.py 894-898)")
+                                 : (kto ? "no PEFT: a second model loaded like the policy (kto_trainer.py 912-929)"
+                                        : "no PEFT: a second model loaded like the policy (dpo_trainer.py 899-908)"),
                       err))
         return -1;
     ck_resolve_precision(st, bf16_default ? "(default)" : st->precision16 == 2 ? "fp16" : "bf16",

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Hostile preference keys for memplan check: TRL's loss_type, axolotl's rl and
+# Hostile preference keys for memplan check: TRL's loss_type and GRPO's, KTO's and the
+# reward model's keys, axolotl's rl and
 # dpo_loss_type, LLaMA-Factory's pref_loss, given what a stranger's file can
 # hold (a map, a list of junk, a number, a huge string, escapes). Each case:
 # exit 2, one line on stderr, nothing written in the working folder.
@@ -37,6 +38,36 @@ cases = {
     "trl-loss.json": json.dumps({"model_name_or_path": "Qwen/Qwen2.5-0.5B", "per_device_train_batch_size": 2,
                                  "loss_type": [{"a": 1}]}),
 }
+# GRPOConfig, KTOConfig and RewardConfig keys (trl@f2cd5771) with what a stranger's file can hold
+grpo = trl.replace("per_device_train_batch_size: 2", "per_device_train_batch_size: 8") + "num_generations: 8\n"
+hostile = {
+    "grpo-generations-huge.yaml": trl + "num_generations: 99999999999999999999999\n",
+    "grpo-generations-one.yaml": trl + "num_generations: 1\n",
+    "grpo-generations-text.yaml": trl + "num_generations: eight\n",
+    "grpo-generations-map.yaml": trl + "num_generations: {a: 1}\n",
+    "grpo-vllm-memory-2.yaml": grpo + "use_vllm: true\nvllm_gpu_memory_utilization: 2\n",
+    "grpo-vllm-memory-neg.yaml": grpo + "use_vllm: true\nvllm_gpu_memory_utilization: -0.1\n",
+    "grpo-vllm-memory-nan.yaml": grpo + "use_vllm: true\nvllm_gpu_memory_utilization: .nan\n",
+    "grpo-vllm-mode-escape.yaml": grpo + 'vllm_mode: "\\e[2J\\x07colocate"\n',
+    "grpo-vllm-mode-list.yaml": grpo + "vllm_mode: [colocate]\n",
+    "grpo-vllm-mode-huge.yaml": grpo + "vllm_mode: " + huge + "\n",
+    "grpo-use-vllm-maybe.yaml": grpo + "use_vllm: maybe\n",
+    "grpo-completion-zero.yaml": grpo + "max_completion_length: 0\n",
+    "grpo-completion-huge.yaml": grpo + "max_completion_length: 1e30\n",
+    "grpo-beta-negative.yaml": grpo + "beta: -1\n",
+    "grpo-beta-inf.yaml": grpo + "beta: .inf\n",
+    "grpo-max-model-len.yaml": grpo + "use_vllm: true\nvllm_max_model_length: -5\n",
+    "grpo-reward-funcs-map.yaml": grpo + "reward_funcs: {a: 1}\n",
+    "grpo-reward-funcs-nested.yaml": grpo + "reward_funcs: [[1]]\n",
+    "grpo-reward-model.yaml": grpo + "reward_funcs: [accuracy, org/reward-model]\n",
+    "grpo-not-dividing.yaml": trl + "num_generations: 3\n",
+    "kto-weight-negative.yaml": trl + "desirable_weight: -1\n",
+    "kto-weight-text.yaml": trl + "undesirable_weight: heavy\n",
+    "kto-apo-unpaired.yaml": trl + "loss_type: apo_zero_unpaired\n",
+    "reward-center-map.yaml": trl + "center_rewards_coefficient: {a: 1}\n",
+    "reward-beside-grpo.yaml": grpo + "center_rewards_coefficient: 0.01\n",
+}
+cases.update(hostile)
 for name, text in cases.items():
     open("%s/%s" % (d, name), "w").write(text)
 PY
