@@ -64,10 +64,10 @@ has err "needs reference log-probabilities"
 expect 2 "--reference without a preference method" -- "$mp" estimate --model gpt2 --reference precomputed
 expect 2 "torchtune's loop is not TRL's" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune
 expect 2 "memtrain does not generate" -- "$mp" estimate --model gpt2 --method grpo --batch 8 --framework memtrain
-expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method ppo
-has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward or grpo"
-expect 2 "the emitters write SFT only" -- "$mp" --model gpt2 --gpu 24GB --method dpo --emit hf -o "$tmp/bundle"
-has err "has no form in 'hf' yet"
+expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method rloo
+has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward, grpo, online-dpo or ppo"
+expect 2 "the emitters do not write PPO" -- "$mp" --model gpt2 --gpu 24GB --method ppo --emit hf -o "$tmp/bundle"
+has err "has no TRL trainer memplan writes"
 [ -e "$tmp/bundle" ] && bad "a bundle was written" || ok "nothing written"
 
 # the plan counts pairs, names the method and its reference, and weighs the
@@ -181,6 +181,63 @@ assert ph['KL batch forward'] - d['resident_bytes'] >= 4 * 128 * 4000 * 4, ph
 else bad "kto's KL batch"; fi
 expect 2 "kto refuses a batch of 1" -- "$mp" $shape --batch 1 --method kto
 has err "refuses a batch of 1"
+
+# online DPO: two completions per prompt (--batch counts prompts), a reward
+# model (the policy's shape with a one-output score head, frozen), the reference
+# in the step; PPO: a value model trained (the reward model's shape), the
+# reference and the reward model frozen, generate's fp32 scores kept through the
+# update (rows x completion x vocab x 4 bytes)
+expect 0 "online-dpo" -- "$mp" $shape_noseq --method online-dpo --batch 2 --prompt-len 64 --completion-len 32
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["settings"]["seq"] == 96 and d["rollout"]["generation_rows"] == 4, (d["settings"]["seq"], d["rollout"])
+names = [p["name"] for p in d["phases"]]
+assert "reference forward" in names and "rollout generation" in names, names
+PY
+then ok "online-dpo: 2 completions a prompt, the reference in the step, a rollout"
+else bad "online-dpo's rows and phases"; fi
+expect 0 "ppo" -- "$mp" $shape_noseq --method ppo --batch 2 --accum 2 --prompt-len 64 --completion-len 32 --explain
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+terms = {t["name"]: t["bytes"] for t in d["terms"]}
+P = d["params"]
+reward = P - 4000 * 256 + 256          # the score head in place of the LM head
+assert terms["reward model (frozen)"] == reward * 4, terms["reward model (frozen)"]
+assert terms["value model (trained)"] == reward * 4, terms["value model (trained)"]
+assert d["trainable_params"] == P + reward, d["trainable_params"]
+assert terms["rollout logits kept (PPO)"] == 4 * 32 * 4000 * 4, terms["rollout logits kept (PPO)"]
+assert "update statistics" in [p["name"] for p in d["phases"]]
+PY
+then ok "ppo: reward and value models of the policy's shape with a score head; generate's scores kept"
+else bad "ppo's models"; fi
+expect 2 "ppo generates with transformers only" -- "$mp" $shape_noseq --method ppo --batch 2 --rollout vllm --gpu 24GB
+has err "generates with transformers only"
+expect 2 "--value-lora needs ppo with LoRA" -- "$mp" $shape_noseq --method ppo --batch 2 --value-lora
+has err "needs --method ppo with LoRA"
+expect 2 "a reward model that is neither profile nor config" -- "$mp" $shape_noseq --method ppo --batch 2 --reward-model ./nope.json
+has err "--reward-model './nope.json' is neither a profile"
+one_line_err
+
+# under autocast the Trainer's stacks hand TRL fp32 logits (accelerate's
+# convert_outputs_to_fp32, frameworks.csv fp32_outputs); 4 rows x 128 x 4000 logits
+amp="estimate --family llama --layers 4 --hidden 256 --heads 8 --ffn 688 --vocab 4000 --seq 128 --precision amp-bf16
+     --checkpointing none --attention eager --ce full --format json --explain --batch 2 --method dpo"
+expect 0 "dpo under autocast, hf" -- "$mp" $amp --framework hf
+cp "$tmp/out" "$tmp/hf.json"
+expect 0 "dpo under autocast, pytorch" -- "$mp" $amp --framework pytorch
+if python3 - "$tmp/hf.json" "$tmp/out" <<'PY'
+import json, sys
+hf, pt = ({t["name"]: t["bytes"] for t in json.load(open(p))["terms"]} for p in sys.argv[1:3])
+n = 4 * 128 * 4000
+# hf: the 16-bit logits and their fp32 copy meet (2 + 4 bytes each); pytorch: the
+# 16-bit logits and each row's 16-bit log-softmax (2 + 2)
+assert hf["logits and loss"] == 6 * n, hf["logits and loss"]
+assert pt["logits and loss"] == 4 * n, pt["logits and loss"]
+PY
+then ok "accelerate's fp32 outputs: TRL's logits are fp32 under the hf profile"
+else bad "fp32 outputs"; fi
 
 echo "methods: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -304,9 +304,31 @@ static bool apply_shape(const cli *c, mp_model *m)
     return reshaped;
 }
 
+/* --reward-model or --value-model: a profile, else a config.json. */
+static int read_other_model(const char *flag, const char *spec, mp_model *m)
+{
+    char err[MP_ERR_LEN], why[MP_ERR_LEN], q[160];
+    memset(m, 0, sizeof *m);
+    if (!mp_model_lookup(spec, m, why)) return mp_model_finish(m, err) ? cli_error("--%s: %s", flag, err) : 0;
+    memset(m, 0, sizeof *m);
+    if (mp_model_from_hf_config(spec, m, err))
+        return cli_error("--%s '%s' is neither a profile (memplan list models) nor a readable config.json: %s", flag,
+                         mp_quote(spec, q, sizeof q), err);
+    return mp_model_finish(m, err) ? cli_error("--%s: %s", flag, err) : 0;
+}
+
 static int resolve_model(cli *c)
 {
     char err[MP_ERR_LEN];
+    if (c->src.reward_model) {
+        if (!strcmp(c->src.reward_model, "none")) c->s.reward_none = true;
+        else if (read_other_model("reward-model", c->src.reward_model, &c->reward_m)) return EXIT_USAGE;
+        else c->s.reward_model = &c->reward_m;
+    }
+    if (c->src.value_model) {
+        if (read_other_model("value-model", c->src.value_model, &c->value_m)) return EXIT_USAGE;
+        c->s.value_model = &c->value_m;
+    }
     if (read_source(c)) return EXIT_USAGE;
     if (apply_shape(c, &c->model) && (c->src.name || c->src.hf_config)) {
         size_t n = strlen(c->model_how);

@@ -49,6 +49,7 @@ struct cli {
     mp_model_source src;
     shape_flags shape;
     mp_model model;
+    mp_model reward_m, value_m;   /* --reward-model, --value-model as read (settings point at them) */
     char model_how[200];       /* how the model was obtained, said in the output */
     /* the budget */
     const char *gpu_name, *framework;

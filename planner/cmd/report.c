@@ -184,17 +184,20 @@ static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, cons
 {
     if (!mp_method_desc_of(s->method)->generates) return;
     char a[32], b[32], n1[40], n2[40];
-    const double rows = (double)(s->batch * s->accum);
+    const double rows = e->rollout_rows;
     if (s->rollout == MP_ROLLOUT_GENERATE) {
-        fprintf(f, "  %-12s transformers' generate: %.0f completions at once (batch x accum), prompt %lld + "
-                "completion %lld tokens; KV cache %s\n", "rollout", rows, (long long)s->prompt_len,
+        fprintf(f, "  %-12s transformers' generate: %.0f completions%s, prompt %lld + completion %lld tokens; "
+                "KV cache %s\n", "rollout", rows,
+                mp_method_desc_of(s->method)->value_model ? " in chunks of 64"
+                : mp_method_desc_of(s->method)->per_micro_batch ? " a micro-batch" : " at once (batch x accum)",
+                (long long)s->prompt_len,
                 (long long)s->completion_len, mp_fmt_gib(e->rollout_cache_bytes, a, sizeof a));
         return;
     }
     const double need = rows * (double)s->seq;
-    const double tokens = rollout_kv_tokens(c, e, s->rollout_memory);
+    const double tokens = rollout_kv_tokens(c, e, mp_rollout_memory(s));
     fprintf(f, "  %-12s vLLM colocated, %.2f of the GPU: %s (weights and activations %s), %s%s\n", "rollout",
-            s->rollout_memory, mp_fmt_gib(e->rollout_engine_bytes, a, sizeof a),
+            mp_rollout_memory(s), mp_fmt_gib(e->rollout_engine_bytes, a, sizeof a),
             mp_fmt_gib(e->rollout_nonkv_bytes, b, sizeof b),
             s->rollout_sleep ? "asleep while the policy trains" : "awake all run", "");
     if (tokens > 0)
@@ -202,7 +205,7 @@ static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, cons
                 mp_fmt_count(tokens, n1, sizeof n1), mp_fmt_count(need, n2, sizeof n2), rows, (long long)s->seq);
     else
         fprintf(f, "  %-12s its weights and activations alone take more than %.2f of the GPU: vLLM would not start\n",
-                "", s->rollout_memory);
+                "", mp_rollout_memory(s));
     const double positions = s->rollout_max_len > 0 ? (double)s->rollout_max_len
                            : c->model.max_pos > 0  ? (double)c->model.max_pos : (double)s->seq;
     const double least = (e->rollout_nonkv_bytes + positions * e->rollout_kv_token_bytes) / c->gpu.mem_bytes;
@@ -241,7 +244,8 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
     if (s->method != MP_METHOD_SFT)
         fprintf(f, "method    %s (TRL's %s): %lld %s = %lld rows a micro-batch, reference %s\n", md->v.name,
                 md->trainer, (long long)s->batch,
-                md->rows_per_example > 1 ? "pairs" : md->generates ? "completions" : "examples",
+                md->per_micro_batch ? "prompts" : md->rows_per_example > 1 ? "pairs"
+                : md->generates ? "completions" : "examples",
                 (long long)(s->batch * md->rows_per_example), mp_reference_name(mp_reference_used(s)));
     if (c->show_settings) print_settings_text(f, s);
 components:
@@ -371,7 +375,7 @@ static json_t *settings_json(const cli *c, const mp_settings *s)
         json_object_set_new(o, "prompt-len", json_integer(s->prompt_len));
         json_object_set_new(o, "completion-len", json_integer(s->completion_len));
         json_object_set_new(o, "rollout", json_string(mp_rollout_name(s->rollout)));
-        json_object_set_new(o, "rollout-memory", json_real(s->rollout_memory));
+        json_object_set_new(o, "rollout-memory", json_real(mp_rollout_memory(s)));
         json_object_set_new(o, "rollout-sleep", json_boolean(s->rollout_sleep));
         json_object_set_new(o, "rollout-max-len", s->rollout_max_len > 0 ? json_integer(s->rollout_max_len) : json_null());
     }
@@ -387,13 +391,13 @@ static json_t *rollout_json(const cli *c, const mp_settings *s, const mp_estimat
 {
     json_t *r = json_object();
     json_object_set_new(r, "engine", json_string(mp_rollout_name(s->rollout)));
-    json_object_set_new(r, "generation_rows", json_integer(s->batch * s->accum));
+    json_object_set_new(r, "generation_rows", json_integer((json_int_t)e->rollout_rows));
     json_object_set_new(r, "kv_cache_bytes", bytes_json(e->rollout_cache_bytes));
     if (s->rollout == MP_ROLLOUT_VLLM) {
         json_object_set_new(r, "engine_bytes", bytes_json(e->rollout_engine_bytes));
         json_object_set_new(r, "engine_at_peak_bytes", bytes_json(e->rollout_bytes));
         json_object_set_new(r, "weights_and_activations_bytes", bytes_json(e->rollout_nonkv_bytes));
-        json_object_set_new(r, "kv_cache_tokens", json_integer((json_int_t)fmax(0, rollout_kv_tokens(c, e, s->rollout_memory))));
+        json_object_set_new(r, "kv_cache_tokens", json_integer((json_int_t)fmax(0, rollout_kv_tokens(c, e, mp_rollout_memory(s)))));
         const double room = (c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes;
         json_object_set_new(r, "largest_fraction", room >= 0.01 ? json_real(floor(room * 100) / 100) : json_null());
     }

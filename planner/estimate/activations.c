@@ -557,14 +557,60 @@ void logits_model(const mp_model *m, const mp_settings *s, double tokens, double
 #define PREF_BWD_16 3.75
 #define PREF_BWD_16_NLL 5.8
 
+/* The online methods' policy logits, from TRL's code at huggingface/trl@f2cd577
+ * (arithmetic on the tensors' sizes; no CPU measurement of these two yet):
+ * online DPO's _forward (online_dpo_trainer.py 1059-1095) computes the logits of
+ * every position, slices the completion's and keeps a full log-softmax of them
+ * for the backward; its reference repeats that under no_grad beside the
+ * policy's graph (1163-1172). PPO's update (ppo_trainer.py 809-860) keeps the
+ * model's output, every position's logits, through the backward and the
+ * no-grad statistics after the step (a softmax and its product with the
+ * logits), the completion's slice divided in place and taken by
+ * selective_log_softmax. The slices' backward makes a whole zero-filled
+ * gradient of the logits (as measured for GRPO). */
+static void online_logits(const mp_method_desc *md, const mp_settings *s, double rows, double seq, double V, double a,
+                          preference_logits_cost *cost)
+{
+    const double C = (double)s->completion_len;
+    const double nT = rows * seq * V, nC = rows * (C < seq ? C : seq) * V, row = (C < seq ? C : seq) * V;
+    const bool fp32 = a == 4;
+    if (md->per_micro_batch) {
+        const double held = a * nT + a * nC;
+        cost->policy.fwd = held;
+        cost->policy.bwd = 2 * a * nC + a * nT; /* the log-softmax's gradient, its input's, the slice's whole one */
+        cost->after = held;
+        if (mp_reference_used(s) == MP_REF_MODEL || mp_reference_used(s) == MP_REF_ADAPTER)
+            cost->reference = a * nT + a * nC;
+        return;
+    }
+    const double held = a * nT + (fp32 ? 0 : a * nC);
+    cost->policy.fwd = held + (fp32 ? 4 * row : 0);
+    /* at the loss's backward: the slice's as the pairs measure it, the rest of
+     * the logits, and the slice's whole-size gradient */
+    const double total = (fp32 ? PREF_BWD_FP32 : PREF_BWD_16 * a / 2) * nC + a * (nT - nC) + a * nT;
+    cost->policy.bwd = total - cost->policy.fwd;
+    cost->policy.kept = a * nT;
+    cost->after = held;
+}
+
 void preference_logits(const mp_model *m, const mp_settings *s, double rows, double seq,
                        preference_logits_cost *cost)
 {
     const mp_method_desc *md = mp_method_desc_of(s->method);
-    const double V = mp_head_outputs(m), a = mp_element_bytes(s->precision);
+    const double V = mp_head_outputs(m), a16 = mp_element_bytes(s->precision);
+    /* the Trainer's stacks hand the loss fp32 logits under autocast
+     * (frameworks.csv fp32_outputs: accelerate's convert_outputs_to_fp32),
+     * made beside the 16-bit ones */
+    const bool converted = settings_framework(s)->fp32_outputs && mp_precision_desc_of(s->precision)->autocast && a16 < 4;
+    const double a = converted ? 4 : a16;
     const double n = rows * seq * V, row = seq * V;
     const bool fp32 = a == 4;
     *cost = (preference_logits_cost){.policy.elt = a};
+    if (md->per_micro_batch || md->value_model) {
+        online_logits(md, s, rows, seq, V, a, cost);
+        if (converted && (a16 + 4) * n > cost->policy.fwd) cost->policy.fwd = (a16 + 4) * n;
+        return;
+    }
     /* selective_log_softmax (trl/trainer/utils.py 479-518 at huggingface/trl@f2cd577):
      * fp32 takes the picked logit minus a logsumexp, one row at a time (its work
      * is one row's exponentials, its saved tensors views of the logits); 16-bit
@@ -598,11 +644,12 @@ void preference_logits(const mp_model *m, const mp_settings *s, double rows, dou
          * at the loss's backward where the pairs take 11.45) */
         total_bwd += a * n;
     }
+    if (converted && (a16 + 4) * n > fwd) fwd = (a16 + 4) * n;
     cost->policy.fwd = fwd;
     cost->policy.bwd = total_bwd - fwd;
     cost->after = held;
     /* the reference's forward under no_grad (dpo_trainer.py 1373-1394): its own
      * logits and one row's work, nothing kept */
     if (mp_reference_used(s) == MP_REF_MODEL || mp_reference_used(s) == MP_REF_ADAPTER)
-        cost->reference = a * n + (fp32 ? 4 : a) * row;
+        cost->reference = (converted ? a16 + 4 : a) * n + (fp32 ? 4 : a) * row;
 }

@@ -92,6 +92,9 @@ typedef struct est_ctx {
     /* a generating method (GRPO): the rollout before the steps (rollout.c) */
     mp_rollout_cost ro;
     double rollout_at[MP_MAX_PHASES]; /* a colocated vLLM's bytes during each phase */
+    double other_weights;          /* frozen models beside the policy and its reference: a reward model */
+    double ppo_stats;              /* PPO: the no-grad statistics after the step, beside the kept logits */
+    double value_trainable;        /* PPO: the value model's parameters, trained too */
 } est_ctx;
 
 /* ---------- what estimates of one model share ----------
@@ -576,6 +579,11 @@ static void est_weights(est_ctx *c)
              c->w_elt, s->zero >= 3 ? " / dp (ZeRO-3)" : "", split > 1 ? " / model-parallel" : "");
     }
     reference_weights(c);
+    /* a reward model (PPO, online DPO; GRPO's by name): loaded like the
+     * reference, frozen, prepared with the policy's engine (sharded under ZeRO-3) */
+    c->other_weights = mp_reward_weights(c->m, s, c->lora ? c->w_rest_elt : c->w_elt) / c->zero_p;
+    TERM(c, MP_WEIGHTS, "reward model (frozen)", c->other_weights, "its parameters with a one-output score head%s",
+         s->zero >= 3 ? ", sharded / dp (ZeRO-3)" : "");
     if (s->offload == MP_OFFLOAD_PARAMS) {
         c->weights_host = c->weights - c->quant_stats;
         /* ZeRO-Infinity keeps the parameters on the host; the GPU holds the layers in flight. */
@@ -970,14 +978,18 @@ static void est_activations(est_ctx *c, act_breakdown *own)
     logits_cost lc;
     if (s->method != MP_METHOD_SFT) {
         preference_logits_cost pc;
-        const bool gen = mp_method_desc_of(s->method)->generates;
+        const mp_method_desc *md = mp_method_desc_of(s->method);
         /* GRPO's head runs on the completion and one more position only
          * (logits_to_keep + 1, grpo_trainer.py 1499-1502 at huggingface/trl@f2cd577) */
-        preference_logits(c->m, s, c->B, gen ? (double)s->completion_len + 1 : c->T, &pc);
+        preference_logits(c->m, s, c->B, md->grouped ? (double)s->completion_len + 1 : c->T, &pc);
         lc = pc.policy;
         c->logits_after = pc.after / tp;
-        /* GRPO's reference runs in the rollout, before the step (rollout.c) */
-        c->ref_fwd = gen ? 0 : pc.reference / tp;
+        /* GRPO's and PPO's reference runs in the rollout, before the step
+         * (rollout.c); online DPO's in the step, then the reward model's */
+        c->ref_fwd = md->grouped || md->value_model ? 0 : max_d(pc.reference, c->ro.reward_pass) / tp;
+        if (md->value_model) /* PPO's statistics after the step: a softmax and its product with the logits */
+            c->ppo_stats = 2 * mp_element_bytes(s->precision) * c->B * (double)s->completion_len *
+                           mp_head_outputs(c->m) / tp;
     } else {
         logits_model(c->m, s, tokens_logits, c->B * c->T, &lc);
     }
@@ -1018,25 +1030,29 @@ static void est_rollout(est_ctx *c)
     const double wrap = c->buckets_from_wrap ? c->ddp_buckets : 0;
     /* the step's phases so far keep the generation batch and see vLLM awake unless it sleeps */
     for (int i = 0; i < e->nphases; i++) {
-        e->phases[i].comp[MP_ACTIVATIONS] += ro->kept;
-        e->phases[i].total += ro->kept;
+        e->phases[i].comp[MP_ACTIVATIONS] += ro->kept + ro->scores_kept;
+        e->phases[i].total += ro->kept + ro->scores_kept;
         c->rollout_at[i] = ro->engine_awake_in_step;
     }
     double p[MP_NCOMP] = {0};
     /* autocast caches its 16-bit copy of every weight that requires grad,
      * no_grad or not (measured: tests/validation/grpo.README.txt, amp-bf16) */
-    p[MP_WEIGHTS] = c->weights + c->ref_weights + ro->gathered + c->cast_cache;
+    p[MP_WEIGHTS] = c->weights + c->ref_weights + c->other_weights + ro->gathered + c->cast_cache;
     p[MP_GRADIENTS] = wrap, p[MP_OPTIMIZER] = c->optimizer, p[MP_OVERHEAD] = fixed;
     p[MP_ACTIVATIONS] = ro->kept + ro->generate;
     c->rollout_at[e->nphases] = ro->engine;
     phase(e, "rollout generation", p);
     if (ro->logps_pass > 0) {
-        p[MP_WEIGHTS] = c->weights + c->ref_weights;
-        p[MP_ACTIVATIONS] = ro->kept + ro->logps_pass;
+        p[MP_WEIGHTS] = c->weights + c->ref_weights + c->other_weights;
+        p[MP_ACTIVATIONS] = ro->kept + ro->scores_kept + ro->logps_pass;
         c->rollout_at[e->nphases] = ro->engine_awake_in_step;
         phase(e, "rollout log-probabilities", p);
     }
     e->rollout_cache_bytes = ro->kv_cache;
+    e->rollout_rows = ro->generation_rows;
+    TERM(c, MP_ACTIVATIONS, "rollout logits kept (PPO)", ro->scores_kept, "%.0f rows x %lld tokens x %.0f x 4 B: "
+         "generate's scores, kept through the update", ro->generation_rows, (long long)c->s->completion_len,
+         mp_head_outputs(c->m));
     TERM(c, MP_ACTIVATIONS, "generation batch kept", ro->kept, "%.0f completions: ids, masks and per-token "
          "log-probabilities", ro->generation_rows);
     if (c->s->rollout == MP_ROLLOUT_GENERATE)
@@ -1044,8 +1060,9 @@ static void est_rollout(est_ctx *c)
              "layers x 2 x %lld kv heads x %lld", ro->generation_rows, (long long)c->s->seq,
              (long long)c->m->layers, (long long)c->m->kv_heads, (long long)c->m->head_dim);
     if (ro->logps_pass > 0)
-        TERM(c, MP_ACTIVATIONS, "rollout log-probabilities", ro->logps_pass, "no-grad forward of %lld rows: "
-             "the completion's logits", (long long)c->B);
+        TERM(c, MP_ACTIVATIONS, "rollout log-probabilities", ro->logps_pass, "no-grad forwards of %.0f rows: "
+             "the completion's logits, or a block's work", mp_method_desc_of(c->s->method)->value_model
+             ? (ro->generation_rows < 64 ? ro->generation_rows : 64) : c->B);
 }
 
 /* ---------- the step, moment by moment ---------- */
@@ -1069,7 +1086,7 @@ static void est_timeline(est_ctx *c)
      * them, the head's last chunk (its dequantised weight where it is 4-bit)
      * and the cast beside the last step's logits, and its graph */
     double head = c->logits_head > 0 ? c->logits_head + max_d(c->logits_cast, c->dequant_head) : 0;
-    const double ref = c->ref_weights;
+    const double ref = c->ref_weights + c->other_weights;
     /* KTO: before the step's forward, the policy runs under no_grad on the KL
      * batch (each completion paired with another example's prompt) and keeps
      * only its log-probabilities: its logits and one row's work
@@ -1131,7 +1148,7 @@ static void est_timeline(est_ctx *c)
     /* autocast's 16-bit weight copies went with the graph; a loop that keeps
      * the logits (LitGPT: logits = model(...) lives until the next forward)
      * still holds them through the optimizer's step */
-    const double logits_after = c->fw->logits_kept ? c->logits_kept : 0;
+    const double logits_after = c->fw->logits_kept || c->ppo_stats > 0 ? c->logits_kept : 0;
     /* the last layer's backward: every other gradient made, this layer
      * recomputed (checkpointing), its activation gradients and, under FSDP,
      * its unit's gradient being built */
@@ -1147,6 +1164,11 @@ static void est_timeline(est_ctx *c)
     e->resident_bytes = c->weights + ref + c->optimizer + fixed + wrap;
     p[MP_ACTIVATIONS] = logits_after;
     phase(e, "optimizer step", p);
+    if (c->ppo_stats > 0) { /* after the step, the gradients set to None unless accumulating */
+        p[MP_GRADIENTS] = accumulated ? grads_resident : wrap, p[MP_OPTIMIZER] = c->optimizer;
+        p[MP_ACTIVATIONS] = logits_after + c->ppo_stats;
+        phase(e, "update statistics", p);
+    }
 
     /* Evaluation between steps (transformers' Trainer evaluates after an
      * optimizer step and zero_grad, so no gradients): a forward of --eval-batch
@@ -1204,7 +1226,7 @@ static double allocator_overhead(est_ctx *c)
         .states = c->optimizer, .nstates = (int)od->states + (c->prec->master_copy ? 1 : 0),
         /* a reference copy: alive all run, as one block (its tensors' own rounding is not replayed) */
         .persistent = c->fw->workspace_bytes + c->fw->fixed_bytes + c->ddp_buckets + c->gathered + c->cast_cache +
-                      c->ref_weights,
+                      c->ref_weights + c->other_weights,
         .layer_lump = c->layer_lump,
         .logits_fwd = c->logits_fwd, .logits_bwd = c->logits_bwd, .logits_kept = c->logits_kept,
         .final_norm = c->final_norm, .dequant = c->dequant_layer,
@@ -1303,7 +1325,7 @@ static void est_peak(est_ctx *c)
         e->rollout_nonkv_bytes = c->ro.engine_nonkv;
         e->rollout_kv_token_bytes = c->ro.kv_token_bytes;
         TERM(c, MP_OVERHEAD, "rollout engine (vLLM)", c->ro.engine, "%.2f x the GPU (gpu_memory_utilization)%s",
-             c->s->rollout_memory, c->s->rollout_sleep ? ", asleep while the policy trains" : "");
+             mp_rollout_memory(c->s), c->s->rollout_sleep ? ", asleep while the policy trains" : "");
     }
     /* a paged optimizer's managed state: on the device, beside the allocator */
     e->device_bytes += c->paged_states;
@@ -1354,6 +1376,57 @@ int mp_estimate_whole_in(mp_estimate_ctx *x, const mp_settings *s, const mp_gpu 
     return estimate(x, &x->m, s, gpu, e, false, true, err);
 }
 
+/* PPO's value model: AutoModelForSequenceClassification (the reward model's
+ * shape unless --value-model), trained whole by the policy's optimizer
+ * (PolicyAndValueWrapper, ppo_trainer.py 275-294 and 492-496 at
+ * huggingface/trl@f2cd577): its own step estimated as supervised fine-tuning
+ * of a score-head model on the same rows, in the policy's precision, and its
+ * components added phase by phase to the policy's (its forward runs after the
+ * policy's, both graphs alive at the loss); the phases of its own it lacks
+ * (the rollout's) hold its weights and state. Its allocations are not
+ * replayed through the allocator. */
+static int est_value_model(est_ctx *c, const mp_model *policy, const mp_gpu *gpu, char *err)
+{
+    const mp_settings *s = c->s;
+    mp_model vm = s->value_model ? *s->value_model : s->reward_model ? *s->reward_model : *policy;
+    vm.head_out = 1, vm.tied = false;
+    mp_settings sv = *s;
+    sv.method = MP_METHOD_SFT, sv.reference = MP_REF_DEFAULT;
+    /* ms-swift prepares the value model like the policy, adapters and all
+     * (modelscope/ms-swift@3602360a swift/pipelines/train/rlhf.py 100-112:
+     * prepare_model for the value key); TRL's PPOTrainer trains it whole */
+    if (!s->value_lora) sv.lora_rank = 0, sv.quant = MP_QUANT_NONE;
+    sv.eval_batch = 0, sv.generations = 8, sv.prompt_len = 0, sv.completion_len = 0;
+    sv.rollout = MP_ROLLOUT_GENERATE, sv.rollout_memory = 0, sv.rollout_sleep = false, sv.rollout_max_len = 0;
+    sv.reward_model = sv.value_model = NULL, sv.reward_none = false, sv.value_lora = false;
+    mp_estimate ve;
+    if (estimate(NULL, &vm, &sv, gpu, &ve, false, false, err)) return -1;
+    int rest = -1;
+    for (int j = 0; j < ve.nphases; j++)
+        if (!strcmp(ve.phases[j].name, "backward end")) rest = j;
+    mp_estimate *e = c->e;
+    for (int i = 0; i < e->nphases; i++) {
+        int j = rest;
+        for (int k = 0; k < ve.nphases; k++)
+            if (!strcmp(ve.phases[k].name, e->phases[i].name)) j = k;
+        if (j < 0) continue;
+        const bool own = !strcmp(ve.phases[j].name, e->phases[i].name);
+        for (int k = 0; k < MP_NCOMP; k++) {
+            if (k == MP_OVERHEAD || (!own && k != MP_WEIGHTS && k != MP_OPTIMIZER)) continue;
+            e->phases[i].comp[k] += ve.phases[j].comp[k];
+            e->phases[i].total += ve.phases[j].comp[k];
+        }
+    }
+    c->value_trainable = ve.trainable_params;
+    if (rest >= 0) {
+        TERM(c, MP_WEIGHTS, "value model (trained)", ve.phases[rest].comp[MP_WEIGHTS], "%.0f params trained, a "
+             "score head%s", ve.trainable_params, s->value_lora ? ", the policy's adapters" : ", trained whole");
+        TERM(c, MP_OPTIMIZER, "value model's optimizer state", ve.phases[rest].comp[MP_OPTIMIZER],
+             "the policy's optimizer over its parameters too");
+    }
+    return 0;
+}
+
 static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
                     mp_estimate *e, bool explain, bool replay, char *err)
 {
@@ -1396,12 +1469,15 @@ static int estimate(mp_estimate_ctx *x, const mp_model *m, const mp_settings *s,
     est_weights(&c);
     est_gradients(&c);
     est_optimizer(&c);
+    if (mp_method_desc_of(s->method)->generates && mp_rollout_model(m, s, gpu, c.weights, c.dp, &c.ro, err))
+        return -1;
     est_activations(&c, &own);
     est_dequant(&c);
-    if (mp_method_desc_of(s->method)->generates &&
-        mp_rollout_model(m, s, gpu, c.weights, c.dp, &c.ro, err))
-        return -1;
     est_timeline(&c);
+    if (mp_method_desc_of(s->method)->value_model) {
+        if (est_value_model(&c, m, gpu, err)) return -1;
+        e->trainable_params += c.value_trainable;
+    }
     est_peak(&c);
     if (c.replay_err[0]) {
         snprintf(err, MP_ERR_LEN, "%s", c.replay_err);

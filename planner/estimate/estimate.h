@@ -42,6 +42,7 @@ typedef struct mp_estimate {
     double rollout_kv_token_bytes; /* one token's KV cache */
     double rollout_base_bytes;    /* the device besides it, where it is awake */
     double rollout_cache_bytes;   /* transformers' generate: the generation batch's KV cache (in activations) */
+    double rollout_rows;          /* completions generated at once on this GPU */
     double total_bytes;           /* peak allocated (torch.cuda.max_memory_allocated) */
     double reserved_bytes;        /* allocator reserved at the peak */
     double allocator_cache_bytes; /* of it, what the step's replay through the caching allocator adds */

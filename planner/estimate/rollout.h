@@ -1,4 +1,4 @@
-/* rollout.h — what a generating method (GRPO) holds to make its completions:
+/* rollout.h — what a generating method (GRPO, online DPO, PPO) holds to make its completions:
  * the generation batch it keeps, transformers' generate (a KV cache in the
  * training process) or a colocated vLLM's share of the device, and the
  * no-grad log-probability pass over the batch. */
@@ -20,7 +20,12 @@ typedef struct mp_rollout_cost {
     double engine_awake_in_step; /* of it, what it keeps while the policy trains (0 asleep) */
     double engine_nonkv;         /* vLLM's weights and profiled activations; its KV cache is the rest */
     double kv_token_bytes;       /* one token's KV cache in vLLM (16-bit) */
+    double reward_pass;          /* the reward model's no-grad forward over the completions */
+    double scores_kept;          /* PPO: the rollout's stacked fp32 logits, kept through the update */
 } mp_rollout_cost;
+
+/* A frozen reward model's weights as loaded (0 without one), frozen_elt bytes each. */
+double mp_reward_weights(const mp_model *policy, const mp_settings *s, double frozen_elt);
 
 /* The rollout of s's method on one GPU of `gpu` (NULL: none named; a colocated
  * vLLM needs one), with the policy's weights on this GPU as the estimate has

@@ -58,6 +58,7 @@ const fw_column fw_columns[] = {
     COL("managed_paging", managed_paging, true, 1, 1),
     COL("ce_output_chunks", ce_output_chunks, false, 1, 0),
     COL("optimizer_impl", optimizer_impl, false, 1, 0),
+    COL("fp32_outputs", fp32_outputs, true, 1, 0),
 };
 const int fw_ncolumns = sizeof fw_columns / sizeof *fw_columns;
 _Static_assert(sizeof fw_columns / sizeof *fw_columns <= FW_MAX_COLUMNS, "raise FW_MAX_COLUMNS");

@@ -71,6 +71,8 @@ typedef struct mp_framework {
     bool untied_head;         /* the stack builds its own output head, so a tied checkpoint's is a copy (LitGPT) */
     bool quantised_head;      /* a quantised base quantises the output head too (Lightning's bitsandbytes plugin) */
     bool logits_kept;         /* the training loop holds the model's logits (every chunk) through the backward */
+    bool fp32_outputs;        /* under autocast the prepared model returns its outputs in fp32 (accelerate's
+                               * convert_outputs_to_fp32): the logits a TRL loss reads are fp32 */
     double dequant_bytes;     /* bytes per weight a 4-bit matmul materialises while it runs (16-bit copy: 2) */
     bool softcap_eager;       /* soft-capped attention runs as plain matmuls and softmax, no fused kernel (LitGPT) */
     double nccl_comms;        /* NCCL communicators a data-parallel run opens on each GPU (DeepSpeed: 2) */

@@ -93,6 +93,7 @@ extern const mp_opt mp_settings_opts[];
 typedef struct mp_model_source {
     const char *name, *hf_config;
     double params;           /* 0: not given */
+    const char *reward_model, *value_model; /* an online method's other models: a profile or a config.json */
 } mp_model_source;
 extern const mp_opt mp_model_source_opts[];
 

@@ -27,8 +27,6 @@ void mp_settings_default(mp_settings *s, const mp_model *m)
     s->shuffle_buffer = 10000;
     s->ckpt_every = 1;
     s->generations = 8;       /* TRL's GRPOConfig (grpo_config.py 474, 488, 646 at f2cd577) */
-    s->completion_len = 512;
-    s->rollout_memory = 0.3;
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find("pytorch", err);
 }
@@ -97,20 +95,29 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
 static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, char *err)
 {
     if ((int)s->rollout < 0 || s->rollout >= MP_NROLLOUT) BAD("invalid --rollout");
-    if (!(s->rollout_memory > 0 && s->rollout_memory <= 1))
+    if (!(s->rollout_memory >= 0 && s->rollout_memory <= 1))
         BAD("invalid --rollout-memory '%g' (a fraction of the GPU above 0, at most 1)", s->rollout_memory);
     if (!md->generates) {
         const char *given = s->rollout != MP_ROLLOUT_GENERATE ? "rollout"
                           : s->rollout_sleep                   ? "rollout-sleep"
-                          : s->rollout_memory != 0.3           ? "rollout-memory"
-                          : s->generations != 8                ? "generations"
+                          : s->rollout_memory != 0             ? "rollout-memory"
+                          : s->generations != 8 && !md->grouped ? "generations"
                           : s->prompt_len != 0                 ? "prompt-len"
-                          : s->completion_len != 512           ? "completion-len"
-                          : s->rollout_max_len != 0            ? "rollout-max-len" : NULL;
-        if (given) BAD("--%s applies to a method that generates its completions (--method grpo)", given);
+                          : s->completion_len != 0             ? "completion-len"
+                          : s->rollout_max_len != 0            ? "rollout-max-len"
+                          : s->value_lora                      ? "value-lora" : NULL;
+        if (given) BAD("--%s applies to a method that generates its completions (--method grpo, online-dpo or ppo)",
+                       given);
         return 0;
     }
-    if (s->generations < 2) BAD("--generations %lld: GRPO compares at least 2 completions of a prompt",
+    if (s->value_lora && (!md->value_model || s->lora_rank == 0))
+        BAD("--value-lora gives PPO's value model the policy's adapters: it needs --method ppo with LoRA");
+    if (s->rollout == MP_ROLLOUT_VLLM && md->value_model)
+        BAD("--rollout vllm: TRL's %s generates with transformers only", md->trainer);
+    if (!md->grouped && s->generations != 8)
+        BAD("--generations applies to grpo: TRL's %s makes %s", md->trainer,
+            md->value_model ? "one completion per prompt" : "two completions per prompt");
+    if (md->grouped && s->generations < 2) BAD("--generations %lld: GRPO compares at least 2 completions of a prompt",
                                 (long long)s->generations);
     if (s->prompt_len < 1 || s->completion_len < 1 || s->seq != s->prompt_len + s->completion_len)
         BAD("--method %s trains on rows of prompt and completion: --seq %lld is not --prompt-len %lld plus "
@@ -118,7 +125,7 @@ static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, ch
             (long long)s->completion_len);
     const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
     const int64_t generation_batch = s->batch * dp * s->accum;
-    if (generation_batch % s->generations)
+    if (md->grouped && generation_batch % s->generations)
         BAD("--generations %lld does not divide the generation batch of %lld completions (--batch %lld x %lld "
             "GPU(s) x --accum %lld): TRL's GRPOConfig refuses it", (long long)s->generations,
             (long long)generation_batch, (long long)s->batch, (long long)dp, (long long)s->accum);
@@ -135,23 +142,28 @@ bool mp_settings_batch_allowed(const mp_settings *s)
     if (!md) return true;
     if (md->kl_batch && s->batch < 2) return false;
     const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
-    return !md->generates || s->generations < 1 || (s->batch * dp * s->accum) % s->generations == 0;
+    return !md->grouped || s->generations < 1 || (s->batch * dp * s->accum) % s->generations == 0;
 }
 
 int mp_settings_rollout_lengths(mp_settings *s, bool seq_given, char *err)
 {
-    if (!mp_method_desc_of(s->method) || !mp_method_desc_of(s->method)->generates) return 0;
+    const mp_method_desc *md = mp_method_desc_of(s->method);
+    if (!md || !md->generates) return 0;
+    if (s->completion_len <= 0) s->completion_len = md->completion_default;
     if (s->prompt_len > 0) {
         if (seq_given && s->seq != s->prompt_len + s->completion_len)
-            BAD("--seq %lld is not --prompt-len %lld plus --completion-len %lld: a grpo row is the prompt and its "
-                "completion", (long long)s->seq, (long long)s->prompt_len, (long long)s->completion_len);
+            BAD("--seq %lld is not --prompt-len %lld plus --completion-len %lld: a row of --method %s is the prompt "
+                "and its completion", (long long)s->seq, (long long)s->prompt_len, (long long)s->completion_len,
+                md->v.name);
     } else if (seq_given) {
         if (s->seq <= s->completion_len)
             BAD("--seq %lld leaves no prompt beside --completion-len %lld", (long long)s->seq,
                 (long long)s->completion_len);
         s->prompt_len = s->seq - s->completion_len;
     } else {
-        s->prompt_len = 512; /* GRPOConfig's max_prompt_length until it went (v0.19.0 to v0.28.0) */
+        /* GRPOConfig's max_prompt_length until it went (v0.19.0 to v0.28.0); online
+         * DPO's max_length 512 less its 64 new tokens */
+        s->prompt_len = md->prompt_default;
     }
     s->seq = s->prompt_len + s->completion_len;
     return 0;

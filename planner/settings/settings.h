@@ -27,7 +27,8 @@ typedef enum { MP_TASK_ANY, MP_TASK_FULL, MP_TASK_LORA, MP_TASK_QLORA, MP_NTASK 
 typedef enum { MP_STEP_FOREACH, MP_STEP_FOR_LOOP, MP_STEP_FUSED, MP_NSTEP } mp_step_impl;
 /* The training objective (TRL's trainers), orthogonal to the task. */
 typedef enum { MP_METHOD_SFT, MP_METHOD_DPO, MP_METHOD_IPO, MP_METHOD_SIMPO, MP_METHOD_CPO, MP_METHOD_ORPO,
-               MP_METHOD_KTO, MP_METHOD_REWARD, MP_METHOD_GRPO, MP_NMETHOD } mp_method;
+               MP_METHOD_KTO, MP_METHOD_REWARD, MP_METHOD_GRPO, MP_METHOD_ONLINE_DPO, MP_METHOD_PPO,
+               MP_NMETHOD } mp_method;
 /* How an online method makes its completions: transformers' generate inside
  * the training process (a KV cache), or a vLLM engine colocated on the GPU. */
 typedef enum { MP_ROLLOUT_GENERATE, MP_ROLLOUT_VLLM, MP_NROLLOUT } mp_rollout;
@@ -80,9 +81,15 @@ typedef struct mp_settings {
     int64_t prompt_len;       /* prompt tokens; seq = prompt_len + completion_len for a generating method */
     int64_t completion_len;   /* completion tokens (TRL's max_completion_length, default 512) */
     mp_rollout rollout;       /* who generates: transformers' generate or a colocated vLLM */
-    double rollout_memory;    /* the device fraction a colocated vLLM keeps (gpu_memory_utilization, 0.3) */
+    double rollout_memory;    /* the device fraction a colocated vLLM keeps (gpu_memory_utilization);
+                               * 0: the method's TRL default (mp_rollout_memory) */
     bool rollout_sleep;       /* vLLM sleeps (level 2) while the policy trains: its weights and KV cache go */
     int64_t rollout_max_len;  /* vLLM's max_model_len (TRL's vllm_max_model_length); 0: the model's positions */
+    /* online methods' other models (PPO, online DPO; GRPO's reward model by name):
+     * NULL is the policy's shape with a score head */
+    const struct mp_model *reward_model, *value_model;
+    bool reward_none;         /* --reward-model none: reward functions, no model (GRPO's default) */
+    bool value_lora;          /* PPO's value model takes the policy's adapters (ms-swift), not trained whole (TRL) */
     const mp_framework *framework; /* from mp_framework_find; NULL: pytorch */
 } mp_settings;
 

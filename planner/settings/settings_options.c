@@ -192,19 +192,23 @@ const mp_opt mp_settings_opts[] = {
     {"generations", MP_OPT_INT, S(generations), .lo = 2, .hi = 1 << 16, .arg = "N",
      .help = "grpo: completions per prompt (num_generations, default 8); the generation batch is a multiple of it"},
     {"prompt-len", MP_OPT_INT, S(prompt_len), .lo = 1, .hi = 1 << 24, .arg = "N",
-     .help = "grpo: prompt tokens (default: --seq less the completion, else 512); the rows trained are prompt "
-             "plus completion"},
+     .help = "grpo, online-dpo, ppo: prompt tokens (default: --seq less the completion, else 512, or 448 for "
+             "online-dpo within its max_length 512); the rows trained are prompt plus completion"},
     {"completion-len", MP_OPT_INT, S(completion_len), .lo = 1, .hi = 1 << 24, .arg = "N",
-     .help = "grpo: completion tokens generated (max_completion_length, default 512)"},
+     .help = "grpo, online-dpo, ppo: completion tokens generated (TRL's default: max_completion_length 512, "
+             "max_new_tokens 64, response_length 53)"},
     {"rollout", MP_OPT_ENUM, S(rollout), .vocab = &mp_vocab_rollout, .or_last = true,
-     .help = "grpo: who generates the completions, transformers' generate in the training process (default) or "
-             "a vLLM engine colocated on the GPU"},
+     .help = "grpo, online-dpo, ppo: who generates the completions, transformers' generate in the training "
+             "process (default) or a vLLM engine colocated on the GPU (not ppo)"},
     {"rollout-memory", MP_OPT_REAL, S(rollout_memory), .lo = 0.01, .hi = 1, .arg = "F",
      .help = "with --rollout vllm: the fraction of the GPU vLLM keeps for its weights, activations and KV cache "
-             "(vllm_gpu_memory_utilization, default 0.3)"},
+             "(vllm_gpu_memory_utilization; TRL's default 0.3 for grpo, 0.55 for online-dpo)"},
     {"rollout-max-len", MP_OPT_INT, S(rollout_max_len), .lo = 1, .hi = 1 << 24, .arg = "N",
      .help = "with --rollout vllm: the longest sequence vLLM serves (vllm_max_model_length; default the model's "
              "positions): its KV cache must hold one"},
+    {"value-lora", MP_OPT_FLAG, S(value_lora),
+     .help = "ppo: the value model gets the policy's adapters and quantisation (ms-swift prepares it like the "
+             "policy) instead of training whole (TRL's PPOTrainer)"},
     {"rollout-sleep", MP_OPT_FLAG, S(rollout_sleep),
      .help = "with --rollout vllm: vLLM sleeps while the policy trains, its weights and KV cache freed "
              "(vllm_enable_sleep_mode)"},
@@ -238,6 +242,12 @@ const mp_opt mp_model_source_opts[] = {
     {"model", MP_OPT_STRING, M(name), .arg = "NAME",
      .help = "a profile (memplan list models), e.g. llama-3.1-8b"},
     {"hf-config", MP_OPT_STRING, M(hf_config), .arg = "FILE", .help = "a Hugging Face config.json"},
+    {"reward-model", MP_OPT_STRING, M(reward_model), .arg = "MODEL",
+     .help = "ppo, online-dpo, grpo: the reward model, a profile or a config.json, loaded with a one-output score "
+             "head (default: the policy's shape; none for grpo's reward functions, or 'none')"},
+    {"value-model", MP_OPT_STRING, M(value_model), .arg = "MODEL",
+     .help = "ppo: the value model trained beside the policy, a profile or a config.json (default: the reward "
+             "model's shape)"},
     {"params", MP_OPT_COUNT, M(params), .arg = "N",
      .help = "only a size (7e9, 7B, 125M): a Llama-like shape is assumed"},
     {0},

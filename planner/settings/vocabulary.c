@@ -174,9 +174,42 @@ static const mp_method_desc methods[MP_NMETHOD] = {
     [MP_METHOD_GRPO] = {{"grpo", NULL, "group relative policy optimisation: completions generated each step "
                          "(--rollout), per-token log-probabilities of the completion only; no reference unless "
                          "stated (beta 0)", false}, 1, false, false, "GRPOTrainer",
-                        .reference_optional = true, .generates = true},
+                        .reference_optional = true, .generates = true, .grouped = true, .vllm_fraction = 0.3,
+                        .completion_default = 512, .prompt_default = 512},
+    [MP_METHOD_ONLINE_DPO] = {{"online-dpo", "online_dpo", "online DPO: two completions per prompt generated "
+                               "each step, scored by a reward model, the DPO loss with a reference", false},
+                              2, true, false, "OnlineDPOTrainer", .generates = true, .per_micro_batch = true,
+                              .reward_model = true, .vllm_fraction = 0.55, .completion_default = 64,
+                              .prompt_default = 448},
+    [MP_METHOD_PPO] = {{"ppo", NULL, "proximal policy optimisation: the policy and a value model trained, a "
+                        "reference and a reward model frozen, completions generated each step", false},
+                       1, true, false, "PPOTrainer", .generates = true, .reward_model = true, .value_model = true,
+                       .completion_default = 53, .prompt_default = 512},
 };
 
+double mp_rollout_memory(const mp_settings *s)
+{
+    return s->rollout_memory > 0 ? s->rollout_memory : methods[s->method].vllm_fraction;
+}
+
+bool mp_reward_model_used(const mp_settings *s)
+{
+    if (s->reward_none) return false;
+    return methods[s->method].reward_model || s->reward_model != NULL;
+}
+
+/* OnlineDPOTrainer (trl/experimental/online_dpo/ at huggingface/trl@f2cd577):
+ * two completions per prompt each step (online_dpo_trainer.py 358, 970-971),
+ * max_new_tokens 64 within max_length 512 (online_dpo_config.py 180, 184), a
+ * reward model scoring them (200-221), the policy's forward on the 2B rows with
+ * a full log-softmax over the completion's logits (1059-1095), the reference's
+ * under no_grad (1163-1172): a copy unless PEFT (317-328); vLLM keeps 0.55
+ * (online_dpo_config.py 285). PPOTrainer (trl/experimental/ppo/): the policy
+ * and a value model trained by one optimizer (ppo_trainer.py 275-294,
+ * 492-496), the reference (a copy, or the disabled adapter) and the reward
+ * model frozen (349-357, 439-444); transformers' generate on the local batch
+ * with output_scores, whose stacked fp32 logits stay for the update (75-144,
+ * 682-702); response_length 53 (ppo_config.py 151). */
 /* GRPOTrainer's rollout at huggingface/trl@f2cd577: use_vllm False (the default,
  * grpo_config.py 577) generates with transformers under no_grad in the training
  * process (grpo_trainer.py 1850-1863); use_vllm with vllm_mode "colocate" (the

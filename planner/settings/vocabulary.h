@@ -83,6 +83,12 @@ typedef struct mp_method_desc {
     bool score_head;          /* a one-output score head in place of the LM head: no vocabulary logits */
     bool kl_batch;            /* a no-grad policy forward on a mismatched batch, the reference on both (KTO) */
     bool generates;           /* the completions are generated each step (a rollout phase) */
+    bool grouped;             /* completions grouped per prompt by --generations (GRPO) */
+    bool per_micro_batch;     /* generates for each micro-batch (online DPO), not once per optimizer step */
+    bool reward_model;        /* a frozen reward model scores the completions (unless --reward-model none) */
+    bool value_model;         /* a value model trained beside the policy (PPO) */
+    double vllm_fraction;     /* TRL's vllm_gpu_memory_utilization for it */
+    int64_t completion_default, prompt_default; /* TRL's completion length; the prompt's where a length caps it */
 } mp_method_desc;
 
 /* The row of a value (NULL when out of range). */
@@ -100,6 +106,10 @@ const mp_method_desc *mp_method_desc_of(mp_method m);
  * task (a copy of the model for full fine-tuning, the adapter disabled under
  * LoRA, none for a method without one). */
 mp_reference mp_reference_used(const mp_settings *s);
+/* The device fraction a colocated vLLM keeps: --rollout-memory, else the method's TRL default. */
+double mp_rollout_memory(const mp_settings *s);
+/* Whether a frozen reward model scores the completions (PPO, online DPO; GRPO given one). */
+bool mp_reward_model_used(const mp_settings *s);
 /* The i-th value's common row, NULL past the end: for listing choices. */
 const mp_value *mp_precision_value(int i);
 const mp_value *mp_optimizer_value(int i);

@@ -30,6 +30,7 @@ first_contact_error_pct column where it is still empty (it never overwrites a re
 Needs no PyTorch.
 """
 import csv
+import re
 import os
 import statistics
 import subprocess
@@ -85,15 +86,23 @@ def method_flags(row, profiles):
         i = flags.index("--zero")
         del flags[i:i + 2]
     sharding = st.get("sharding", "")
-    if "ZeRO-" in sharding:
-        flags += ["--zero", sharding.split("ZeRO-")[1][0]]
+    stage = re.search(r"zero-?([0-3])", sharding, re.I)  # 'ZeRO-3' and ms-swift's 'zero3' alike
+    if stage:
+        flags += ["--zero", stage.group(1)]
     if st.get("tp"):
         flags += ["--tp", st["tp"].split()[0]]
     m = row["method"]
     flags += ["--method", m]
     if row["reference"] and m in ("dpo", "ipo", "kto", "grpo"):
         flags += ["--reference", row["reference"]]
-    if m == "grpo":
+    if st.get("value_lora", "").startswith("1"):
+        flags += ["--value-lora"]
+    if st.get("reward_profile"):
+        flags += ["--reward-model", st["reward_profile"].split()[0]]
+    if m in ("grpo", "online-dpo", "ppo"):
+        if row["prompt_len"] and "--seq" in flags:  # the row's seq is a length cap; the rows are prompt + completion
+            i = flags.index("--seq")
+            del flags[i:i + 2]
         for col, flag in (("generations", "--generations"), ("prompt_len", "--prompt-len"),
                           ("completion_len", "--completion-len")):
             if row[col]:
