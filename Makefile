@@ -130,6 +130,8 @@ test-cli: $(PROGS)
 	@# what strangers' files and planted paths can do (tests/hostile/): refused, nothing written
 	@tests/hostile/run.sh $(BIN)
 	@python3 tests/test_emit_hf.py $(BIN)
+	@# the preference and RL methods' bundles: TRL's classes and keys, and trl.yaml read back by check
+	@python3 tests/test_emit_trl.py $(BIN)
 	@python3 tests/test_emit_torchtune.py $(BIN)
 	@# the plan printed is the plan that runs: axolotl, LLaMA-Factory and memtrain files read back by check
 	@python3 tests/test_emit_roundtrip.py $(BIN)
