@@ -536,6 +536,48 @@ static double pair_loss(mt_model *m, float dscale)
     return loss;
 }
 
+/* A reward model's head and loss (TRL RewardTrainer.compute_loss,
+ * trl/trainer/reward_trainer.py 744-753 at huggingface/trl@f2cd577:
+ * -logsigmoid(r_chosen - r_rejected), mean over the pairs, no margin, no
+ * center_rewards_coefficient by default). The score is computed at every position
+ * and then pooled, as transformers does (huggingface/transformers@5dd4a635,
+ * src/transformers/models/llama/modeling_llama.py, LlamaForSequenceClassification.
+ * forward: `logits = self.score(hidden_states)` over all tokens, then `pooled_logits
+ * = logits[torch.arange(batch_size), last_non_pad_token]`), so the logits are N x 1,
+ * kept to the backward like the LM head's; a row's score is its last position's
+ * (memtrain's rows have no padding). pair_logps gets the scores, then
+ * d objective / d score (d loss / d score x dscale). */
+static int score_fwd(mt_model *m, const memtrain_dims *inv, const float *lnf32, float dscale, double *loss)
+{
+    const mt_dims *d = &m->d;
+    size_t R = d->B, T = d->T;
+    m->logits = mt_row_alloc(inv, MEMTRAIN_LOGITS);
+    if (!m->logits)
+        return -1;
+    mt_mm_fwd(&m->tiles, m->logits, 1, lnf32, d->C, pw(m, MT_P_HEAD, 0), d->N, 1, d->C, 1.0f, 0.0f);
+    for (size_t i = 0; i < R; i++)
+        m->pair_logps[i] = m->logits[i * T + T - 1];
+    float *coef = m->pair_logps + R;
+    mt_pair_hp hp = {m->cfg.own.beta, m->cfg.own.cpo_alpha, m->cfg.own.simpo_gamma};
+    *loss = mt_pair_loss(MP_METHOD_REWARD, &hp, R / 2, T, m->pair_logps, NULL, coef);
+    for (size_t i = 0; i < R; i++)
+        coef[i] *= dscale;
+    return 0;
+}
+
+/* The score head's backward into dln (N,C): the pooling's gradient is zero but at
+ * each row's last position, so only those B rows go through the head (rows T C
+ * apart); the others' d lnf is zero. */
+static void score_bwd(mt_model *m, const float *lnf32)
+{
+    const mt_dims *d = &m->d;
+    size_t TC = d->T * d->C, last = (d->T - 1) * d->C;
+    const float *g = m->pair_logps + d->B;
+    memset(m->dln, 0, d->N * d->C * sizeof(float));
+    mt_mm_bwd_in(&m->tiles, m->dln + last, TC, g, 1, pw(m, MT_P_HEAD, 0), d->B, 1, d->C, 1.0f, 0.0f);
+    mt_mm_bwd_w(&m->tiles, pg(m, MT_P_HEAD, 0), g, 1, lnf32 + last, TC, d->B, 1, d->C, 1.0f);
+}
+
 /* The reference's log-probability sum per row, into ref_logps: the layers' forward
  * without gradients, nothing kept for a backward (TRL: torch.no_grad(),
  * trl/trainer/dpo_trainer.py 1373). The reference model's frozen copy stands in for
@@ -692,7 +734,10 @@ int mt_model_forward(mt_model *m, const int32_t *inputs, const int32_t *targets,
     /* head and loss */
     int ht = head_tensor(m);
     double sum;
-    if (m->cfg.s.ce == MP_CE_FULL) {
+    if (m->score) {
+        if (score_fwd(m, &inv, lnf32, dscale, &sum) != 0)
+            goto fail;
+    } else if (m->cfg.s.ce == MP_CE_FULL) {
         m->logits = mt_row_alloc(&inv, MEMTRAIN_LOGITS);
         m->ce_lse = mt_row_alloc(&inv, MEMTRAIN_CE_LSE);
         if (!m->logits || !m->ce_lse)
@@ -742,7 +787,19 @@ int mt_model_backward(mt_model *m)
 
     /* head: dl (N,C) = d loss / d lnf */
     float *dl;
-    if (m->cfg.s.ce == MP_CE_FULL) {
+    if (m->score) {
+        float *lnf32 = m->lnf;
+        if (m->mixed) {
+            mt_to_f32(m->out32, m->lnf, m->adt, N * C);
+            lnf32 = m->out32;
+        }
+        score_bwd(m, lnf32);
+        mt_free(m->logits);
+        mt_free(m->lnf);
+        m->logits = NULL;
+        m->lnf = NULL;
+        dl = m->dln;
+    } else if (m->cfg.s.ce == MP_CE_FULL) {
         float *lnf32 = m->lnf;
         if (m->mixed) {
             mt_to_f32(m->out32, m->lnf, m->adt, N * C);

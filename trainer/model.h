@@ -12,7 +12,9 @@
  *   fcg  = gelu(fch) or silu(gate)*up     (N, F)
  *   out  = res2 + fcg @ Wproj^T (+ b) [+ LoRA]
  * then lnf = normf(x_L), logits = lnf @ W^T with W = wte (gpt2, tied) or the
- * head (llama), and the mean cross-entropy over the N = B*T tokens.
+ * head (llama), and the mean cross-entropy over the N = B*T tokens. A reward
+ * model's head is a (1, C) score (no bias), whose output at each row's last
+ * position is the row's reward.
  *
  * Parameters live in one contiguous allocation carved into the tensors of
  * mt_param_table (per-layer tensors are stored (L, ...) contiguously).
@@ -55,7 +57,7 @@ enum {
     MT_P_BPROJ, /* (L, C)      gpt2 */
     MT_P_LNFW,  /* (C) */
     MT_P_LNFB,  /* (C)         gpt2 */
-    MT_P_HEAD,  /* (V, C)      llama (untied) */
+    MT_P_HEAD,  /* (V, C)      llama (untied); a reward model's (1, C) score head, both families */
     MT_NPARAM
 };
 

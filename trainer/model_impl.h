@@ -116,6 +116,9 @@ struct mt_model {
     float *ref_logps;     /* (B) MT_WORKSPACE: the reference's log-probability sum per row */
     float *pair_logps;    /* (2, B) MT_WORKSPACE: the policy's sums, then each row's CE scale */
     bool ref_pass;        /* the reference's forward is running: the adapters are off */
+    /* a reward model (method reward): MT_P_HEAD is a (1, C) score head, untied in
+     * gpt2 too; pair_logps holds each row's score, then d objective / d score */
+    bool score;
 };
 
 typedef struct layer_w {
@@ -181,7 +184,7 @@ static inline mt_gref lora_gref(const mt_model *m, size_t l, size_t off)
     return mt_g((char *)m->lgrad + (l * m->lora.per_layer + off) * psz(m), m->pdt);
 }
 
-static inline int head_tensor(const mt_model *m) { return m->gpt2 ? MT_P_WTE : MT_P_HEAD; }
+static inline int head_tensor(const mt_model *m) { return m->gpt2 && !m->score ? MT_P_WTE : MT_P_HEAD; }
 static inline mt_attn_dims attn_dims(const mt_model *m)
 {
     mt_attn_dims a = {m->d.B, m->d.T, m->d.NH, m->d.KV, m->d.HD, (size_t)m->cfg.s.attn_tile};

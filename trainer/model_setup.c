@@ -173,7 +173,7 @@ static void param_table(mt_model *m)
         {MT_P_BPROJ, "b_proj", g ? C : 0, L, false, false},
         {MT_P_LNFW, "lnf_w", C, 1, false, false},
         {MT_P_LNFB, "lnf_b", g ? C : 0, 1, false, false},
-        {MT_P_HEAD, "head", g ? 0 : d->V * C, 1, true, false},
+        {MT_P_HEAD, "head", m->score ? C : g ? 0 : d->V * C, 1, true, false},
     };
     size_t off = 0;
     m->nsegs = 0;
@@ -357,6 +357,7 @@ int mt_model_create(const mt_config *c, mt_model **out)
     m->qlora = c->s.quant != MP_QUANT_NONE;
     m->base_trainable = c->s.lora_rank == 0;
     m->pairwise = c->s.method != MP_METHOD_SFT;
+    m->score = mp_method_desc_of(c->s.method)->score_head;
     m->zero3 = c->s.zero >= 3 && m->base_trainable;
     mt_lora_layout_make(&m->lora, c->shape.family, c->s.lora_targets, d->r, c->own.lora_alpha, d->C, d->NH,
                         d->KV, d->HD, d->F);

@@ -10,6 +10,8 @@
  *         cpo and simpo: loss = mean + cpo_alpha * the chosen rows' token-mean NLL (845-849, 879)
  *   orpo  trl/experimental/orpo/orpo_trainer.py 693-701, 803-810, 850: NLL - beta mean(logsigmoid(
  *         log_odds)), log_odds = (ac - ar) - (log1mexp(ac) - log1mexp(ar)) on averages
+ *   reward trl/trainer/reward_trainer.py 749-753: -logsigmoid(rc - rr) on the rows' scores
+ *         (no margin column, center_rewards_coefficient None by default, reward_config.py 155)
  * Every loss is a mean over the P pairs; the NLL a mean over the P*T chosen tokens.
  */
 #include "pairwise.h"
@@ -49,6 +51,12 @@ double mt_pair_loss(mp_method method, const mt_pair_hp *hp, size_t P, size_t T, 
             loss += softplus(-z);
             dc = -beta * sigmoid(-z) / (simpo ? Td : 1.0), dr = -dc;
             nll_weight = hp->cpo_alpha;
+            break;
+        }
+        case MP_METHOD_REWARD: {
+            double z = pc - pr;
+            loss += softplus(-z);
+            dc = -sigmoid(-z), dr = -dc;
             break;
         }
         case MP_METHOD_ORPO: {

@@ -22,7 +22,8 @@ typedef struct mt_pair_hp {
 
 /* The mean loss over the P pairs (plus the chosen rows' NLL for simpo, cpo and
  * orpo), from the policy's sums pol[2P] and the reference's ref[2P] (dpo, ipo;
- * else NULL). coef[2P] receives d loss / d s_i. */
+ * else NULL); for reward, pol holds the rows' scores, not sums. coef[2P]
+ * receives d loss / d s_i. */
 double mt_pair_loss(mp_method method, const mt_pair_hp *hp, size_t P, size_t T, const float *pol,
                     const float *ref, float *coef);
 

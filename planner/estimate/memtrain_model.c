@@ -52,12 +52,17 @@ int memtrain_check_supported(const mp_model *m, const mp_settings *s, char *err)
     return memtrain_reference_refused(s->method, ref, s->lora_rank, s->zero, err);
 }
 
-/* trainer/config.c refuses the same, with the same line */
+/* trainer/config.c refuses the same, with the same line. A reward model under
+ * LoRA trains its new score head whole beside the adapters (TRL's docstring asks
+ * for modules_to_save=["score"], trl/trainer/reward_trainer.py 319-321 at
+ * huggingface/trl@f2cd577): memtrain trains either the base or the adapters. */
 int memtrain_reference_refused(mp_method method, mp_reference ref, int64_t lora_rank, int zero, char *err)
 {
     bool wants = mp_method_desc_of(method)->reference, has = ref == MP_REF_MODEL || ref == MP_REF_ADAPTER;
     const char *why = NULL;
-    if (wants && !has)
+    if (mp_method_desc_of(method)->score_head && lora_rank)
+        why = "runs full fine-tuning in memtrain (LoRA would train the score head whole beside the adapters)";
+    else if (wants && !has)
         why = "needs a reference (model, or adapter under LoRA)";
     else if (!wants && has)
         why = "takes no reference (reference = none)";
@@ -162,6 +167,11 @@ int memtrain_estimate(const mp_model *m, const mp_settings *s, mp_estimate *e, b
     if (memtrain_check_supported(m, s, err)) return -1;
     memtrain_dims d;
     memtrain_dims_from(m, s, &d);
+    if (mp_method_desc_of(s->method)->score_head) { /* the model as it trains: a C x 1 score head, untied */
+        mp_model scored = *m;
+        scored.tied = false, scored.head_out = 1;
+        mp_param_count(&scored, &e->params);
+    }
     step_bytes b;
     add_rows(&d, &b);
     e->trainable_params = (double)d.q[MEMTRAIN_Q_NTRAIN];

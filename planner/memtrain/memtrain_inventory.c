@@ -109,8 +109,8 @@ const memtrain_row memtrain_rows[MEMTRAIN_NROWS] = {
     [MEMTRAIN_LNF] = ROW("lnf", ACTIVATIONS, MICRO_BATCH, A, FORWARD, ALWAYS, 1, N, C, 1),
     [MEMTRAIN_LNF_MEAN] = ROW("lnf_mean", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(GPT2), 1, N, 1, 1),
     [MEMTRAIN_LNF_RSTD] = ROW("lnf_rstd", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, ALWAYS, 1, N, 1, 1),
-    [MEMTRAIN_LOGITS] = ROW("logits", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(CE_FULL), 1, N, V, 1),
-    [MEMTRAIN_CE_LSE] = ROW("ce_lse", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(CE_FULL), 1, N, 1, 1),
+    [MEMTRAIN_LOGITS] = ROW("logits", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(CE_FULL), 1, N, HEAD_OUT, 1),
+    [MEMTRAIN_CE_LSE] = ROW("ce_lse", ACTIVATIONS, MICRO_BATCH, F32, FORWARD, IF(CE_FULL) | IF(LM_HEAD), 1, N, 1, 1),
 };
 
 /* ---------- tags ---------- */
@@ -158,7 +158,10 @@ static unsigned conditions(const memtrain_dims *d)
     h |= d->quant == MP_QUANT_NF4 ? IF(QLORA) | IF(NF4) : 0;
     h |= d->quant == MP_QUANT_NF4_DQ ? IF(QLORA) | IF(NF4_DQ) : 0;
     h |= d->attention == MP_ATTN_EAGER ? IF(EAGER) : IF(FLASH);
-    h |= d->ce == MP_CE_FULL ? IF(CE_FULL) : IF(CE_CHUNKED);
+    /* a score head's logits are N x 1, always whole: nothing to chunk */
+    bool score = mp_method_desc_of(d->method)->score_head;
+    h |= d->ce == MP_CE_FULL || score ? IF(CE_FULL) : IF(CE_CHUNKED);
+    h |= score ? 0 : IF(LM_HEAD);
     h |= d->gpt2 ? IF(GPT2) : IF(LLAMA);
     h |= d->optimizer == MP_ADAMW ? IF(ADAMW) | IF(MOMENTUM) : 0;
     h |= d->optimizer == MP_SGD_MOMENTUM ? IF(MOMENTUM) : 0;
@@ -198,8 +201,9 @@ static void parameter_quantities(memtrain_dims *d)
     size_t *q = d->q, C = d->C, L = d->L, QW = q[MEMTRAIN_Q_QW], FW = q[MEMTRAIN_Q_FW];
     size_t n_lin = QW * C + C * q[MEMTRAIN_Q_AW] + FW * C + C * d->F;
     size_t n_vec = d->gpt2 ? 6 * C + QW + FW : 2 * C, n_fvec = d->gpt2 ? 2 * C : C;
-    size_t n_all = d->V * C + (d->gpt2 ? d->maxpos * C : 0) + L * (n_lin + n_vec) + n_fvec +
-                   (d->gpt2 ? 0 : d->V * C);
+    /* the head: llama's own V x C, gpt2's tied to the embedding, a reward model's C x 1 score */
+    size_t head = q[MEMTRAIN_Q_HEAD_OUT] == 1 ? C : d->gpt2 ? 0 : d->V * C;
+    size_t n_all = d->V * C + (d->gpt2 ? d->maxpos * C : 0) + L * (n_lin + n_vec) + n_fvec + head;
     q[MEMTRAIN_Q_NLIN] = n_lin;
     q[MEMTRAIN_Q_NLAYER] = n_lin + n_vec;
     q[MEMTRAIN_Q_NOUTER] = n_all - L * (n_lin + n_vec);
@@ -231,6 +235,7 @@ void memtrain_dims_finish(memtrain_dims *d)
     q[MEMTRAIN_Q_FW] = d->gpt2 ? d->F : 2 * d->F;
     q[MEMTRAIN_Q_R] = d->lora_rank, q[MEMTRAIN_Q_BNH] = d->B * d->NH;
     q[MEMTRAIN_Q_ROPE] = d->T * d->HD / 2;
+    q[MEMTRAIN_Q_HEAD_OUT] = d->holds & IF(LM_HEAD) ? d->V : 1;
     parameter_quantities(d);
     q[MEMTRAIN_Q_BLOCK] = d->adam8_block;
     q[MEMTRAIN_Q_TILE] = max3((size_t)1 << 20, d->C, q[MEMTRAIN_Q_AW] > d->F ? q[MEMTRAIN_Q_AW] : d->F);
@@ -363,7 +368,7 @@ static const char *quantity_name(int q)
         [MEMTRAIN_Q_NSLOT] = "slots", [MEMTRAIN_Q_SOURCE] = "S", [MEMTRAIN_Q_READ] = "65536",
         [MEMTRAIN_Q_SHUFFLE] = "shuffle_buffer", [MEMTRAIN_Q_SHARD] = "n_train",
         [MEMTRAIN_Q_BUCKET] = "min(n_train,2^20)", [MEMTRAIN_Q_RECV] = "ceil(min(n_train,2^20)/ranks)", [MEMTRAIN_Q_NLAYER] = "n_layer",
-        [MEMTRAIN_Q_NOUTER] = "n_outer", [MEMTRAIN_Q_WSLOTS] = "(prefetch+1)",
+        [MEMTRAIN_Q_NOUTER] = "n_outer", [MEMTRAIN_Q_WSLOTS] = "(prefetch+1)", [MEMTRAIN_Q_HEAD_OUT] = "V",
     };
     return q >= 0 && q < MEMTRAIN_NQ && names[q] ? names[q] : "?";
 }
@@ -376,6 +381,7 @@ static const char *quantity_name_in(const memtrain_dims *d, int q)
     if (sharded && q == MEMTRAIN_Q_SHARD) return "ceil(n_train/ranks)";
     if (sharded && q == MEMTRAIN_Q_ADAM8_BLOCKS) return "ceil(ceil(n_train/ranks)/block)";
     if ((d->holds & IF(ZERO2)) && q == MEMTRAIN_Q_BUCKET) return "min(n_train,2^18)";
+    if (!(d->holds & IF(LM_HEAD)) && q == MEMTRAIN_Q_HEAD_OUT) return "1";
     return quantity_name(q);
 }
 

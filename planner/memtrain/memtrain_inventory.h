@@ -41,6 +41,11 @@
  * frozen copy of the parameters (reference model only) and the forward's
  * transients are the rows of lifetime MEMTRAIN_REF_FORWARD plus one layer of
  * the slots saved in fp32 (memtrain_ref_forward_bytes).
+ * A reward model (method reward) runs the same 2 x batch rows with a C x 1 score
+ * head of its own in place of the vocabulary head (n_base counts C where the LM
+ * head counted V C, and gpt2's embedding is no longer the head): its logits are
+ * N x 1 (head_out = 1; ce_lse, ce_buf and dlnf are gone, whatever `ce` says) and
+ * pair.logps holds the rows' scores, then d loss / d score.
  * Element types: P is the parameter storage and A the activation storage
  * (4 bytes in fp32, 2 in the mixed precisions).
  */
@@ -170,6 +175,7 @@ enum {
     MEMTRAIN_IF_REF_FWD = 1u << 25,     /* a reference forward in each micro-batch (model or adapter) */
     MEMTRAIN_IF_REF_MODEL = 1u << 26,   /* the reference is a frozen copy of the parameters */
     MEMTRAIN_IF_FP32 = 1u << 27,        /* fp32 storage (not mixed) */
+    MEMTRAIN_IF_LM_HEAD = 1u << 28,     /* the vocabulary head: every method but reward */
 };
 
 /* The quantities element counts are products of. */
@@ -182,6 +188,7 @@ enum {
     MEMTRAIN_Q_BLOCK, MEMTRAIN_Q_TILE, MEMTRAIN_Q_VEC, MEMTRAIN_Q_ATTN, MEMTRAIN_Q_CE_ROWS,
     MEMTRAIN_Q_NSLOT, MEMTRAIN_Q_SOURCE, MEMTRAIN_Q_READ, MEMTRAIN_Q_SHUFFLE,
     MEMTRAIN_Q_SHARD, MEMTRAIN_Q_BUCKET, MEMTRAIN_Q_RECV, MEMTRAIN_Q_NLAYER, MEMTRAIN_Q_NOUTER, MEMTRAIN_Q_WSLOTS,
+    MEMTRAIN_Q_HEAD_OUT, /* the head's outputs: V, or reward's score head 1 */
     MEMTRAIN_NQ
 };
 

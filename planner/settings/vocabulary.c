@@ -169,7 +169,7 @@ static const mp_method_desc methods[MP_NMETHOD] = {
                         "a mismatched KL batch, the reference on both", false}, 1, true, false, "KTOTrainer",
                        .kl_batch = true},
     [MP_METHOD_REWARD] = {{"reward", NULL, "a reward model: 2B rows, a one-output score head in place of the LM "
-                           "head (AutoModelForSequenceClassification)", false}, 2, false, false, "RewardTrainer",
+                           "head (AutoModelForSequenceClassification)", true}, 2, false, false, "RewardTrainer",
                           .score_head = true},
     [MP_METHOD_GRPO] = {{"grpo", NULL, "group relative policy optimisation: completions generated each step "
                          "(--rollout), per-token log-probabilities of the completion only; no reference unless "
