@@ -341,7 +341,7 @@ static void perturb(mt_model *m, bool lora)
 /* One method's gradients against finite differences of its loss, 2 pairs (4 rows). */
 static void test_pairwise(mp_method method, mt_family fam, int lora, mp_ce ce, float beta, const char *label)
 {
-    static const int some[] = {MT_P_WTE, MT_P_WQKV, MT_P_LN1W, MT_P_LNFW};
+    static const int some[] = {MT_P_WTE, MT_P_WQKV, MT_P_LN1W, MT_P_LNFW, MT_P_HEAD};
     mt_config c;
     tiny(&c, fam);
     c.s.method = method;
@@ -360,10 +360,26 @@ static void test_pairwise(mp_method method, mt_family fam, int lora, mp_ce ce, f
         CHECK(fabs(l0 - want) < 1e-6 * want, "%s: the policy is its reference before training: loss %.7f (want %.7f)",
               label, l0, want);
     }
+    bool score = mp_method_desc_of(method)->score_head;
+    if (score) {
+        /* the score head: C weights, no bias; at zero every score is 0 and the loss
+         * is -logsigmoid(0) = log 2 whatever the rest of the model */
+        size_t C = (size_t)c.shape.hidden;
+        CHECK(mt_model_param_count(m, MT_P_HEAD) == C, "%s: the score head has %zu weights (hidden %zu)", label,
+              mt_model_param_count(m, MT_P_HEAD), C);
+        for (size_t i = 0; i < C; i++)
+            mt_model_param_set(m, MT_P_HEAD, i, 0.0f);
+        perturb(m, false);
+        for (size_t i = 0; i < C; i++)
+            mt_model_param_set(m, MT_P_HEAD, i, 0.0f);
+        double l0 = loss_of(m);
+        CHECK(fabs(l0 - log(2.0)) < 1e-7, "%s: a zero score head scores every row 0: loss %.8f (log 2)", label, l0);
+    }
     perturb(m, lora > 0);
     backward_once(m);
     if (!lora) {
-        check_tensors(m, some, (int)(sizeof some / sizeof some[0]), label);
+        /* the head: the vocabulary head is checked by test_family; the score head here */
+        check_tensors(m, some, (int)(sizeof some / sizeof some[0]) - (score ? 0 : 1), label);
     } else {
         const mt_lora_layout *lo = mt_model_lora(m);
         for (int part = 0; part < 2; part++) {
@@ -395,5 +411,7 @@ int main(void)
     test_pairwise(MP_METHOD_SIMPO, MT_GPT2, 0, MP_CE_FULL, 2.0f, "simpo");
     test_pairwise(MP_METHOD_CPO, MT_GPT2, 0, MP_CE_CHUNKED, 0.1f, "cpo, ce chunked (5)");
     test_pairwise(MP_METHOD_ORPO, MT_LLAMA, 0, MP_CE_FULL, 0.1f, "orpo");
+    test_pairwise(MP_METHOD_REWARD, MT_GPT2, 0, MP_CE_FULL, 0.1f, "reward, gpt2 (score head untied)");
+    test_pairwise(MP_METHOD_REWARD, MT_LLAMA, 0, MP_CE_CHUNKED, 0.1f, "reward, llama (ce chunked: ignored)");
     return check_summary();
 }

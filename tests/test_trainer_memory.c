@@ -89,7 +89,9 @@ static void predict(const mt_config *c, pred *p)
     memset(p, 0, sizeof *p);
     bool gpt2 = c->shape.family == MT_GPT2, mixed = c->s.precision != MP_FP32;
     bool lora = c->s.lora_rank > 0, qlora = c->s.quant != MP_QUANT_NONE, full_ft = !lora;
-    bool eager = c->s.attention == MP_ATTN_EAGER, chunked = c->s.ce == MP_CE_CHUNKED;
+    /* a reward model: a (1, C) score head, logits N x 1 whatever ce says, no log-sum-exps */
+    bool score = c->s.method == MP_METHOD_REWARD;
+    bool eager = c->s.attention == MP_ATTN_EAGER, chunked = c->s.ce == MP_CE_CHUNKED && !score;
     bool pairwise = c->s.method != MP_METHOD_SFT, ref_model = c->s.reference == MP_REF_MODEL;
     bool ref_fwd = ref_model || c->s.reference == MP_REF_ADAPTER;
     /* a preference method's batch counts pairs, of 2 rows each */
@@ -101,7 +103,7 @@ static void predict(const mt_config *c, pred *p)
     double n_lin = QW * C + C * AW + FW * C + C * F;
     double n_vec = gpt2 ? 6 * C + QW + FW : 2 * C, n_fvec = gpt2 ? 2 * C : C;
     double n_base_all = V * C + (gpt2 ? maxpos * C : 0) + L * (n_lin + n_vec) + n_fvec +
-                        (gpt2 ? 0 : V * C);
+                        (score ? C : gpt2 ? 0 : V * C);
     double n_base = n_base_all - (qlora ? L * n_lin : 0);
     double mods = 0;
     unsigned t = c->s.lora_targets;
@@ -201,7 +203,7 @@ static void predict(const mt_config *c, pred *p)
         scratch += 2 * 4 * N * C;
     p->persist[MT_ACTIVATIONS] = scratch;
     p->act_dyn = (L + 1) * A * N * C + L * saved_layer + A * N * C + 4 * N * (gpt2 + 1) +
-                 (chunked ? 0 : 4 * N * V + 4 * N);
+                 (score ? 4 * N : chunked ? 0 : 4 * N * V + 4 * N);
 
     /* data */
     double S = c->own.data_path[0] ? 0 : 327680, d = 2 * 4 * N;
@@ -429,6 +431,9 @@ int main(void)
         {MP_METHOD_SIMPO, MP_REF_NONE, MT_GPT2, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 0},
         {MP_METHOD_CPO, MP_REF_NONE, MT_LLAMA, MP_MIXED_BF16, MP_CKPT_FULL, MP_ATTN_FLASH, MP_CE_CHUNKED, 0},
         {MP_METHOD_ORPO, MP_REF_NONE, MT_LLAMA, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 3},
+        {MP_METHOD_REWARD, MP_REF_NONE, MT_GPT2, MP_FP32, MP_CKPT_NONE, MP_ATTN_EAGER, MP_CE_FULL, 0},
+        {MP_METHOD_REWARD, MP_REF_NONE, MT_LLAMA, MP_MIXED_BF16, MP_CKPT_FULL, MP_ATTN_FLASH, MP_CE_CHUNKED, 0},
+        {MP_METHOD_REWARD, MP_REF_NONE, MT_GPT2, MP_MIXED_FP16, MP_CKPT_SELECTIVE, MP_ATTN_EAGER, MP_CE_FULL, 0},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         base(&c, pairs[i].fam);
@@ -440,6 +445,13 @@ int main(void)
                  mp_ckpt_name(c.s.checkpointing), mp_attention_name(c.s.attention), mp_ce_name(c.s.ce), (int)c.s.lora_rank);
         check_config(&c, label);
     }
-    CHECK(nconf == 55, "%d configurations checked", nconf);
+    /* a reward model's ZeRO-2 and ZeRO-3 (one rank): the score head is among the outer tensors */
+    for (int zero = 2; zero <= 3; zero++) {
+        base(&c, MT_LLAMA);
+        c.s.method = MP_METHOD_REWARD, c.s.zero = zero, c.s.precision = MP_MIXED_BF16;
+        snprintf(label, sizeof label, "reward llama zero=%d mixed-bf16", zero);
+        check_config(&c, label);
+    }
+    CHECK(nconf == 60, "%d configurations checked", nconf);
     return check_summary();
 }
