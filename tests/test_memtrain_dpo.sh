@@ -5,7 +5,9 @@
 # is compared with memplan's estimate of the same plan, as tests/validate.sh compares every
 # run (each component within 1%, the total within 2%); memtrain's own prediction is
 # memplan's, byte for byte. The first step's loss is the method's at a policy equal to its
-# reference (dpo: -logsigmoid(0) = log 2; ipo: (0 - 1/(2 beta))^2 = 25 at beta 0.1). Then
+# reference (dpo: -logsigmoid(0) = log 2; ipo: (0 - 1/(2 beta))^2 = 25 at beta 0.1); a reward
+# model's (a C x 1 score head, --method reward) depends on its initial scores (its value is
+# tests/validation/memtrain_dpo_loss.py's to check), and its logits are rows x T x 1. Then
 # what is refused, in one line, by both programs alike.
 bin=${1:-build/bin}
 . tests/lib.sh
@@ -22,6 +24,9 @@ ipo-adapter-qlora|$l --method ipo --lora-rank 4 --quant nf4 --precision mixed-bf
 simpo|$g --method simpo --precision fp32 --checkpointing selective
 cpo|$l --method cpo --precision mixed-bf16 --ce chunked --ce-chunk 32
 orpo|$g --method orpo --precision fp32 --optimizer adamw-8bit
+reward|$g --method reward --precision fp32
+reward-bf16-flash-full|$l --method reward --precision mixed-bf16 --attention flash --checkpointing full
+reward-fp16-chunked|$l --method reward --precision mixed-fp16 --ce chunked --ce-chunk 32 --optimizer sgd-momentum
 EOC
 while IFS='|' read -r name flags; do
     # shellcheck disable=SC2086
@@ -66,6 +71,10 @@ for line in open(configs):
         beta = run["settings"]["beta"]
         want = (1 / (2 * beta)) ** 2
         check(abs(first - want) < 1e-5 * want, "%s: the first loss is (1/(2 beta))^2 = %g (%.5f)" % (name, want, first))
+    elif method == "reward":
+        check(math.isfinite(first) and first > 0, "%s: the first loss %.4f is finite" % (name, first))
+        check(m["activations"] == p["activations"] and plan["logits_bytes"] == 4 * 4 * 64,
+              "%s: the logits are rows x T x 1 fp32 (%d bytes)" % (name, plan["logits_bytes"]))
     else:
         check(math.isfinite(first) and first > 0, "%s: the first loss %.4f is finite" % (name, first))
     check(all(math.isfinite(x) for x in run["losses"]), "%s: the losses are finite (%s)"
@@ -93,6 +102,22 @@ sed 's/^method = .*/method = simpo/' "$tmp/dpo-model.cfg" >"$tmp/bad.cfg"
 expect 2 "memtrain: simpo with a reference model" -- "$mt" --config "$tmp/bad.cfg" --steps 1
 has err "takes no reference"
 one_line_err "memtrain: simpo with a reference"
+sed 's/^reference = .*/reference = model/' "$tmp/reward.cfg" >"$tmp/bad.cfg"
+expect 2 "memtrain: reward with a reference model" -- "$mt" --config "$tmp/bad.cfg" --steps 1
+has err "method reward takes no reference"
+one_line_err "memtrain: reward with a reference"
+# shellcheck disable=SC2086
+expect 2 "memplan: reward with a reference" -- "$mp" estimate $g --method reward --reference model --framework memtrain
+has err "method reward takes no reference"
+one_line_err "memplan: reward with a reference"
+sed 's/^lora-rank = .*/lora-rank = 4/' "$tmp/reward.cfg" >"$tmp/bad.cfg"
+expect 2 "memtrain: reward under LoRA" -- "$mt" --config "$tmp/bad.cfg" --steps 1
+has err "score head"
+one_line_err "memtrain: reward under LoRA"
+# shellcheck disable=SC2086
+expect 2 "memplan: reward under LoRA" -- "$mp" estimate $l --method reward --lora-rank 4 --framework memtrain
+has err "score head"
+one_line_err "memplan: reward under LoRA"
 # torchtune has no form for a preference plan (the hf bundle writes TRL's trainers)
 # shellcheck disable=SC2086
 expect 2 "memplan: --emit torchtune of a dpo plan" -- "$mp" estimate $g --method dpo --emit torchtune -o "$tmp/tt"
