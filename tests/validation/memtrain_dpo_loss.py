@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 tests/validation/memtrain_dpo_loss.py BIN   (BIN: memtrain's folder)
 
-For dpo and ipo (reference model), simpo, cpo and orpo, memtrain trains a 2-layer GPT-2 in
+For dpo and ipo (reference model), simpo, cpo, orpo and reward, memtrain trains a 2-layer GPT-2 in
 fp32 on a data file written here, with loader memory, and saves its parameters before
 training (the reference) and after 3 steps. This script rebuilds the model in PyTorch from
 those checkpoints, rebuilds the batches of steps 1 and 4 from the data file as memtrain
@@ -12,8 +12,11 @@ chosen sequence, 2j+1 its rejected one; a sequence is T + 1 tokens, the first th
 the T after it the completion), and computes the loss as TRL's code does at
 huggingface/trl@f2cd577 (trl/trainer/dpo_trainer.py 1342-1351, 1392-1447;
 trl/experimental/cpo/cpo_trainer.py 706-729, 775-789, 825-856, 879;
-trl/experimental/orpo/orpo_trainer.py 88-92, 693-701, 782-810, 850). Each must equal the
-loss memtrain reported for that step within 1e-4 relative. Without torch: skipped.
+trl/experimental/orpo/orpo_trainer.py 88-92, 693-701, 782-810, 850; the reward model's:
+trl/trainer/reward_trainer.py 744-753, its (1, C) score head applied to every position and
+pooled at the last as transformers' LlamaForSequenceClassification.forward does, the row's
+input being its T tokens before the last target). Each must equal the loss memtrain
+reported for that step within 1e-4 relative. Without torch: skipped.
 """
 import json
 import math
@@ -36,8 +39,9 @@ HD, FF = C // NH, 4 * C
 BETA, CPO_ALPHA, SIMPO_GAMMA = 0.1, 1.0, 0.5  # TRL's defaults (DPOConfig, CPOConfig, ORPOConfig)
 
 
-def params_of(path):
-    """The fp32 parameters of a one-process checkpoint (trainer/checkpoint.h, train.c's state)."""
+def params_of(path, score=False):
+    """The fp32 parameters of a one-process checkpoint (trainer/checkpoint.h, train.c's state);
+    a reward model's end with its score head (trainer/model.h's MT_P_HEAD, (1, C))."""
     blob = open(path, "rb").read()
     settings_len, = struct.unpack_from("<Q", blob, 48)
     state = 72 + settings_len + 8 * 8  # the header, the settings, the state's 8 words
@@ -47,6 +51,8 @@ def params_of(path):
               ("w_qkv", (L, 3 * C, C)), ("b_qkv", (L, 3 * C)), ("w_o", (L, C, C)), ("b_o", (L, C)),
               ("ln2_w", (L, C)), ("ln2_b", (L, C)), ("w_fc", (L, FF, C)), ("b_fc", (L, FF)),
               ("w_proj", (L, C, FF)), ("b_proj", (L, C)), ("lnf_w", (C,)), ("lnf_b", (C,))]
+    if score:
+        shapes.append(("head", (1, C)))
     p, off = {}, 0
     for name, shape in shapes:
         n = math.prod(shape)
@@ -56,8 +62,8 @@ def params_of(path):
     return p
 
 
-def logits_of(p, ids):
-    """memtrain's GPT-2 (trainer/model.h): pre-norm, fused qkv, causal attention, tanh GELU, tied head."""
+def hidden_of(p, ids):
+    """memtrain's GPT-2 (trainer/model.h): pre-norm, fused qkv, causal attention, tanh GELU; the final norm's output."""
     R, S = ids.shape
     x = p["wte"][ids] + p["wpe"][:S]
     mask = torch.full((S, S), float("-inf")).triu(1)
@@ -70,7 +76,12 @@ def logits_of(p, ids):
         h = F.layer_norm(x, (C,), p["ln2_w"][l], p["ln2_b"][l], eps=1e-5)
         f = F.gelu(h @ p["w_fc"][l].T + p["b_fc"][l], approximate="tanh")
         x = x + f @ p["w_proj"][l].T + p["b_proj"][l]
-    return F.layer_norm(x, (C,), p["lnf_w"], p["lnf_b"], eps=1e-5) @ p["wte"].T
+    return F.layer_norm(x, (C,), p["lnf_w"], p["lnf_b"], eps=1e-5)
+
+
+def logits_of(p, ids):
+    """The language model's logits: the head tied to the embedding."""
+    return hidden_of(p, ids) @ p["wte"].T
 
 
 def selective_log_softmax(logits, index):  # trl/trainer/utils.py 506-510 (fp32)
@@ -150,6 +161,21 @@ def orpo_loss(policy, ids):
     return chosen_nll_loss - (BETA * F.logsigmoid(log_odds)).mean()
 
 
+def reward_loss(policy, ids):
+    """RewardTrainer.compute_loss (reward_trainer.py 744-753) on AutoModelForSequenceClassification's output.
+
+    The model reads each row's T input tokens (memtrain's inputs: the T + 1 tokens but the last);
+    the score is computed at every position, `logits = self.score(hidden_states)`, then pooled at
+    the last non-pad token (huggingface/transformers@5dd4a635, models/llama/modeling_llama.py,
+    LlamaForSequenceClassification.forward): these rows have no padding, so the last position.
+    """
+    inputs = ids[:, :-1]
+    logits = hidden_of(policy, inputs) @ policy["head"].T  # (2P, T, 1)
+    pooled_logits = logits[torch.arange(inputs.shape[0]), inputs.shape[1] - 1]  # (2P, 1)
+    rewards_chosen, rewards_rejected = torch.chunk(pooled_logits.squeeze(-1), chunks=2)
+    return -F.logsigmoid(rewards_chosen - rewards_rejected).mean()  # no margin, no centring
+
+
 def main():
     bin_dir = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
     memtrain = os.path.join(bin_dir, "memtrain")
@@ -160,7 +186,7 @@ def main():
     torch.set_grad_enabled(False)
     passed = failed = 0
     for method, reference in [("dpo", "model"), ("ipo", "model"), ("simpo", "none"), ("cpo", "none"),
-                              ("orpo", "none")]:
+                              ("orpo", "none"), ("reward", "none")]:
         cfg = os.path.join(tmp, method + ".cfg")
         with open(cfg, "w") as f:
             f.write("family = gpt2\nlayers = %d\nhidden = %d\nheads = %d\nvocab = %d\nmax-pos = %d\nseq = %d\n"
@@ -173,14 +199,17 @@ def main():
             subprocess.run([memtrain, "--config", cfg, "--steps", str(steps), "--quiet", flag, out], check=True,
                            stdout=subprocess.DEVNULL)
         losses = json.load(open(os.path.join(tmp, method + ".json")))["losses"]
-        start = params_of(os.path.join(tmp, method + "0", "checkpoint.bin"))
-        later = params_of(os.path.join(tmp, method + "3", "checkpoint.bin"))
+        score = method == "reward"
+        start = params_of(os.path.join(tmp, method + "0", "checkpoint.bin"), score)
+        later = params_of(os.path.join(tmp, method + "3", "checkpoint.bin"), score)
         for step, policy in ((0, start), (3, later)):
             ids, mask = batch_of(data, step)
             if method in ("dpo", "ipo"):
                 want = dpo_loss(policy, start, ids, mask, method == "ipo").item()
             elif method == "orpo":
                 want = orpo_loss(policy, ids).item()
+            elif score:
+                want = reward_loss(policy, ids).item()
             else:
                 want = cpo_loss(policy, ids, method == "simpo").item()
             got = losses[step]
