@@ -8,6 +8,7 @@
 #   make validate-published  memplan against published GPU measurements (tests/validation/published/)
 #   make validate-pairwise  PyTorch DPO and CPO steps (CPU) measured again and compared with memplan
 #   make validate-grpo   PyTorch GRPO rollout and steps (CPU) measured again and compared with memplan
+#   make validate-pairwise-ddp  DPO and CPO per rank under DDP (CPU, gloo) measured again and compared with memplan
 #                            and our own (tests/validation/gpu/, measured by its measure_cuda.py)
 #   make install         PREFIX=/usr/local DESTDIR= MANPREFIX=$(PREFIX)/share/man
 #   make fuzz            each libFuzzer harness (fuzz/) for FUZZ_SECONDS=120 (clang; into build-fuzz/)
@@ -80,7 +81,7 @@ PYTHON_TORCH ?= /usr/bin/python3
 PYTORCH    ?= yes
 
 .PHONY: all check test test-unit test-cli examples test-validate test-pytorch bench validate validate-pytorch validate-ddp \
-        validate-pairwise validate-grpo \
+        validate-pairwise validate-grpo validate-pairwise-ddp \
         validate-published test-published fuzz fuzz-brief fuzz-build \
         install uninstall clean
 all: $(PROGS) $(TESTS) $(COUNTER)
@@ -173,6 +174,8 @@ ifeq ($(SANITIZE),)
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan | tail -1
+	@# DPO and CPO per rank under DDP, measured with PyTorch on the CPU (pairwise_ddp.py, committed): gated
+	@python3 tests/validation/pairwise_ddp_compare.py --memplan $(BIN)/memplan | tail -1
 	@# an evaluation between steps measured with PyTorch on the CPU (eval_probe.py, committed): gated
 	@python3 tests/validation/eval_compare.py --memplan $(BIN)/memplan | tail -1
 	@# GRPO's step and rollout measured with PyTorch on the CPU (grpo.py, committed): gated
@@ -261,6 +264,12 @@ validate-pairwise: $(PROGS) $(COUNTER)
 	@$(PYTHON_TORCH) tests/validation/pairwise.py run --counter $(abspath $(COUNTER)) \
 	    --out $(BUILD)/pairwise-measurements.csv
 	@python3 tests/validation/pairwise_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/pairwise-measurements.csv
+# DPO and CPO per rank under DDP: measure again (pairwise_ddp.py, about a minute on
+# 2 idle cores) into the build folder and compare memplan with them.
+validate-pairwise-ddp: $(PROGS) $(COUNTER)
+	@$(PYTHON_TORCH) tests/validation/pairwise_ddp.py run --counter $(abspath $(COUNTER)) \
+	    --out $(BUILD)/pairwise-ddp-measurements.csv
+	@python3 tests/validation/pairwise_ddp_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/pairwise-ddp-measurements.csv
 # GRPO: measure the rollout and the step again (grpo.py, about a minute) and compare.
 validate-grpo: $(PROGS) $(COUNTER)
 	@$(PYTHON_TORCH) tests/validation/grpo.py run --counter $(abspath $(COUNTER)) \
