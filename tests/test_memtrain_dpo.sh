@@ -139,6 +139,19 @@ sys.exit(0 if len(a) == 3 and all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(a,
 PY
     then ok "dpo on 2 ranks x 1 pair, ZeRO-1: the losses of one process with 2 pairs"
     else bad "dpo data parallel: $(head -1 "$tmp/err")"; fi
+    # the reward model's score head among ZeRO-2's reduce-scattered outer gradients
+    # shellcheck disable=SC2086
+    "$mp" estimate $g --method reward --batch 1 --gpus 2 --zero 2 --framework memtrain --emit memtrain -o "$tmp/dp.cfg" >/dev/null
+    # shellcheck disable=SC2086
+    $mpi -np 2 "$mt" --config "$tmp/dp.cfg" --steps 3 --quiet --report "$tmp/dp.json" >/dev/null 2>"$tmp/err" </dev/null
+    "$mt" --config "$tmp/reward.cfg" --steps 3 --quiet --report "$tmp/one.json" >/dev/null 2>>"$tmp/err" </dev/null
+    if python3 - "$tmp/dp.json" "$tmp/one.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["losses"] for p in sys.argv[1:3])
+sys.exit(0 if len(a) == 3 and all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(a, b)) else 1)
+PY
+    then ok "reward on 2 ranks x 1 pair, ZeRO-2: the losses of one process with 2 pairs"
+    else bad "reward data parallel: $(head -1 "$tmp/err")"; fi
 fi
 echo "memtrain-dpo: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
