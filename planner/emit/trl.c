@@ -120,7 +120,9 @@ int emit_trl_check(const mp_model *m, const mp_settings *s, char *err)
     (void)m;
     const trl_row *r = row_of(s);
     const char *method = mp_method_name(s->method);
-    if (!r) NOFORM("--method %s has no TRL trainer memplan writes", method);
+    if (!r)
+        NOFORM("--method %s has no form in 'hf' yet: memplan plans TRL's %s but writes no script for it", method,
+               mp_method_desc_of(s->method)->trainer);
     const mp_reference ref = mp_reference_used(s);
     if (s->method == MP_METHOD_GRPO && ref == MP_REF_MODEL && s->lora_rank)
         NOFORM("--method grpo --reference model with LoRA has no form in TRL: GRPOTrainer takes no ref_model "
