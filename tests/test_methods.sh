@@ -66,8 +66,8 @@ expect 2 "torchtune's loop is not TRL's" -- "$mp" estimate --model gpt2 --method
 expect 2 "memtrain does not generate" -- "$mp" estimate --model gpt2 --method grpo --batch 8 --framework memtrain
 expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method rloo
 has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward, grpo, online-dpo or ppo"
-expect 2 "the emitters do not write PPO" -- "$mp" --model gpt2 --gpu 24GB --method ppo --emit hf -o "$tmp/bundle"
-has err "has no TRL trainer memplan writes"
+expect 2 "torchtune writes no preference plan" -- "$mp" --model gpt2 --gpu 24GB --method dpo --emit torchtune -o "$tmp/bundle"
+has err "torchtune"
 [ -e "$tmp/bundle" ] && bad "a bundle was written" || ok "nothing written"
 
 # the plan counts pairs, names the method and its reference, and weighs the
@@ -238,6 +238,19 @@ assert pt["logits and loss"] == 4 * n, pt["logits and loss"]
 PY
 then ok "accelerate's fp32 outputs: TRL's logits are fp32 under the hf profile"
 else bad "fp32 outputs"; fi
+
+# a vLLM server on other GPUs (vllm_mode server): nothing of it on the training
+# GPU, the old log-probabilities still taken for its correction
+if python3 -c "
+import json, subprocess, sys
+d = json.loads(subprocess.run(sys.argv[1:], capture_output=True, text=True).stdout)
+assert d['rollout']['engine'] == 'server' and d['rollout']['kv_cache_bytes'] == 0, d['rollout']
+assert d['rollout'].get('engine_bytes') is None
+assert 'rollout log-probabilities' in [p['name'] for p in d['phases']]
+" "$mp" $grpo --batch 4 --rollout server --gpu 24GB --format json; then ok "a server holds nothing here; the old log-probabilities are taken"
+else bad "the vLLM server's rollout"; fi
+expect 2 "--rollout-memory is a colocated engine's" -- "$mp" $grpo --batch 4 --rollout server --rollout-memory 0.4
+has err "sets a colocated vLLM up"
 
 echo "methods: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -194,6 +194,11 @@ static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, cons
                 (long long)s->completion_len, mp_fmt_gib(e->rollout_cache_bytes, a, sizeof a));
         return;
     }
+    if (s->rollout == MP_ROLLOUT_SERVER) {
+        fprintf(f, "  %-12s a vLLM server on other GPUs: %.0f completions, prompt %lld + completion %lld tokens; "
+                "none of it on these GPUs\n", "rollout", rows, (long long)s->prompt_len, (long long)s->completion_len);
+        return;
+    }
     const double need = rows * (double)s->seq;
     const double tokens = rollout_kv_tokens(c, e, mp_rollout_memory(s));
     fprintf(f, "  %-12s vLLM colocated, %.2f of the GPU: %s (weights and activations %s), %s%s\n", "rollout",

@@ -38,7 +38,7 @@ int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
     const double a = mp_element_bytes(s->precision), V = mp_head_outputs(m);
     const double P = (double)s->prompt_len, C = (double)s->completion_len, T = P + C, B = (double)s->batch;
     const double kv_width = 2 * (double)m->layers * (double)m->kv_heads * (double)m->head_dim;
-    const bool vllm = s->rollout == MP_ROLLOUT_VLLM;
+    const bool vllm = s->rollout != MP_ROLLOUT_GENERATE; /* colocated or a server elsewhere */
     const mp_reference ref = mp_reference_used(s);
     const bool with_ref = ref == MP_REF_MODEL || ref == MP_REF_ADAPTER;
     /* GRPO: steps_per_generation defaults to gradient_accumulation_steps
@@ -114,6 +114,10 @@ int mp_rollout_model(const mp_model *m, const mp_settings *s, const mp_gpu *gpu,
         if (s->zero >= 3 && dp > 1) r->gathered = weights * (dp - 1);
         return 0;
     }
+    /* a vLLM server on other GPUs: the training GPU sends the weights and
+     * receives the completions (trl/generation/vllm_generation.py, server
+     * mode): nothing of the engine here */
+    if (s->rollout == MP_ROLLOUT_SERVER) return 0;
     if (!gpu || gpu->mem_bytes <= 0) {
         snprintf(err, MP_ERR_LEN, "--rollout vllm keeps a fraction of the GPU (--rollout-memory %g): name the GPU "
                  "with --gpu", mp_rollout_memory(s));

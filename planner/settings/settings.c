@@ -112,8 +112,8 @@ static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, ch
     }
     if (s->value_lora && (!md->value_model || s->lora_rank == 0))
         BAD("--value-lora gives PPO's value model the policy's adapters: it needs --method ppo with LoRA");
-    if (s->rollout == MP_ROLLOUT_VLLM && md->value_model)
-        BAD("--rollout vllm: TRL's %s generates with transformers only", md->trainer);
+    if (s->rollout != MP_ROLLOUT_GENERATE && md->value_model)
+        BAD("--rollout %s: TRL's %s generates with transformers only", mp_rollout_name(s->rollout), md->trainer);
     if (!md->grouped && s->generations != 8)
         BAD("--generations applies to grpo: TRL's %s makes %s", md->trainer,
             md->value_model ? "one completion per prompt" : "two completions per prompt");
@@ -129,9 +129,10 @@ static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, ch
         BAD("--generations %lld does not divide the generation batch of %lld completions (--batch %lld x %lld "
             "GPU(s) x --accum %lld): TRL's GRPOConfig refuses it", (long long)s->generations,
             (long long)generation_batch, (long long)s->batch, (long long)dp, (long long)s->accum);
-    if ((s->rollout_sleep || s->rollout_max_len) && s->rollout != MP_ROLLOUT_VLLM)
-        BAD("--%s sets vLLM up: it needs --rollout vllm", s->rollout_sleep ? "rollout-sleep" : "rollout-max-len");
-    if (s->rollout == MP_ROLLOUT_VLLM && s->quant == MP_QUANT_INT8)
+    if ((s->rollout_sleep || s->rollout_max_len || s->rollout_memory > 0) && s->rollout != MP_ROLLOUT_VLLM)
+        BAD("--%s sets a colocated vLLM up: it needs --rollout vllm",
+            s->rollout_sleep ? "rollout-sleep" : s->rollout_max_len ? "rollout-max-len" : "rollout-memory");
+    if (s->rollout != MP_ROLLOUT_GENERATE && s->quant == MP_QUANT_INT8)
         BAD("--rollout vllm with --quant int8: vLLM takes no in-flight 8-bit weights (TRL refuses it)");
     return 0;
 }

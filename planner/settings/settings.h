@@ -30,8 +30,9 @@ typedef enum { MP_METHOD_SFT, MP_METHOD_DPO, MP_METHOD_IPO, MP_METHOD_SIMPO, MP_
                MP_METHOD_KTO, MP_METHOD_REWARD, MP_METHOD_GRPO, MP_METHOD_ONLINE_DPO, MP_METHOD_PPO,
                MP_NMETHOD } mp_method;
 /* How an online method makes its completions: transformers' generate inside
- * the training process (a KV cache), or a vLLM engine colocated on the GPU. */
-typedef enum { MP_ROLLOUT_GENERATE, MP_ROLLOUT_VLLM, MP_NROLLOUT } mp_rollout;
+ * the training process (a KV cache), a vLLM engine colocated on the GPU, or a
+ * vLLM server on other GPUs (nothing of it on the training GPUs). */
+typedef enum { MP_ROLLOUT_GENERATE, MP_ROLLOUT_VLLM, MP_ROLLOUT_SERVER, MP_NROLLOUT } mp_rollout;
 /* Where a preference method's reference log-probabilities come from; DEFAULT:
  * what TRL does for the method and task (mp_reference_used). */
 typedef enum { MP_REF_DEFAULT, MP_REF_MODEL, MP_REF_ADAPTER, MP_REF_PRECOMPUTED, MP_REF_NONE, MP_NREF } mp_reference;

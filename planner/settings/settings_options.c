@@ -199,7 +199,7 @@ const mp_opt mp_settings_opts[] = {
              "max_new_tokens 64, response_length 53)"},
     {"rollout", MP_OPT_ENUM, S(rollout), .vocab = &mp_vocab_rollout, .or_last = true,
      .help = "grpo, online-dpo, ppo: who generates the completions, transformers' generate in the training "
-             "process (default) or a vLLM engine colocated on the GPU (not ppo)"},
+             "process (default), a vLLM engine colocated on the GPU, or a vLLM server on other GPUs (not ppo)"},
     {"rollout-memory", MP_OPT_REAL, S(rollout_memory), .lo = 0.01, .hi = 1, .arg = "F",
      .help = "with --rollout vllm: the fraction of the GPU vLLM keeps for its weights, activations and KV cache "
              "(vllm_gpu_memory_utilization; TRL's default 0.3 for grpo, 0.55 for online-dpo)"},

@@ -221,6 +221,8 @@ static const mp_value rollouts[MP_NROLLOUT] = {
                              "cache for the generation batch beside the policy (TRL's default)", false},
     [MP_ROLLOUT_VLLM] = {"vllm", "colocate", "a vLLM engine colocated on the GPU, keeping --rollout-memory of the "
                          "device (TRL's use_vllm, vllm_mode colocate)", false},
+    [MP_ROLLOUT_SERVER] = {"server", NULL, "a vLLM server on other GPUs (trl vllm-serve, vllm_mode server): the "
+                           "training GPUs hold none of it", false},
 };
 
 /* DPOTrainer at huggingface/trl@f2cd577: no ref_model and PEFT: the policy with
