@@ -107,7 +107,7 @@ def method_flags(row, profiles):
                           ("completion_len", "--completion-len")):
             if row[col]:
                 flags += [flag, row[col]]
-        if row["rollout"] in ("generate", "vllm"):
+        if row["rollout"] in ("generate", "vllm", "server"):
             flags += ["--rollout", row["rollout"]]
         if row["rollout"] == "vllm" and row["rollout_memory"]:
             flags += ["--rollout-memory", row["rollout_memory"]]
