@@ -150,6 +150,11 @@ def first_line(errs):
         n, 100 * med, 100 * max(errs, key=abs), within, n, under, n)
 
 
+# The first five sources' rows were compared with memplan, and memplan changed for them, before first contact was
+# kept: their cells stay empty, and --record-first-contact never fills them (a figure recorded now would not be a first).
+UNRECORDED_SOURCES = {"peft-metamathqa", "peft-accelerate-docs", "litgpt-config-hub", "litgpt-resource-tables", "torchtune-readme"}
+
+
 def record(path, errors):
     """Fill first_contact_error_pct where empty; never overwrite. Comment lines kept as they are."""
     with open(path, newline="") as fh:
@@ -158,7 +163,7 @@ def record(path, errors):
     reader = csv.DictReader(l for l in text.splitlines(True) if not l.startswith("#"))
     fields, rows, changed = reader.fieldnames, list(reader), 0
     for r in rows:
-        if r["id"] in errors and not (r.get("first_contact_error_pct") or "").strip():
+        if r["id"] in errors and r["source"] not in UNRECORDED_SOURCES and not (r.get("first_contact_error_pct") or "").strip():
             r["first_contact_error_pct"] = "%+.2f" % (100 * errors[r["id"]])
             changed += 1
     with open(path, "w", newline="") as fh:
