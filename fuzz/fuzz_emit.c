@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "profiles/profiles.h"
 #include "settings/settings.h"
+#include "settings/vocabulary.h"
 #include "emit/emit.h"
 #include "emit/quote.h"
 #include "common/utf8.h"
@@ -168,6 +169,12 @@ static void settings_of(const uint8_t *d, mp_settings *s, const mp_model *m)
     const char *fw[] = {"pytorch", "hf", "deepspeed", "torchtune", "memtrain"};
     char err[MP_ERR_LEN];
     s->framework = mp_framework_find(fw[d[7] >> 1 & 3 ? (d[7] >> 1) % 5 : 0], err);
+    /* the objective: d[6]'s high bits, 0 (most seeds) supervised fine-tuning */
+    s->method = (mp_method)((d[6] >> 2) % MP_NMETHOD);
+    if (mp_method_desc_of(s->method)->generates) {
+        s->generations = 2, s->batch = 2;
+        s->prompt_len = 32, s->completion_len = 32; /* seq 64, as above */
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
