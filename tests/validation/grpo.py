@@ -75,7 +75,6 @@ none; padding changes no shape); the generation forward does build transformers'
 Each row also carries byte sizes computed from the shapes (weights, reference copy, gradients, AdamW
 state, the KV cache at the end of generate, one micro-batch's logits), to read the measurements against.
 """
-import contextlib
 import csv
 import json
 import os
@@ -86,6 +85,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402  (the counting allocator's counters and self-test)
+# peft's disable_adapter and TRL's disable_gradient_checkpointing for hfmodels, as the pairwise steps use them
+from pairwise import adapters_disabled, checkpointing_off, mib  # noqa: E402
 
 TEMPERATURE = 1.0     # GRPOConfig.temperature (grpo_config.py:522)
 EPSILON = 0.2         # GRPOConfig.epsilon (grpo_config.py:683); epsilon_high defaults to it
@@ -193,34 +194,6 @@ def entropy_from_logits(logits, chunk_size=ENTROPY_CHUNK):
         entropies.append(-(torch.exp(logps) * logps).sum(-1))
     return torch.cat(entropies, dim=0).reshape(original_shape)
 
-
-@contextlib.contextmanager
-def adapters_disabled(model):
-    """peft's disable_adapter (TRL's use_adapter(model, None)) for hfmodels.LoRA."""
-    import hfmodels
-
-    wrapped = [m for m in model.modules() if isinstance(m, hfmodels.LoRA)]
-    for m in wrapped:
-        m.forward = m.base.forward
-    try:
-        yield
-    finally:
-        for m in wrapped:
-            del m.forward
-
-
-@contextlib.contextmanager
-def checkpointing_off(model):
-    """TRL's disable_gradient_checkpointing (grpo_trainer.py:2553) and unwrap_model_for_generation's."""
-    was = model.checkpointing
-    model.checkpointing = False
-    try:
-        yield
-    finally:
-        model.checkpointing = was
-
-
-# ------------------------------------------------------------- one configuration
 
 def measure(cfg):
     import copy
@@ -544,10 +517,6 @@ def checks(rows):
                 not r["resident_before_generation"] < other["resident_before_generation"]:
             bad.append(f"{r['name']}: LoRA holds no less than full fine-tuning before generating")
     return bad
-
-
-def mib(x):
-    return f"{x / 1048576:8.2f}" if x != "" else f"{'':>8}"
 
 
 def run(argv):
