@@ -281,10 +281,6 @@ def checks(rows, single_csv):
 
 # ------------------------------------------------------------- running
 
-def mib(x):
-    return f"{x / 1048576:8.2f}" if x != "" else f"{'':>8}"
-
-
 def write_csv(path, rows, torch_version):
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
                platform.processor())
@@ -331,10 +327,10 @@ def run(argv):
         r = row_for(cfg, ranks)
         rows.append(r)
         torch_version = r["torch"]
-        peaks = " ".join(mib(x).strip() for x in ints(r["rank_peak_bytes"]))
-        print(f"{r['name']:<30} {r['ranks']:>2} {r['zero']:>4}  {peaks:<36} {mib(r['allocated_peak_bytes'])} "
-              f"{r['peak_phase']:<18} {mib(r['step_base_bytes'])} {mib(r['reference_forward_rise_bytes'])} "
-              f"{mib(r['bucket_bytes'])} {time.time() - t:5.1f}")
+        peaks = " ".join(pairwise.mib(x).strip() for x in ints(r["rank_peak_bytes"]))
+        print(f"{r['name']:<30} {r['ranks']:>2} {r['zero']:>4}  {peaks:<36} {pairwise.mib(r['allocated_peak_bytes'])} "
+              f"{r['peak_phase']:<18} {pairwise.mib(r['step_base_bytes'])} {pairwise.mib(r['reference_forward_rise_bytes'])} "
+              f"{pairwise.mib(r['bucket_bytes'])} {time.time() - t:5.1f}")
     if rows:
         write_csv(o.out, rows, torch_version)
     bad = checks(rows, o.single)
