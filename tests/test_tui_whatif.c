@@ -128,6 +128,26 @@ int main(void)
             if (mtop_keys[i].key == mtop_keys[j].key && (mtop_keys[i].views & mtop_keys[j].views)) unique = false;
     CHECK(unique, "no key does two things in one view");
 
+    /* a method's other models: their own terms in the detail view, figures in the JSON */
+    mp_settings dpo = s;
+    dpo.method = MP_METHOD_PPO, dpo.batch = 2, dpo.prompt_len = 64, dpo.completion_len = 32, dpo.seq = 96;
+    mtop_whatif_init(&w, &m, &dpo, &g, 0.10);
+    bool refm = false, reward = false, value = false;
+    for (int i = 0; i < w.e.nterms; i++) {
+        refm |= w.e.terms[i].component == MP_WEIGHTS && !strcmp(w.e.terms[i].name, "reference model (frozen copy)");
+        reward |= w.e.terms[i].component == MP_WEIGHTS && !strcmp(w.e.terms[i].name, "reward model (frozen)");
+        value |= w.e.terms[i].component == MP_WEIGHTS && !strcmp(w.e.terms[i].name, "value model (trained)");
+    }
+    CHECK(w.ok && refm && reward && value, "ppo: the reference, reward and value models are terms of the weights (%s)",
+          w.err);
+    char *pj = mtop_whatif_json(&w);
+    json_t *pjs = pj ? json_loads(pj, 0, NULL) : NULL;
+    CHECK(pjs && json_integer_value(json_object_get(pjs, "reference")) == (json_int_t)(w.e.reference_bytes + 0.5) &&
+              w.e.reference_bytes > 0,
+          "JSON: the reference copy's bytes");
+    json_decref(pjs);
+    free(pj);
+
     /* --once --plan */
     mtop_whatif_init(&w, &m, &s, &g, 0.10);
     char *js = mtop_whatif_json(&w);

@@ -222,6 +222,10 @@ char *mtop_whatif_json(const mtop_whatif *w)
         json_object_set_new(comps, mp_component_name(c), x);
     }
     json_object_set_new(o, "components", comps);
+    /* the other models a method holds, each in its component's terms too:
+     * a reference copy (in the weights), a colocated vLLM (on the device) */
+    json_object_set_new(o, "reference", w->ok ? jbytes(w->e.reference_bytes) : json_null());
+    json_object_set_new(o, "rollout_engine", w->ok ? jbytes(w->e.rollout_bytes) : json_null());
     json_object_set_new(o, "allocated", w->ok ? jbytes(w->e.total_bytes) : json_null());
     json_object_set_new(o, "reserved", w->ok ? jbytes(w->e.reserved_bytes) : json_null());
     json_object_set_new(o, "device", w->ok ? jbytes(w->e.device_bytes) : json_null());
