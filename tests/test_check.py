@@ -74,7 +74,7 @@ SYNTHETIC = [
       "seq": ("768", "(prompt and completion)")}),
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 4\nbeta: 0.04\n"
      "use_vllm: true\nvllm_mode: server\n", ["--prompt-len", "256"], 0,
-     {"reference": ("model", "beta"), "rollout": ("generate", "vllm_mode"), "seq": ("768", "(prompt and completion)"),
+     {"reference": ("model", "beta"), "rollout": ("server", "vllm_mode"), "seq": ("768", "(prompt and completion)"),
       "generations": ("4", "num_generations")}),
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 8\n"
      "steps_per_generation: 4\n", [], 2, "'steps_per_generation': a generation batch other than"),
@@ -87,6 +87,31 @@ SYNTHETIC = [
     ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\ncpo_alpha: 1.0\n"
      "precompute_ref_log_probs: false\n", [], 2, "'precompute_ref_log_probs': precompute_ref_log_probs (DPOConfig's and "
      "KTOConfig's) beside 'cpo_alpha'"),
+    # OnlineDPOConfig's own key (online_dpo_config.py:180), PPOConfig's (ppo_config.py:124-273)
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\nmax_new_tokens: 128\nmax_length: 640\n"
+     "use_vllm: true\nvllm_gpu_memory_utilization: 0.5\nbeta: [0.1]\n", [], 0,
+     {"method": ("online-dpo", "max_new_tokens"), "reference": ("model", "(default)"),
+      "completion-len": ("128", "max_new_tokens"), "seq": ("640", "max_length"), "prompt-len": ("512", "(default)"),
+      "rollout": ("vllm", "use_vllm"), "rollout-memory": ("0.5", "vllm_gpu_memory_utilization")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\nuse_vllm: true\nvllm_mode: server\n"
+     "max_new_tokens: 64\nuse_peft: true\n", [], 0,
+     {"method": ("online-dpo", "max_new_tokens"), "reference": ("adapter", "(default)"), "rollout": ("server", "vllm_mode"),
+      "seq": ("512", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 4\nresponse_length: 100\nnum_ppo_epochs: 2\n"
+     "sft_model_path: Qwen/Qwen2.5-0.5B\nreward_model_path: Qwen/Qwen2.5-0.5B\n", ["--prompt-len", "256"], 0,
+     {"method": ("ppo", "response_length"), "reference": ("model", "(default)"), "completion-len": ("100", "response_length"),
+      "seq": ("356", "(prompt and completion)"), "reward-model": ("qwen2.5-0.5b", "reward_model_path"),
+      "rollout": ("generate", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nreward_model_path: Qwen/Qwen2.5-0.5B\n",
+     ["--method", "ppo"], 0, {"method": ("ppo", "--method"), "completion-len": ("53", "(default)")}),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nreward_model_path: Qwen/Qwen2.5-0.5B\n",
+     [], 2, "'reward_model_path': a key of OnlineDPOConfig and PPOConfig alike"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 8\nnum_generations: 8\nmax_new_tokens: 64\n",
+     [], 2, "'max_new_tokens': a key of OnlineDPOConfig beside 'num_generations'"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nnum_ppo_epochs: 1\nnum_mini_batches: 3\n",
+     ["--prompt-len", "128"], 2, "'num_mini_batches': 3 mini-batches do not divide the local batch of 2"),
+    ("model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\nuse_peft: true\nref_adapter_name: ref\n",
+     [], 2, "'ref_adapter_name': a second adapter loaded as the reference"),
 ]
 
 

@@ -50,8 +50,15 @@ MODEL_KEYS = {"model_name_or_path", "dtype", "attn_implementation", "use_peft", 
               "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 RUN_KEYS = {"output_dir", "max_steps", "learning_rate", "deepspeed"}
 # where the trainer makes the adapter itself (peft_config=): the methods with a reference
-PEFT_IN_TRAINER = {"dpo", "ipo", "kto", "grpo"}
-METHODS = ["dpo", "ipo", "simpo", "cpo", "orpo", "kto", "reward", "grpo"]
+PEFT_IN_TRAINER = {"dpo", "ipo", "kto", "grpo", "online-dpo", "ppo"}
+METHODS = ["dpo", "ipo", "simpo", "cpo", "orpo", "kto", "reward", "grpo", "online-dpo", "ppo"]
+# the completion's key of each generating method's config (grpo_config.py 488, online_dpo_config.py 180,
+# ppo_config.py 151), and which configs have vLLM's keys (grpo_config.py 577-646, online_dpo_config.py 266-340)
+COMPLETION_KEY = {"grpo": "max_completion_length", "online-dpo": "max_new_tokens", "ppo": "response_length"}
+VLLM = {"grpo", "online-dpo"}
+# the config keys train.py gives as its variables: what trl.yaml states in their place
+VARIABLES = {"sft_model_path": "MODEL", "reward_model_path": "REWARD", "total_episodes": "EPISODES"}
+REWARD_PLACEHOLDER = "path/to/reward-model"
 
 TALLY = Tally()
 check = TALLY.check
@@ -105,8 +112,8 @@ def reference_flags(s):
     flags = []
     if s["method"] == "orpo":
         flags += ["--method", "orpo"]  # ORPOConfig has no key of its own
-    if s["method"] == "grpo":
-        flags += ["--prompt-len", str(s["prompt-len"])]  # GRPOConfig has no prompt length
+    if s["method"] in ("grpo", "ppo"):
+        flags += ["--prompt-len", str(s["prompt-len"])]  # GRPOConfig and PPOConfig have no prompt length
     if s["reference"] == "model" and s["lora-rank"] and s["method"] != "grpo":
         flags += ["--reference", "model"]  # an explicit ref_model: no key
     return flags
@@ -150,36 +157,73 @@ def check_bundle(tag, d, plan, facts, ckeys, ta):
         check(v["max_completion_length"] == s["completion-len"], f"{tag}: max_completion_length")
         check((v["beta"] == 0.0) == (ref == "none") and v["beta"] in (0.0, 0.04),
               f"{tag}: beta {v['beta']} for reference {ref}")
-        vllm = s["rollout"] == "vllm"
-        check(v["use_vllm"] == vllm, f"{tag}: use_vllm for rollout {s['rollout']}")
-        if vllm:
-            check(v["vllm_mode"] == "colocate", f"{tag}: vllm_mode colocate")
-            check(abs(v["vllm_gpu_memory_utilization"] - s["rollout-memory"]) < 1e-9, f"{tag}: vLLM's fraction")
-            check(v["vllm_enable_sleep_mode"] == s["rollout-sleep"], f"{tag}: sleep mode")
-            check(v.get("vllm_max_model_length") == s["rollout-max-len"], f"{tag}: vllm_max_model_length")
         check(value(next(a for a in ast.walk(tree) if isinstance(a, ast.Assign) and
                          getattr(a.targets[0], "id", "") == "PROMPT_LEN").value) == s["prompt-len"],
               f"{tag}: prompts cut at {s['prompt-len']} tokens")
-    else:
+    if method in COMPLETION_KEY:
+        ck = COMPLETION_KEY[method]
+        check(v.get(ck) == s["completion-len"], f"{tag}: {ck} = the completion {s['completion-len']}")
+    if method in VLLM:
+        vllm = s["rollout"] in ("vllm", "server")
+        check(v["use_vllm"] == vllm, f"{tag}: use_vllm for rollout {s['rollout']}")
+        if s["rollout"] == "server":
+            check(v["vllm_mode"] == "server" and "vllm_gpu_memory_utilization" not in v,
+                  f"{tag}: vllm_mode server, nothing of a colocated engine")
+        elif vllm:
+            check(v["vllm_mode"] == "colocate", f"{tag}: vllm_mode colocate")
+            check(abs(v["vllm_gpu_memory_utilization"] - s["rollout-memory"]) < 1e-9, f"{tag}: vLLM's fraction")
+            check(v["vllm_enable_sleep_mode"] == s["rollout-sleep"], f"{tag}: sleep mode")
+            if "vllm_max_model_length" in ckeys[config]:
+                check(v.get("vllm_max_model_length") == s["rollout-max-len"], f"{tag}: vllm_max_model_length")
+    elif method in COMPLETION_KEY:
+        check("use_vllm" not in v, f"{tag}: {config} has no use_vllm")
+    if method == "ppo":
+        check("max_length" not in v, f"{tag}: PPOConfig has no max_length")
+        check(v["num_mini_batches"] == 1 and v["local_rollout_forward_batch_size"] == 64,
+              f"{tag}: PPO's mini-batches 1 and rollout chunks of 64, as planned")
+        check(v["sft_model_path"] == "MODEL" and v["reward_model_path"] == "REWARD" and v["total_episodes"] == "EPISODES",
+              f"{tag}: sft_model_path, reward_model_path and total_episodes are train.py's MODEL, REWARD, EPISODES")
+        check(value(next(a for a in ast.walk(tree) if isinstance(a, ast.Assign) and
+                         getattr(a.targets[0], "id", "") == "PROMPT_LEN").value) == s["prompt-len"],
+              f"{tag}: prompts cut at {s['prompt-len']} tokens")
+    if method == "online-dpo":
+        check(v["max_length"] == s["seq"] == s["prompt-len"] + s["completion-len"],
+              f"{tag}: max_length = prompt and completion {s['seq']}")
+        check(v["beta"] == 0.1 and v.get("reward_model_path") == "REWARD", f"{tag}: beta 0.1, reward_model_path REWARD")
+    elif method not in ("ppo", "grpo"):
         check(v["max_length"] == s["seq"], f"{tag}: max_length = the plan's sequence {s['seq']}")
     if "precompute_ref_log_probs" in ckeys[config]:
         check(v["precompute_ref_log_probs"] == (ref == "precomputed"), f"{tag}: precompute_ref_log_probs for {ref}")
-    want_loss = {"dpo": ["sigmoid"], "ipo": ["ipo"], "simpo": "simpo", "cpo": "sigmoid", "kto": "kto"}.get(method)
+    want_loss = {"dpo": ["sigmoid"], "ipo": ["ipo"], "simpo": "simpo", "cpo": "sigmoid", "kto": "kto",
+                 "online-dpo": "sigmoid"}.get(method)
     check(v.get("loss_type") == want_loss, f"{tag}: loss_type {v.get('loss_type')!r}, want {want_loss!r}")
     tr = c.get(trainer, [])
     check(len(tr) == 1, f"{tag}: one {trainer} call")
     if tr:
         tr = tr[0]
-        check(("ref_model" in tr) == (ref == "model" and method != "grpo"), f"{tag}: ref_model= iff a reference copy")
+        if method == "ppo":  # every argument but ref_model required (ppo_trainer.py 349-357): None under PEFT
+            check(value(tr["ref_model"]) == ("ref_model" if ref == "model" else None), f"{tag}: ref_model for {ref}")
+            check(value(tr.get("reward_model", ast.Constant(None))) == "reward_model" and
+                  value(tr.get("value_model", ast.Constant(None))) == "value_model" and
+                  value(tr.get("processing_class", ast.Constant(None))) == "tok",
+                  f"{tag}: PPOTrainer takes reward_model, value_model and processing_class")
+        else:
+            check(("ref_model" in tr) == (ref == "model" and method != "grpo"), f"{tag}: ref_model= iff a reference copy")
         in_trainer = s["lora-rank"] > 0 and method in PEFT_IN_TRAINER
         check(("peft_config" in tr) == in_trainer, f"{tag}: peft_config= iff the trainer makes the adapter")
         check(("get_peft_model" in c) == (s["lora-rank"] > 0 and not in_trainer),
               f"{tag}: get_peft_model iff LoRA and the trainer takes a PeftModel")
-        check(("reward_funcs" in tr) == (method == "grpo"), f"{tag}: reward_funcs for grpo")
+        check(("reward_funcs" in tr) == (method in ("grpo", "online-dpo")), f"{tag}: reward_funcs for grpo, online-dpo")
+        if method == "online-dpo":
+            check(value(tr["reward_funcs"]) == "reward_model", f"{tag}: the reward model as reward_funcs")
     loads = c.get("from_pretrained", [])
     cls = "AutoModelForSequenceClassification" if method == "reward" else "AutoModelForCausalLM"
     check(cls in imp and (method != "reward" or any("num_labels" in k and value(k["num_labels"]) == 1 for k in loads)),
           f"{tag}: the policy is a {cls}")
+    if method in ("online-dpo", "ppo"):
+        scorers = [k for k in loads if "num_labels" in k and value(k["num_labels"]) == 1]
+        check(len(scorers) == (2 if method == "ppo" else 1) and "AutoModelForSequenceClassification" in imp,
+              f"{tag}: the reward model{' and the value model' if method == 'ppo' else ''} loaded with one output")
     check(f'Version("{TRL_VERSION}")' in text, f"{tag}: train.py stops under a TRL older than {TRL_VERSION}")
     peak = f"{plan['allocated_bytes'] / 2**30:.2f} GiB allocated, {plan['device_bytes'] / 2**30:.2f} GiB on the device"
     check(text.count("Predicted peak per GPU") == 1 and peak in text, f"{tag}: the plan's peak ({peak})")
@@ -189,7 +233,17 @@ def check_bundle(tag, d, plan, facts, ckeys, ta):
     pkeys = set(cfg) - RUN_KEYS
     check(ykeys == pkeys, f"{tag}: trl.yaml's config keys {sorted(ykeys ^ pkeys)} differ from train.py's")
     for k in ykeys & pkeys:
+        if k in VARIABLES and v[k] == VARIABLES[k]:
+            continue
         check(y[k] == v[k], f"{tag}: trl.yaml {k}={y[k]!r}, train.py {v[k]!r}")
+    if method == "ppo":
+        dp = max(1, s["gpus"] // (s["tp"] * s["pp"]))
+        check(y["total_episodes"] == 1000 * s["batch"] * s["accum"] * dp and
+              y["sft_model_path"] == y.get("model_name_or_path", "path/to/model"),
+              f"{tag}: trl.yaml's total_episodes (1000 updates) and sft_model_path (the policy)")
+    if "reward_model_path" in y:
+        check(isinstance(y["reward_model_path"], str) and y["reward_model_path"],
+              f"{tag}: reward_model_path a Hub id, a folder or {REWARD_PLACEHOLDER}")
     readme = open(os.path.join(d, "README.txt")).read()
     check(TRL_VERSION in readme and "f2cd57710ae345ea6428ae95363267fcf38a3dc8" in readme,
           f"{tag}: README names the TRL version and commit")
@@ -204,8 +258,8 @@ def compare_back(tag, plan, p):
     origins = {o["setting"]: o for o in got["settings"]}
     for k in ("method", "reference", "batch", "accum", "precision", "optimizer", "checkpointing", "attention"):
         check(k in origins, f"{tag}: check says where {k} came from")
-    if s["method"] == "grpo":
-        for k in ("generations", "completion-len", "rollout"):
+    if s["method"] in COMPLETION_KEY:
+        for k in ("generations", "completion-len", "rollout")[0 if s["method"] == "grpo" else 1:]:
             check(k in origins, f"{tag}: check says where {k} came from")
     for k, o in origins.items():
         if k in s and k not in NOT_A_SETTING:
@@ -233,7 +287,15 @@ def matrix():
                       ["--method", "grpo", "--task", "lora", "--reference", "adapter"],
                       ["--method", "grpo", "--task", "full", "--reference", "model", "--generations", "4",
                        "--completion-len", "256"],
-                      ["--method", "ipo", "--compile"]):
+                      ["--method", "ipo", "--compile"],
+                      ["--method", "online-dpo", "--rollout", "vllm", "--rollout-sleep", "--rollout-memory", "0.4",
+                       "--completion-len", "128", "--prompt-len", "384"],
+                      ["--method", "online-dpo", "--task", "lora", "--reference", "model"],
+                      ["--method", "online-dpo", "--rollout", "server"],
+                      ["--method", "grpo", "--rollout", "server", "--task", "lora", "--reference", "adapter"],
+                      ["--method", "ppo", "--task", "lora", "--batch", "8", "--accum", "2", "--completion-len", "128"],
+                      ["--method", "ppo", "--task", "full", "--reward-model", "qwen2.5-0.5b", "--gpus", "2",
+                       "--zero", "2"]):
             runs.append(["--model", model, "--gpu", "a100-80g", *extra])
     return runs
 
@@ -249,7 +311,9 @@ def one(memplan, tmp, i, args):
     if p.returncode != 0:
         return tag, None, p, None
     plan = json.loads(p.stdout)
-    back = check_back(memplan, os.path.join(d, "trl.yaml"), plan, reference_flags(plan["settings"]))
+    # an FSDP bundle's accelerate.yaml is part of the run: check reads it beside trl.yaml
+    engine = [os.path.join(d, "accelerate.yaml")] if os.path.exists(os.path.join(d, "accelerate.yaml")) else []
+    back = check_back(memplan, os.path.join(d, "trl.yaml"), plan, reference_flags(plan["settings"]) + engine)
     return tag, plan, d, back
 
 
@@ -258,6 +322,11 @@ REFUSED = [
     (["--method", "dpo", "--task", "lora", "--precision", "pure-bf16"], "upcasts the adapters to fp32"),
     (["--method", "dpo", "--loader", "stream"], "--loader stream has no form in TRL's DPOTrainer"),
     (["--method", "dpo", "--emit", "axolotl"], "has no form in 'axolotl' yet"),
+    (["--method", "ppo", "--task", "lora", "--value-lora"], "--value-lora has no form in TRL's PPOTrainer"),
+    (["--method", "ppo", "--reference", "precomputed"], "PPOConfig has no precompute_ref_log_probs"),
+    (["--method", "online-dpo", "--rollout", "vllm", "--rollout-max-len", "2048"],
+     "--rollout-max-len has no form in TRL's OnlineDPOTrainer"),
+    (["--method", "ppo", "--task", "lora", "--precision", "mixed-bf16"], "TRL trains the value model whole"),
 ]
 
 

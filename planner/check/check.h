@@ -53,6 +53,7 @@ typedef struct mp_check {
     char format[CK_MAX_FILES][24];   /* what each file was read as: "axolotl", "deepspeed"... */
     char file[CK_MAX_FILES][128];
     mp_model model;
+    mp_model reward_model;           /* a reward model a file names (s.reward_model points here), else unused */
     char model_how[200];
     mp_settings s;                   /* the run, as the files (and the defaults) say */
     ck_origin origin[CK_MAX_ORIGINS];

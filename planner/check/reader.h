@@ -41,6 +41,7 @@ typedef struct ck_state {
     bool double_quant;
     bool lora;                   /* an adapter is trained */
     bool trl;                    /* the Trainer's config is TRL's (its ModelConfig and SFT keys): TRL's defaults */
+    bool bf16_off;               /* bf16: false said (TRL's bf16 default then off) */
     char lora_modules[512];      /* the target modules as the file names them, comma-separated */
     char lora_key[96];           /* the key that named them */
     /* a format's keys that decide only together (axolotl.c's readers note them, its finish resolves them) */
@@ -53,7 +54,7 @@ typedef struct ck_state {
     mp_reference pref_ref;       /* the reference the keys ask for (MP_REF_DEFAULT: the tool's) */
     char pref_key[64];           /* the key that named the method (or the first preference key) */
     char pref_ref_key[64];       /* the key that named the reference */
-    char pref_keys[8][64];       /* a format's keys that decide together (trainer.c: which trainer) */
+    char pref_keys[10][64];      /* a format's keys that decide together (trainer.c: which trainer) */
     /* values a TRL config's keys give that mean something only once the method is
      * known (trainer.c: GRPO's beta and completion length, a server-mode vLLM) */
     double trl_beta;
@@ -61,6 +62,14 @@ typedef struct ck_state {
     int64_t trl_completion_len;  /* max_completion_length, 0: none */
     char trl_completion_key[64];
     bool trl_vllm_server;        /* vllm_mode server: the vLLM is on other GPUs */
+    /* the generating configs (trainer.c): GRPOConfig, OnlineDPOConfig, PPOConfig share keys */
+    unsigned gen_mask;           /* the configs every generation key read so far is a field of; 0: none read */
+    char gen_first[64];          /* the first such key */
+    char gen_own[3][64];         /* per config, the first key only it has */
+    char reward_ref[1024];       /* reward_model_path: the reward model (a Hub id or a folder) */
+    bool sft_model;              /* PPOConfig's sft_model_path named the policy */
+    int64_t ppo_mini_batches, ppo_rollout_chunk; /* num_mini_batches, local_rollout_forward_batch_size; 0: unsaid */
+    bool sample_generations;     /* PPO's num_sample_generations above 0 */
 } ck_state;
 
 /* One key of a format, by its dotted path. read NULL: known, and nothing memplan

@@ -238,8 +238,11 @@ int ck_read_bf16(ck_state *st, const ck_node *v, const char *key, char *err)
     if (t && !strcmp(t, "auto")) st->precision16 = -1;
     else if (ck_null(v)) return 0;
     else if (ck_bool(v, &on)) return ck_bad(key, v, "want true, false or auto", err);
-    else if (on) st->precision16 = 1;
-    else if (st->precision16 == 1 || st->precision16 == -1) st->precision16 = 0;
+    else if (on) st->precision16 = 1, st->bf16_off = false;
+    else {
+        st->bf16_off = true; /* said off: TRL's default (bf16 unless fp16) does not apply */
+        if (st->precision16 == 1 || st->precision16 == -1) st->precision16 = 0;
+    }
     return 0;
 }
 

@@ -9,9 +9,12 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/errors.h"
 #include "model/family.h"
+#include "model/model.h"
+#include "profiles/profiles.h"
 #include "settings/vocabulary.h"
 
 /* A TRL config, not a bare TrainingArguments: TRL's own keys are there. */
@@ -61,7 +64,8 @@ static int read_use_peft(ck_state *st, const ck_node *v, const char *key, char *
 static int read_trl_model(ck_state *st, const ck_node *v, const char *key, char *err)
 {
     st->trl = true;
-    return ck_read_model(st, v, key, err);
+    if (!st->sft_model) return ck_read_model(st, v, key, err);
+    return ck_text(v) ? 0 : ck_bad(key, v, "want a model's Hub id or folder", err); /* PPO's policy: sft_model_path */
 }
 
 static int read_trl_seq(ck_state *st, const ck_node *v, const char *key, char *err)
@@ -204,15 +208,18 @@ enum {
     TP_PRECOMPUTE = 1 << 10, /* precompute_ref_log_probs: DPOConfig's and KTOConfig's */
     TP_VLLM = 1 << 11,   /* use_vllm given */
     TP_NGEN = 1 << 12,   /* num_generations given */
+    TP_ODPO = 1 << 13,   /* an OnlineDPOConfig key (online_dpo_config.py:167-370) */
+    TP_PPO = 1 << 14,    /* a PPOConfig key (ppo_config.py:124-273) */
 };
 
 /* st->pref_keys: the first key of each kind, for the refusals */
-enum { TK_ANY, TK_DPO, TK_CPO, TK_LOSS, TK_KTO, TK_GRPO, TK_REWARD, TK_PRECOMPUTE };
+enum { TK_ANY, TK_DPO, TK_CPO, TK_LOSS, TK_KTO, TK_GRPO, TK_REWARD, TK_PRECOMPUTE, TK_ODPO, TK_PPO };
 
 static void pref_key(ck_state *st, unsigned bit, const char *key)
 {
     int i = bit == TP_DPO ? TK_DPO : bit == TP_CPO ? TK_CPO : bit == TP_KTO ? TK_KTO : bit == TP_GRPO ? TK_GRPO
-          : bit == TP_REWARD ? TK_REWARD : bit == TP_PRECOMPUTE ? TK_PRECOMPUTE : TK_ANY;
+          : bit == TP_REWARD ? TK_REWARD : bit == TP_PRECOMPUTE ? TK_PRECOMPUTE : bit == TP_ODPO ? TK_ODPO
+          : bit == TP_PPO ? TK_PPO : TK_ANY;
     char *slot = st->pref_keys[i];
     if (!(st->pref_bits & bit)) snprintf(slot, sizeof st->pref_keys[0], "%s", key);
     st->pref_bits |= bit;
@@ -331,7 +338,11 @@ static int read_beta(ck_state *st, const ck_node *v, const char *key, char *err)
 {
     double b;
     if (ck_null(v)) return 0;
-    if (ck_real(v, &b) || b < 0 || b > 1e6) return ck_bad(key, v, "want a number from 0", err);
+    /* OnlineDPOConfig's is a list, one value an epoch (online_dpo_config.py:246, one value a float: 381-382) */
+    const ck_node *x = v->kind == CK_LIST ? v->child : v;
+    for (const ck_node *i = x; v->kind == CK_LIST && i; i = i->next)
+        if (ck_real(i, &b) || b < 0 || b > 1e6) return ck_bad(key, v, "want a number from 0, or a list of them", err);
+    if (!x || ck_real(x, &b) || b < 0 || b > 1e6) return ck_bad(key, v, "want a number from 0", err);
     st->trl_beta = b, st->trl_beta_set = true;
     pref_key(st, TP_ANY, key);
     return 0;
@@ -351,13 +362,64 @@ static int read_completion_len(ck_state *st, const ck_node *v, const char *key, 
 
 /* ---------- GRPO (GRPOConfig at trl@f2cd5771, trl_methods.csv) ---------- */
 
+/* The generating configs' keys (trl_config_keys.csv at trl@f2cd5771): which of GRPOConfig,
+ * OnlineDPOConfig and PPOConfig has each. A file's config is one that has every such key. */
+enum { CG_GRPO = 1, CG_ODPO = 2, CG_PPO = 4 };
+static const char *const gen_config[3] = {"GRPOConfig", "OnlineDPOConfig", "PPOConfig"};
+static const struct { const char *key; unsigned in; } gen_keys[] = {
+    {"use_vllm", CG_GRPO | CG_ODPO}, {"vllm_mode", CG_GRPO | CG_ODPO}, {"vllm_gpu_memory_utilization", CG_GRPO | CG_ODPO},
+    {"vllm_enable_sleep_mode", CG_GRPO | CG_ODPO}, {"vllm_server_base_url", CG_GRPO | CG_ODPO},
+    {"vllm_server_host", CG_GRPO | CG_ODPO}, {"vllm_server_port", CG_GRPO | CG_ODPO},
+    {"vllm_server_timeout", CG_GRPO | CG_ODPO}, {"vllm_group_port", CG_GRPO | CG_ODPO},
+    {"vllm_model_impl", CG_GRPO | CG_ODPO}, {"vllm_tensor_parallel_size", CG_GRPO | CG_ODPO},
+    {"vllm_structured_outputs_regex", CG_GRPO | CG_ODPO}, {"top_p", CG_GRPO | CG_ODPO}, {"top_k", CG_GRPO | CG_ODPO},
+    {"min_p", CG_GRPO | CG_ODPO}, {"repetition_penalty", CG_GRPO | CG_ODPO}, {"reward_weights", CG_GRPO | CG_ODPO},
+    {"generation_kwargs", CG_GRPO | CG_ODPO}, {"cache_implementation", CG_GRPO | CG_ODPO},
+    {"temperature", CG_GRPO | CG_ODPO | CG_PPO}, {"ds3_gather_for_generation", CG_GRPO | CG_ODPO | CG_PPO},
+    {"reward_model_path", CG_ODPO | CG_PPO}, {"missing_eos_penalty", CG_ODPO | CG_PPO},
+    {"max_new_tokens", CG_ODPO},
+    {"num_ppo_epochs", CG_PPO}, {"num_mini_batches", CG_PPO}, {"local_rollout_forward_batch_size", CG_PPO},
+    {"num_sample_generations", CG_PPO}, {"response_length", CG_PPO}, {"stop_token", CG_PPO},
+    {"stop_token_id", CG_PPO}, {"sft_model_path", CG_PPO}, {"total_episodes", CG_PPO}, {"world_size", CG_PPO},
+    {"num_total_batches", CG_PPO}, {"micro_batch_size", CG_PPO}, {"local_batch_size", CG_PPO},
+    {"batch_size", CG_PPO}, {"local_mini_batch_size", CG_PPO}, {"mini_batch_size", CG_PPO},
+    {"model_adapter_name", CG_PPO}, {"ref_adapter_name", CG_PPO}, {"whiten_rewards", CG_PPO}, {"kl_coef", CG_PPO},
+    {"kl_estimator", CG_PPO}, {"cliprange", CG_PPO}, {"vf_coef", CG_PPO}, {"cliprange_value", CG_PPO},
+    {"gamma", CG_PPO}, {"lam", CG_PPO},
+};
+
+/* A generation key read: the configs that have it (GRPOConfig alone unless gen_keys says more). */
+static int gen_key(ck_state *st, const char *key, char *err)
+{
+    unsigned in = CG_GRPO;
+    for (size_t i = 0; i < sizeof gen_keys / sizeof *gen_keys; i++)
+        if (!strcmp(gen_keys[i].key, key)) in = gen_keys[i].in;
+    st->trl = true;
+    if (st->gen_mask && !(st->gen_mask & in)) {
+        char why[240], q[64], a[64] = "", b[64] = "";
+        for (int c = 0; c < 3; c++) {
+            if (in & 1u << c) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", *a ? " or " : "", gen_config[c]);
+            if (st->gen_mask & 1u << c)
+                snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", *b ? " or " : "", gen_config[c]);
+        }
+        snprintf(why, sizeof why, "a key of %s beside '%s' and the keys of %s before it: no one config has all",
+                 a, mp_quote(st->gen_first, q, sizeof q), b);
+        return ck_refuse(key, why, err);
+    }
+    if (!st->gen_mask) snprintf(st->gen_first, sizeof st->gen_first, "%s", key);
+    st->gen_mask = st->gen_mask ? st->gen_mask & in : in;
+    for (int c = 0; c < 3; c++)
+        if (in == 1u << c && !st->gen_own[c][0]) snprintf(st->gen_own[c], sizeof st->gen_own[c], "%s", key);
+    return 0;
+}
+
 static int read_num_generations(ck_state *st, const ck_node *v, const char *key, char *err)
 {
     int64_t n;
     if (ck_null(v)) return 0;
     if (ck_int(v, &n) || n < 2 || n > 1 << 16) return ck_bad(key, v, "want 2 to 65536 completions a prompt", err);
     st->s.generations = n;
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     st->pref_bits |= TP_NGEN;
     char t[24];
     snprintf(t, sizeof t, "%lld", (long long)n);
@@ -371,7 +433,7 @@ static int read_use_vllm(ck_state *st, const ck_node *v, const char *key, char *
     if (ck_null(v)) return 0;
     if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
     st->s.rollout = on ? MP_ROLLOUT_VLLM : MP_ROLLOUT_GENERATE;
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     st->pref_bits |= TP_VLLM;
     return 0;
 }
@@ -384,7 +446,7 @@ static int read_vllm_mode(ck_state *st, const ck_node *v, const char *key, char 
     if (!t || v->kind != CK_SCALAR || (strcmp(t, "colocate") && strcmp(t, "server")))
         return ck_bad(key, v, "want colocate or server", err);
     st->trl_vllm_server = !strcmp(t, "server");
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     return 0;
 }
 
@@ -394,7 +456,7 @@ static int read_vllm_memory(ck_state *st, const ck_node *v, const char *key, cha
     if (ck_null(v)) return 0;
     if (ck_real(v, &f) || !(f >= 0.01 && f <= 1)) return ck_bad(key, v, "want a fraction of the GPU from 0.01 to 1", err);
     st->s.rollout_memory = f;
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     char t[32];
     snprintf(t, sizeof t, "%g", f);
     ck_set(st, "rollout-memory", t, key, NULL);
@@ -407,7 +469,7 @@ static int read_vllm_sleep(ck_state *st, const ck_node *v, const char *key, char
     if (ck_null(v)) return 0;
     if (ck_bool(v, &on)) return ck_bad(key, v, "want true or false", err);
     st->s.rollout_sleep = on;
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     ck_set(st, "rollout-sleep", on ? "on" : "off", key, NULL);
     return 0;
 }
@@ -418,7 +480,7 @@ static int read_vllm_max_len(ck_state *st, const ck_node *v, const char *key, ch
     if (ck_null(v)) return 0;
     if (ck_int(v, &n) || n < 1 || n > 1 << 24) return ck_bad(key, v, "want a token count from 1 to 16777216", err);
     st->s.rollout_max_len = n;
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     char t[24];
     snprintf(t, sizeof t, "%lld", (long long)n);
     ck_set(st, "rollout-max-len", t, key, NULL);
@@ -428,8 +490,7 @@ static int read_vllm_max_len(ck_state *st, const ck_node *v, const char *key, ch
 /* a GRPOConfig key memplan reads as nothing it counts */
 static int grpo_known(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    if (!ck_null(v)) pref_key(st, TP_GRPO, key);
-    return 0;
+    return ck_null(v) ? 0 : gen_key(st, key, err);
 }
 
 /* a GRPOConfig key whose non-default value memplan does not model */
@@ -461,29 +522,100 @@ static int read_reward_funcs(ck_state *st, const ck_node *v, const char *key, ch
         if (strchr(t, '/'))
             return ck_refuse(key, "a reward model loaded beside the policy (memplan plans reward functions)", err);
     }
-    pref_key(st, TP_GRPO, key);
+    if (gen_key(st, key, err)) return -1;
     return 0;
 }
 
-static int refuse_generation(ck_state *st, const ck_node *v, const char *key, char *err)
+/* OnlineDPOConfig's max_new_tokens (online_dpo_config.py:180), PPOConfig's response_length (ppo_config.py:151):
+ * the completion, as GRPOConfig's max_completion_length */
+static int read_gen_completion(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    bool on;
-    if (ck_null(v) || (!ck_bool(v, &on) && !on)) return 0;
-    return ck_refuse(key, "online training memplan does not model (online DPO, PPO: generation, a reward model, a "
-                          "value model)", err);
+    int64_t n;
+    if (ck_null(v)) return 0;
+    if (ck_int(v, &n) || n < 1 || n > 1 << 24) return ck_bad(key, v, "want a token count from 1 to 16777216", err);
+    if (gen_key(st, key, err)) return -1;
+    st->trl_completion_len = n;
+    snprintf(st->trl_completion_key, sizeof st->trl_completion_key, "%s", key);
+    return 0;
+}
+
+/* reward_model_path (online_dpo_config.py:176, ppo_config.py:220): the reward model, resolved once the model is */
+static int read_reward_path(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    const char *t = ck_text(v);
+    if (ck_null(v)) return 0;
+    if (!t || v->kind != CK_SCALAR || !*t || strlen(t) >= sizeof st->reward_ref)
+        return ck_bad(key, v, "want a reward model's Hub id or folder", err);
+    if (gen_key(st, key, err)) return -1;
+    snprintf(st->reward_ref, sizeof st->reward_ref, "%s", t);
+    return 0;
+}
+
+/* PPOConfig's sft_model_path (ppo_config.py:181): the policy examples/scripts/ppo/ppo.py trains (96),
+ * model_name_or_path only its tokenizer (88) */
+static int read_sft_path(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    if (ck_read_model(st, v, key, err) || gen_key(st, key, err)) return -1;
+    st->sft_model = true;
+    return 0;
+}
+
+/* num_mini_batches (ppo_config.py:133), local_rollout_forward_batch_size (141): checked against the batch
+ * once it is known; num_sample_generations (145): sampling on the eval set between updates */
+static int read_ppo_count(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    int64_t n;
+    if (ck_null(v)) return 0;
+    bool samples = !strcmp(key, "num_sample_generations");
+    if (ck_int(v, &n) || n < (samples ? 0 : 1) || n > 1 << 24)
+        return ck_bad(key, v, samples ? "want a count from 0" : "want a count from 1 to 16777216", err);
+    if (gen_key(st, key, err)) return -1;
+    if (samples) st->sample_generations = n > 0;
+    else if (!strcmp(key, "num_mini_batches")) st->ppo_mini_batches = n;
+    else st->ppo_rollout_chunk = n;
+    return 0;
+}
+
+/* ref_adapter_name (ppo_config.py:228): a second adapter as the reference, which memplan does not plan */
+static int read_ref_adapter(ck_state *st, const ck_node *v, const char *key, char *err)
+{
+    if (ck_null(v)) return 0;
+    if (gen_key(st, key, err)) return -1;
+    return ck_refuse(key, "a second adapter loaded as the reference (null_ref_context, ppo_trainer.py 577-588): "
+                          "memplan plans the adapter disabled", err);
 }
 
 
 /* After the keys: which trainer, which method (trl_methods.csv). */
 static int resolve_trl_method(ck_state *st, char *err)
 {
-    unsigned b = st->pref_bits;
     bool flag = ck_from_flag(st, "method");
+    if (st->gen_mask) {
+        /* the generating config every generation key belongs to; GRPOConfig where it is one of them
+         * (as before online DPO and PPO were read), else --method */
+        static const unsigned bits[3] = {TP_GRPO, TP_ODPO, TP_PPO};
+        static const mp_method named[3] = {MP_METHOD_GRPO, MP_METHOD_ONLINE_DPO, MP_METHOD_PPO};
+        const unsigned m = st->gen_mask;
+        int pick = -1;
+        for (int c = 0; c < 3; c++)
+            if (m == 1u << c || (flag && (m & 1u << c) && st->s.method == named[c])) pick = c;
+        if (pick < 0 && (m & CG_GRPO)) pick = 0;
+        if (pick < 0) {
+            char q[64];
+            snprintf(err, MP_ERR_LEN, "'%s': a key of OnlineDPOConfig and PPOConfig alike, and no key here says "
+                     "which: give --method online-dpo or ppo", mp_quote(st->gen_first, q, sizeof q));
+            return -1;
+        }
+        pref_key(st, bits[pick], st->gen_own[pick][0] ? st->gen_own[pick] : st->gen_first);
+    }
+    unsigned b = st->pref_bits;
     if (!b) return 0;
     /* one config class: the families' keys exclude each other */
     static const struct { unsigned bit; int slot; const char *config; } fam[] = {
         {TP_DPO, TK_DPO, "DPOConfig"}, {TP_CPO, TK_CPO, "CPOConfig"}, {TP_KTO, TK_KTO, "KTOConfig"},
         {TP_GRPO, TK_GRPO, "GRPOConfig"}, {TP_REWARD, TK_REWARD, "RewardConfig"},
+        {TP_ODPO, TK_ODPO, "OnlineDPOConfig"}, {TP_PPO, TK_PPO, "PPOConfig"},
     };
     for (size_t i = 0; i < sizeof fam / sizeof *fam; i++)
         for (size_t j = i + 1; j < sizeof fam / sizeof *fam; j++)
@@ -493,10 +625,11 @@ static int resolve_trl_method(ck_state *st, char *err)
                          fam[i].config, mp_quote(st->pref_keys[fam[i].slot], q, sizeof q));
                 return ck_refuse(st->pref_keys[fam[j].slot], why, err);
             }
-    if ((b & TP_PRECOMPUTE) && (b & (TP_CPO | TP_GRPO | TP_REWARD))) {
+    if ((b & TP_PRECOMPUTE) && (b & (TP_CPO | TP_GRPO | TP_REWARD | TP_ODPO | TP_PPO))) {
         char why[200];
         snprintf(why, sizeof why, "precompute_ref_log_probs (DPOConfig's and KTOConfig's) beside '%s', whose trainer "
-                 "has no such key", st->pref_keys[b & TP_CPO ? TK_CPO : b & TP_GRPO ? TK_GRPO : TK_REWARD]);
+                 "has no such key", st->pref_keys[b & TP_CPO ? TK_CPO : b & TP_GRPO ? TK_GRPO : b & TP_ODPO ? TK_ODPO
+                                                  : b & TP_PPO ? TK_PPO : TK_REWARD]);
         return ck_refuse(st->pref_keys[TK_PRECOMPUTE], why, err);
     }
     int m = -1;
@@ -505,6 +638,10 @@ static int resolve_trl_method(ck_state *st, char *err)
         m = MP_METHOD_KTO, key = st->pref_keys[TK_KTO];
     } else if (b & TP_GRPO) {
         m = MP_METHOD_GRPO, key = st->pref_keys[TK_GRPO];
+    } else if (b & TP_ODPO) {
+        m = MP_METHOD_ONLINE_DPO, key = st->pref_keys[TK_ODPO];
+    } else if (b & TP_PPO) {
+        m = MP_METHOD_PPO, key = st->pref_keys[TK_PPO];
     } else if (b & TP_REWARD) {
         m = MP_METHOD_REWARD, key = st->pref_keys[TK_REWARD];
     } else if (b & (TP_DPO | TP_PRECOMPUTE)) {
@@ -582,10 +719,19 @@ static const ck_key keys[] = {
     {"steps_per_generation", grpo_refuse}, {"generation_batch_size", grpo_refuse},
     {"vllm_tensor_parallel_size", grpo_refuse}, {"cast_lm_head_to_fp32", grpo_refuse}, {"entropy_coef", grpo_refuse},
     {"use_transformers_paged", grpo_refuse}, {"use_transformers_continuous_batching", grpo_refuse},
-    /* what memplan does not model: online methods but GRPO (online_dpo_config.py:176-180, ppo_config.py:133-240) */
-    {"max_new_tokens", refuse_generation}, {"reward_model_path", refuse_generation},
-    {"num_ppo_epochs", refuse_generation}, {"kl_coef", refuse_generation},
-    {"response_length", refuse_generation},
+    {"vllm_structured_outputs_regex", grpo_known}, {"generation_kwargs", grpo_known},
+    {"cache_implementation", grpo_known},
+    /* OnlineDPOConfig (online_dpo_config.py:167-370) and PPOConfig (ppo_config.py:124-273) */
+    {"max_new_tokens", read_gen_completion}, {"response_length", read_gen_completion},
+    {"reward_model_path", read_reward_path}, {"sft_model_path", read_sft_path}, {"missing_eos_penalty", grpo_known},
+    {"num_mini_batches", read_ppo_count}, {"local_rollout_forward_batch_size", read_ppo_count},
+    {"num_sample_generations", read_ppo_count}, {"ref_adapter_name", read_ref_adapter},
+    {"num_ppo_epochs", grpo_known}, {"kl_coef", grpo_known}, {"kl_estimator", grpo_known}, {"cliprange", grpo_known},
+    {"vf_coef", grpo_known}, {"cliprange_value", grpo_known}, {"gamma", grpo_known}, {"lam", grpo_known},
+    {"whiten_rewards", grpo_known}, {"stop_token", grpo_known}, {"stop_token_id", grpo_known},
+    {"total_episodes", grpo_known}, {"world_size", grpo_known}, {"num_total_batches", grpo_known},
+    {"micro_batch_size", grpo_known}, {"local_batch_size", grpo_known}, {"batch_size", grpo_known},
+    {"local_mini_batch_size", grpo_known}, {"mini_batch_size", grpo_known}, {"model_adapter_name", grpo_known},
     /* known, and nothing memplan counts */
     {"learning_rate", NULL}, {"lr_scheduler_type", NULL}, {"lr_scheduler_kwargs", NULL}, {"warmup_ratio", NULL},
     {"warmup_steps", NULL}, {"weight_decay", NULL}, {"adam_beta1", NULL}, {"adam_beta2", NULL},
@@ -605,51 +751,139 @@ static const ck_key keys[] = {
     {NULL, NULL},
 };
 
-/* GRPO's rollout and reference, once the method is known (trl_methods.csv):
- * max_completion_length the completion (default 512, grpo_config.py:488), the
- * prompt not a key at the commit (--prompt-len, else memplan's 512), use_vllm
- * with vllm_mode colocate a vLLM on the GPU, server mode one on other GPUs;
- * beta 0 (the default, grpo_config.py:671) no reference, above 0 the adapter
- * disabled under PEFT or a copy (grpo_trainer.py 953-971). */
-static int finish_grpo(ck_state *st, char *err)
+/* The generating configs once the method is known (trl_methods.csv): the completion's key and default,
+ * the sequence's (OnlineDPOConfig's max_length is prompt and completion; GRPOConfig and PPOConfig have no
+ * prompt length at the commit: --prompt-len, else memplan's 512). */
+static const struct online_config {
+    mp_method method;
+    const char *config, *completion_how, *seq_how;
+    const char *completion;      /* the default completion, tokens */
+    int64_t seq;                 /* the default max_length (prompt and completion), 0: no such key */
+} online_configs[] = {
+    {MP_METHOD_GRPO, "GRPOConfig", "GRPOConfig's max_completion_length (grpo_config.py:488)", NULL, "512", 0},
+    {MP_METHOD_ONLINE_DPO, "OnlineDPOConfig", "OnlineDPOConfig's max_new_tokens (online_dpo_config.py:180)",
+     "OnlineDPOConfig's max_length (online_dpo_config.py:184): the prompt and completion", "64", 512},
+    {MP_METHOD_PPO, "PPOConfig", "PPOConfig's response_length (ppo_config.py:151)", NULL, "53", 0},
+};
+
+/* The reward model a config names (reward_model_path; PPOConfig's default), as check names the policy:
+ * a profile, else a folder with its config.json; else the policy's shape, noted. */
+static void resolve_reward(ck_state *st, const char *ref, const char *key)
+{
+    mp_check *c = st->c;
+    char err[MP_ERR_LEN], q[96], note[240], cfg[1100];
+    struct stat sb;
+    memset(&c->reward_model, 0, sizeof c->reward_model);
+    bool ok = !mp_model_lookup(ref, &c->reward_model, err);
+    if (!ok) {
+        memset(&c->reward_model, 0, sizeof c->reward_model);
+        ok = snprintf(cfg, sizeof cfg, "%s/config.json", ref) < (int)sizeof cfg && !stat(cfg, &sb) &&
+             !mp_model_from_hf_config(ref, &c->reward_model, err);
+    }
+    if (ok && !mp_model_finish(&c->reward_model, err)) {
+        st->s.reward_model = &c->reward_model;
+        ck_set(st, "reward-model", c->reward_model.name, key, "frozen, with a one-output score head");
+        return;
+    }
+    snprintf(note, sizeof note, "%s '%s' is no profile memplan knows (nor a folder with a config.json): the reward "
+             "model is planned with the policy's shape", key, mp_quote(ref, q, sizeof q));
+    ck_note(st, note);
+}
+
+/* GRPO's, online DPO's and PPO's rollout: the completion, the prompt and sequence; use_vllm with vllm_mode
+ * colocate a vLLM on the GPU, server a vLLM on other GPUs (--rollout server); GRPO's beta 0 (the default,
+ * grpo_config.py:671) no reference, above 0 the adapter disabled under PEFT or a copy (grpo_trainer.py
+ * 953-971); the reward model online DPO and PPO name. */
+static int finish_online(ck_state *st, const struct online_config *oc, char *err)
 {
     mp_settings *s = &st->s;
-    char t[32];
+    char t[32], note[240];
     if (st->trl_completion_len) {
         s->completion_len = st->trl_completion_len;
         snprintf(t, sizeof t, "%lld", (long long)s->completion_len);
         ck_set(st, "completion-len", t, st->trl_completion_key, NULL);
     } else if (!ck_from_flag(st, "completion-len")) {
-        ck_set(st, "completion-len", "512", "(default)", "GRPOConfig's max_completion_length (grpo_config.py:488)");
+        s->completion_len = 0; /* the method's default */
+        ck_set(st, "completion-len", oc->completion, "(default)", oc->completion_how);
     }
-    if (!(st->given & MP_PIN_SEQ) && !ck_from_flag(st, "prompt-len") && !s->prompt_len)
-        ck_note(st, "GRPOConfig has no prompt length at trl@f2cd5771: the prompts are planned at 512 tokens "
-                    "(--prompt-len N says yours)");
-    if (mp_settings_rollout_lengths(s, (st->given & MP_PIN_SEQ) != 0, err)) return -1;
+    if (oc->seq && !(st->given & MP_PIN_SEQ)) {
+        s->seq = oc->seq, st->given |= MP_PIN_SEQ;
+        snprintf(t, sizeof t, "%lld", (long long)oc->seq);
+        ck_set(st, "seq", t, "(default)", oc->seq_how);
+    }
+    if (!(st->given & MP_PIN_SEQ) && !ck_from_flag(st, "prompt-len") && !s->prompt_len) {
+        snprintf(note, sizeof note, "%s has no prompt length at trl@f2cd5771: the prompts are planned at 512 tokens "
+                 "(--prompt-len N says yours)", oc->config);
+        ck_note(st, note);
+    }
+    const bool seq_given = (st->given & MP_PIN_SEQ) != 0;
+    if (mp_settings_rollout_lengths(s, seq_given, err)) return -1;
     if (!ck_from_flag(st, "prompt-len")) {
+        char how[80];
+        snprintf(how, sizeof how, "memplan's: %s has no prompt length", oc->config);
         snprintf(t, sizeof t, "%lld", (long long)s->prompt_len);
-        ck_set(st, "prompt-len", t, "(default)", st->given & MP_PIN_SEQ ? "the sequence less the completion"
-                                                                      : "memplan's: GRPOConfig has no prompt length");
+        ck_set(st, "prompt-len", t, "(default)", seq_given ? "the sequence less the completion" : how);
     }
     snprintf(t, sizeof t, "%lld", (long long)s->seq);
+    if (!oc->seq || !seq_given) ck_set(st, "seq", t, "(prompt and completion)", "a row is the prompt and its completion");
     st->given |= MP_PIN_SEQ;
-    ck_set(st, "seq", t, "(prompt and completion)", "a GRPO row is the prompt and its completion");
     if (st->trl_vllm_server && s->rollout == MP_ROLLOUT_VLLM) {
-        s->rollout = MP_ROLLOUT_GENERATE;
-        ck_note(st, "vllm_mode server: vLLM runs on other GPUs (trl vllm-serve), not planned here; these GPUs are "
-                    "planned with transformers' generate in its place, which server mode does not run: the rollout "
-                    "phase is an upper bound");
-        ck_set(st, "rollout", "generate", "vllm_mode", "server: the vLLM is on other GPUs");
+        s->rollout = MP_ROLLOUT_SERVER;
+        if (s->rollout_memory > 0 || s->rollout_sleep || s->rollout_max_len)
+            ck_note(st, "vllm_mode server: the colocated engine's keys (vllm_gpu_memory_utilization, "
+                        "vllm_enable_sleep_mode, vllm_max_model_length) configure nothing on these GPUs");
+        s->rollout_memory = 0, s->rollout_sleep = false, s->rollout_max_len = 0;
+        ck_set(st, "rollout", "server", "vllm_mode", "a vLLM server on other GPUs (trl vllm-serve): none of it here");
     } else if (!ck_from_flag(st, "rollout")) {
         ck_set(st, "rollout", mp_rollout_name(s->rollout), st->pref_bits & TP_VLLM ? "use_vllm" : "(default)",
                s->rollout == MP_ROLLOUT_VLLM ? "vllm_mode colocate: a vLLM on the training GPU"
                                              : "transformers' generate in the training process");
     }
-    if (!ck_from_flag(st, "generations") && !(st->pref_bits & TP_NGEN))
-        ck_set(st, "generations", "8", "(default)", "GRPOConfig's num_generations (grpo_config.py:474)");
-    if (st->trl_beta_set && st->trl_beta > 0) {
-        st->pref_ref = st->lora ? MP_REF_ADAPTER : MP_REF_MODEL;
-        snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "beta");
+    if (oc->method == MP_METHOD_GRPO) {
+        if (!ck_from_flag(st, "generations") && !(st->pref_bits & TP_NGEN))
+            ck_set(st, "generations", "8", "(default)", "GRPOConfig's num_generations (grpo_config.py:474)");
+        if (st->trl_beta_set && st->trl_beta > 0) {
+            st->pref_ref = st->lora ? MP_REF_ADAPTER : MP_REF_MODEL;
+            snprintf(st->pref_ref_key, sizeof st->pref_ref_key, "beta");
+        }
+        return 0;
+    }
+    if (st->reward_ref[0]) resolve_reward(st, st->reward_ref, "reward_model_path");
+    else if (oc->method == MP_METHOD_PPO) {
+        ck_note(st, "no reward_model_path: PPOConfig's default EleutherAI/pythia-160m (ppo_config.py:220) is the reward "
+                    "and the value model (examples/scripts/ppo/ppo.py 90-95)");
+        resolve_reward(st, "EleutherAI/pythia-160m", "reward_model_path (default)");
+    } else {
+        ck_note(st, "no reward_model_path: the reward model OnlineDPOTrainer is given (reward_funcs) is planned with "
+                    "the policy's shape");
+    }
+    if (oc->method == MP_METHOD_PPO && !st->sft_model)
+        ck_note(st, "no sft_model_path: ppo.py trains PPOConfig's default EleutherAI/pythia-160m (ppo_config.py:181); "
+                    "planned with model_name_or_path's model unless --model says");
+    if (oc->method == MP_METHOD_PPO && st->sample_generations)
+        ck_note(st, "num_sample_generations above 0: completions sampled on the eval set between updates "
+                    "(per_device_eval_batch_size rows, ppo_trainer.py generate_completions) are not planned");
+    return 0;
+}
+
+/* PPO's rollout batch, once the micro-batch is known: the local batch (micro-batch x accumulation,
+ * ppo_trainer.py 463) divided into num_mini_batches (465-471, TRL refuses a remainder) and generated
+ * local_rollout_forward_batch_size sequences at a time (698), planned at 64 */
+static int finish_ppo_batch(ck_state *st, char *err)
+{
+    const int64_t local = st->s.batch * st->s.accum;
+    char why[200];
+    if (st->ppo_mini_batches && local % st->ppo_mini_batches) {
+        snprintf(why, sizeof why, "%lld mini-batches do not divide the local batch of %lld (micro-batch x "
+                 "accumulation): TRL refuses it (ppo_trainer.py 465-471)", (long long)st->ppo_mini_batches,
+                 (long long)local);
+        return ck_refuse("num_mini_batches", why, err);
+    }
+    const int64_t chunk = st->ppo_rollout_chunk, planned = local < 64 ? local : 64;
+    if (chunk && (local < chunk ? local : chunk) != planned) {
+        snprintf(why, sizeof why, "rollout chunks of %lld sequences: memplan plans local_rollout_forward_batch_size "
+                 "64 (ppo_config.py:141), %lld of the local batch at a time", (long long)chunk, (long long)planned);
+        return ck_refuse("local_rollout_forward_batch_size", why, err);
     }
     return 0;
 }
@@ -660,15 +894,17 @@ static int finish(ck_state *st, char *err)
     if (resolve_trl_method(st, err)) return -1;
     /* the method as it stands (the keys', or --method, applied before the formats finish) */
     const mp_method method = st->pref_method ? (mp_method)(st->pref_method - 1) : st->s.method;
-    if (method == MP_METHOD_GRPO) {
-        st->s.method = method; /* for the rollout's lengths */
-        if (finish_grpo(st, err)) return -1;
-    }
+    for (size_t i = 0; i < sizeof online_configs / sizeof *online_configs; i++)
+        if (online_configs[i].method == method) {
+            st->s.method = method; /* for the rollout's lengths */
+            if (finish_online(st, &online_configs[i], err)) return -1;
+        }
     /* TrainingArguments' micro-batch default (training_args.py): 8 */
     if (!(st->given & MP_PIN_BATCH)) {
         st->s.batch = 8, st->given |= MP_PIN_BATCH;
         ck_set(st, "batch", "8", "(default)", "TrainingArguments' per_device_train_batch_size");
     }
+    if (method == MP_METHOD_PPO && finish_ppo_batch(st, err)) return -1;
     /* TRL's configs checkpoint the model's layers and train in bf16 unless told
      * otherwise (trl base_config.py @f2cd5771: gradient_checkpointing=True, bf16 =
      * not fp16), and SFT cuts sequences at 1024 tokens (sft_config.py: max_length) */
@@ -679,7 +915,8 @@ static int finish(ck_state *st, char *err)
     }
     /* TRL's ModelConfig loads in float32 unless told (model_config.py @f2cd5771: dtype) */
     if (st->trl && !st->pure16) st->fp32_load = true;
-    bool bf16_default = st->trl && !st->precision16;
+    /* bf16=None becomes `not fp16` (base_config.py 104-105): a file that says bf16 false trains without it */
+    bool bf16_default = st->trl && !st->precision16 && !st->bf16_off;
     if (bf16_default) st->precision16 = 1;
     if ((st->trl || method != MP_METHOD_SFT) && !(st->given & MP_PIN_SEQ)) { /* GRPO's: finish_grpo */
         /* SFTConfig's, DPOConfig's, CPOConfig's and ORPOConfig's max_length: 1024
@@ -723,11 +960,17 @@ static int finish(ck_state *st, char *err)
      * model loaded from the policy's name (in fp32 unless model_init_kwargs
      * says a dtype: utils.py 1144-1148) */
     const bool grpo = method == MP_METHOD_GRPO, kto = method == MP_METHOD_KTO;
+    const bool online = method == MP_METHOD_ONLINE_DPO || method == MP_METHOD_PPO;
     if (ck_preference(st, "TRL's trainer for the config's keys (trl_methods.csv)",
                       grpo && st->pref_ref == MP_REF_DEFAULT ? "beta 0 (GRPOConfig's default, grpo_config.py:671): "
                                                                "no reference (grpo_trainer.py 953-957)"
                       : grpo ? (st->lora ? "beta above 0 and use_peft: the adapter disabled (grpo_trainer.py 958-961)"
                                          : "beta above 0: a copy of the model (grpo_trainer.py 962-971)")
+                      : online && method == MP_METHOD_PPO
+                          ? (st->lora ? "use_peft: the policy with its adapter disabled (ppo_trainer.py 439-444, 577-588)"
+                                      : "no PEFT: a copy of the policy (ppo_trainer.py 439-444)")
+                      : online ? (st->lora ? "use_peft: the policy with its adapter disabled (online_dpo_trainer.py 317-328)"
+                                           : "no PEFT: a copy of the policy (online_dpo_trainer.py 317-328)")
                       : st->pref_ref == MP_REF_PRECOMPUTED ? (kto ? "computed before training, kept on the host "
                                                                     "(kto_trainer.py 983-1004)"
                                                               : "computed before training, kept on the host "

@@ -134,7 +134,8 @@ void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f)
              s->lora_rank ? ", peft" : "", pkgs ? ", " : "", pkgs ? pkgs : "", emit_trl_packages(s));
 }
 
-void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const char *data_help, const char *lr)
+void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const char *data_help, const char *lr,
+                     void (*more)(sbuf *b, const mp_settings *s))
 {
     if (m->hf_id[0]) {
         sbuf_put(b, "MODEL = ");
@@ -157,10 +158,10 @@ void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const cha
                 "cli.add_argument(\"--output\", default=\"out\",\n"
                 "                 help=\"checkpoints and the final %s (default out)\")\n"
                 "cli.add_argument(\"--deepspeed\", default=None, help=\"a DeepSpeed config (launch.sh gives ds_config.json)\")\n"
-                "cli.add_argument(\"--local_rank\", type=int, default=-1)  # set by the deepspeed launcher\n"
-                "ARGS = cli.parse_args()\n"
-                "DATA = ARGS.data\nSEQ = %lld\n\n", emit_trl_plan(s) ? "data.jsonl" : "data.txt", data_help, lr, lr,
-             s->lora_rank ? "adapter" : "model", (long long)s->seq);
+                "cli.add_argument(\"--local_rank\", type=int, default=-1)  # set by the deepspeed launcher\n",
+             emit_trl_plan(s) ? "data.jsonl" : "data.txt", data_help, lr, lr, s->lora_rank ? "adapter" : "model");
+    if (more) more(b, s);
+    sbuf_put(b, "ARGS = cli.parse_args()\nDATA = ARGS.data\nSEQ = %lld\n\n", (long long)s->seq);
 }
 
 void hf_quant_config(sbuf *b, const mp_model *m, const mp_settings *s)
@@ -337,7 +338,7 @@ static void write_hf(sbuf *b, const mp_plan *p)
     if (s->lora_rank) sbuf_put(b, "from peft import LoraConfig, get_peft_model\n");
     sbuf_put(b, "\n");
     hf_bitsandbytes_check(b, m, s, false);
-    hf_command_line(b, m, s, "a text file, one training example a line", s->lora_rank ? "2e-4" : "2e-5");
+    hf_command_line(b, m, s, "a text file, one training example a line", s->lora_rank ? "2e-4" : "2e-5", NULL);
     hf_quant_config(b, m, s);
     hf_from_pretrained(b, m, s, f, "model", "AutoModelForCausalLM", "");
     if (s->lora_rank) hf_lora_config(b, m, s, f, "CAUSAL_LM", true);

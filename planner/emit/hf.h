@@ -30,8 +30,10 @@ void hf_summary(sbuf *b, const mp_plan *pl, const mp_family *f);
 /* The guard against a bitsandbytes older than the plan assumed; `imported`: Version and
  * package_version are imported already. */
 void hf_bitsandbytes_check(sbuf *b, const mp_model *m, const mp_settings *s, bool imported);
-/* MODEL, the command line and SEQ; `data_help` says what DATA is, `lr` the default rate. */
-void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const char *data_help, const char *lr);
+/* MODEL, the command line and SEQ; `data_help` says what DATA is, `lr` the default rate; `more`
+ * (or NULL) adds the script's further arguments before they are parsed. */
+void hf_command_line(sbuf *b, const mp_model *m, const mp_settings *s, const char *data_help, const char *lr,
+                     void (*more)(sbuf *b, const mp_settings *s));
 /* `quant = BitsAndBytesConfig(...)` where the base is quantised at load (or a comment). */
 void hf_quant_config(sbuf *b, const mp_model *m, const mp_settings *s);
 /* `NAME = CLASS.from_pretrained(MODEL, ...EXTRA)`, loaded as the plan counts it. */

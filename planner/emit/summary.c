@@ -66,9 +66,13 @@ int emit_summary_lines(const mp_plan *p, const emit_engine *e, char lines[][EMIT
         const mp_method_desc *md = mp_method_desc_of(s->method);
         LINE("method: %s, TRL's %s; reference: %s", md->v.name, md->trainer, mp_reference_name(mp_reference_used(s)));
         if (md->generates)
-            LINE("rollout: %lld completions a prompt, %lld prompt and %lld completion tokens, %s",
-                 (long long)s->generations, (long long)s->prompt_len, (long long)s->completion_len,
-                 s->rollout == MP_ROLLOUT_VLLM ? "a colocated vLLM" : "transformers' generate");
+            /* GRPO's --generations; PPOTrainer one completion a prompt, OnlineDPOTrainer two (online_dpo_trainer.py 358) */
+            LINE("rollout: %lld completion%s a prompt, %lld prompt and %lld completion tokens, %s",
+                 md->grouped ? (long long)s->generations : md->value_model ? 1LL : 2LL,
+                 md->grouped || !md->value_model ? "s" : "", (long long)s->prompt_len, (long long)s->completion_len,
+                 s->rollout == MP_ROLLOUT_VLLM     ? "a colocated vLLM"
+                 : s->rollout == MP_ROLLOUT_SERVER ? "a vLLM server on other GPUs"
+                                                   : "transformers' generate");
         LINE("loss: %s's own, on the log-probabilities of the logits", md->trainer);
     } else if (s->ce == MP_CE_CHUNKED) LINE("loss: chunked cross-entropy, %lld tokens per chunk", (long long)s->ce_chunk);
     else LINE("loss: full cross-entropy (the whole logits at once)");

@@ -66,6 +66,25 @@ hostile = {
     "kto-apo-unpaired.yaml": trl + "loss_type: apo_zero_unpaired\n",
     "reward-center-map.yaml": trl + "center_rewards_coefficient: {a: 1}\n",
     "reward-beside-grpo.yaml": grpo + "center_rewards_coefficient: 0.01\n",
+    # OnlineDPOConfig and PPOConfig keys (trl@f2cd5771 online_dpo_config.py, ppo_config.py)
+    "odpo-max-new-tokens-map.yaml": trl + "max_new_tokens: {a: 1}\n",
+    "odpo-max-new-tokens-zero.yaml": trl + "max_new_tokens: 0\n",
+    "odpo-beta-junk.yaml": trl + "max_new_tokens: 64\nbeta: [a, 1]\n",
+    "odpo-beta-empty.yaml": trl + "max_new_tokens: 64\nbeta: []\n",
+    "odpo-beside-ppo.yaml": trl + "max_new_tokens: 64\nresponse_length: 53\n",
+    "odpo-beside-grpo.yaml": grpo + "max_new_tokens: 64\n",
+    "odpo-reward-path-huge.yaml": trl + "max_new_tokens: 64\nreward_model_path: " + huge + "\n",
+    "odpo-reward-path-escape.yaml": trl + 'reward_model_path: "\\e[2J\\x07org/rm"\n',
+    "ppo-response-text.yaml": trl + "response_length: long\n",
+    "ppo-response-huge.yaml": trl + "response_length: 1e30\n",
+    "ppo-reward-path-map.yaml": trl + "num_ppo_epochs: 1\nreward_model_path: {a: 1}\n",
+    "ppo-sft-path-list.yaml": trl + "response_length: 53\nsft_model_path: [a]\n",
+    "ppo-mini-batches-zero.yaml": trl + "num_mini_batches: 0\n",
+    "ppo-mini-batches-odd.yaml": trl + "num_mini_batches: 3\n",
+    "ppo-chunk-negative.yaml": trl + "local_rollout_forward_batch_size: -1\n",
+    "ppo-chunk-one.yaml": trl + "local_rollout_forward_batch_size: 1\n",
+    "ppo-ref-adapter.yaml": trl + "use_peft: true\nref_adapter_name: ref\n",
+    "ppo-beside-kto.yaml": trl + "desirable_weight: 1.0\nnum_ppo_epochs: 4\n",
 }
 cases.update(hostile)
 for name, text in cases.items():
