@@ -820,7 +820,9 @@ for t in "hf --precision amp-bf16" "launch --precision amp-bf16" "accelerate --g
          "deepspeed --gpus 2 --zero 2 --framework deepspeed --precision mixed-bf16" \
          "torchtune --precision pure-bf16 --attention flash --ce chunked" \
          "hf --precision amp-bf16 --method dpo --framework hf" \
-         "hf --precision amp-bf16 --task lora --method grpo --rollout vllm --framework hf"; do
+         "hf --precision amp-bf16 --task lora --method grpo --rollout vllm --framework hf" \
+         "hf --precision amp-bf16 --method ppo --framework hf" \
+         "hf --precision amp-bf16 --task lora --method online-dpo --rollout vllm --framework hf"; do
     set -- $t
     target=$1; shift
     args="estimate --model llama-3.2-1b --gpu h100-80g --batch 8 --seq 2048 $*"
