@@ -170,6 +170,8 @@ endif
 test-published: $(BIN)/memplan
 ifeq ($(SANITIZE),)
 	@python3 tests/validation/published/compare.py $(BIN)/memplan --summary
+	@# the preference and RL methods' published rows (methods.csv): a report, first contact kept
+	@python3 tests/validation/published/methods_compare.py $(BIN)/memplan | grep "^all scored"
 	@# transformers + PEFT measured on a GPU (committed; CI never runs the GPU): gated
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan --summary
 	@# DPO and CPO steps measured with PyTorch on the CPU (pairwise.py, committed): gated
@@ -255,9 +257,12 @@ validate: $(PROGS)
 	@tests/validate.sh $(BIN) full
 validate-published: $(BIN)/memplan
 	@python3 tests/validation/published/compare.py $(BIN)/memplan
+	@python3 tests/validation/published/methods_compare.py $(BIN)/memplan
 	@python3 tests/validation/gpu/compare.py $(BIN)/memplan
-validate-pytorch: $(PROGS) $(COUNTER)
+validate-pytorch: $(PROGS) $(COUNTER) validate-pairwise validate-grpo validate-pairwise-ddp
 	@tests/validation/run.sh $(PYTHON_TORCH) $(BIN) $(COUNTER) single --out $(BUILD)/pytorch-measurements.csv
+	@$(PYTHON_TORCH) tests/validation/eval_probe.py run --counter $(abspath $(COUNTER)) --out $(BUILD)/eval-probe.csv >/dev/null
+	@python3 tests/validation/eval_compare.py --memplan $(BIN)/memplan --csv $(BUILD)/eval-probe.csv
 # Preference methods: measure DPO, SimPO, CPO and reward steps again (pairwise.py,
 # about 2 minutes) into the build folder and compare memplan with them.
 validate-pairwise: $(PROGS) $(COUNTER)
