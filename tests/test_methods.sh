@@ -62,7 +62,60 @@ has err "has no reference model"
 expect 2 "dpo needs one" -- "$mp" estimate --model gpt2 --method dpo --reference none
 has err "needs reference log-probabilities"
 expect 2 "--reference without a preference method" -- "$mp" estimate --model gpt2 --reference precomputed
-expect 2 "torchtune's loop is not TRL's" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune
+expect 2 "torchtune has no IPO recipe" -- "$mp" estimate --model gpt2 --method ipo --framework torchtune
+has err "has no torchtune recipe"
+one_line_err
+expect 2 "torchtune runs no precomputed reference" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune --reference precomputed
+has err "run the reference every step"
+expect 2 "torchtune's LoRA DPO disables the adapter" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune --lora-rank 8 --reference model
+has err "disable_adapter"
+expect 2 "torchtune's DPO takes the whole logits" -- "$mp" estimate --model gpt2 --method dpo --framework torchtune --ce chunked
+has err "get_batch_log_probs"
+expect 2 "LitGPT's loop is not TRL's" -- "$mp" estimate --model gpt2 --method dpo --framework litgpt
+has err "Trainer's stacks"
+
+# torchtune's DPO recipes (activations.c torchtune_dpo_logits): the loss's
+# bytes per logit of the 2B x T x V logits against the CPU probe's measurements
+# (tests/validation/torchtune_dpo_probe.csv, the shapes of 2,048,000 logits or
+# more), LoRA (all rows at once, the adapter disabled) and full (halves, a
+# reference model): the forward's peak, the reference's with what the policy
+# keeps, the backward's
+tt="estimate --framework torchtune --family llama --layers 4 --hidden 256 --heads 8 --ffn 688 --vocab 4000
+    --seq 128 --checkpointing none --attention flash --ce full --batch 2 --method dpo --format json --explain"
+for prec in fp32 pure-bf16; do
+    expect 0 "torchtune LoRA DPO, $prec" -- "$mp" $tt --precision $prec --lora-rank 8
+    cp "$tmp/out" "$tmp/tt-lora-$prec.json"
+    expect 0 "torchtune full DPO, $prec" -- "$mp" $tt --precision $prec
+    cp "$tmp/out" "$tmp/tt-full-$prec.json"
+done
+if python3 - "$tmp" <<'PY'
+import csv, json, sys
+tmp = sys.argv[1]
+rows = [r for r in csv.DictReader(open("tests/validation/torchtune_dpo_probe.csv")) if int(r["logits"]) >= 2048000]
+n = 4 * 128 * 4000  # 2 pairs = 4 rows x T x V
+for task, variant in (("lora", "all"), ("full", "halves")):
+    for prec, dtype in (("fp32", "fp32"), ("pure-bf16", "bf16")):
+        d = json.load(open(f"{tmp}/tt-{task}-{prec}.json"))
+        assert d["settings"]["method"] == "dpo"
+        assert d["settings"]["reference"] == ("adapter" if task == "lora" else "model")
+        assert (d["reference_bytes"] == 0) == (task == "lora"), d["reference_bytes"]
+        terms = {t["name"]: t["bytes"] for t in d["terms"]}
+        ph = {p["name"]: p["allocated_bytes"] for p in d["phases"]}
+        fwd = terms["logits and loss"] / n
+        ref = terms["reference forward (no grad)"] / n
+        meas = [r for r in rows if r["dtype"] == dtype and r["variant"] == variant]
+        lo = lambda k: min(float(r[k]) for r in meas)
+        hi = lambda k: max(float(r[k]) for r in meas)
+        # within 2% of the measured range (the model counts T positions where the log-softmax has T - 1)
+        assert lo("fwd_peak") * 0.98 <= fwd <= hi("fwd_peak") * 1.02, (task, prec, fwd)
+        kept = lo("after") * 0.98, hi("after") * 1.02
+        assert lo("ref_peak") * 0.98 <= kept[0] + ref and ref + kept[1] <= hi("ref_peak") * 1.03, (task, prec, ref)
+        # the reference phase rises above the forward's end by what the reference adds over the forward's peak
+        rise = (ph["reference forward"] - ph["forward end"]) / n
+        assert abs(rise - (float(meas[-1]["ref_peak"]) - float(meas[-1]["fwd_peak"]))) < 0.2, (task, prec, rise)
+PY
+then ok "torchtune's DPO logits: forward, reference and kept bytes per logit within the CPU probe's"
+else bad "torchtune's DPO logits against the probe"; fi
 expect 2 "memtrain does not generate" -- "$mp" estimate --model gpt2 --method grpo --batch 8 --framework memtrain
 expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method rloo
 has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward, grpo, online-dpo or ppo"

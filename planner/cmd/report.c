@@ -246,9 +246,12 @@ void print_estimate_text(FILE *f, const cli *c, const mp_settings *s, const mp_e
             (long long)s->batch, (long long)s->seq, (long long)s->accum, (long long)s->gpus,
             s->framework ? s->framework->name : "pytorch");
     const mp_method_desc *md = mp_method_desc_of(s->method);
+    /* torchtune's loop (the profile's listed logits) runs its own DPO recipes (settings.c) */
+    const bool tt = s->framework && s->framework->ce_output_chunks > 0;
     if (s->method != MP_METHOD_SFT)
-        fprintf(f, "method    %s (TRL's %s): %lld %s = %lld rows a micro-batch, reference %s\n", md->v.name,
-                md->trainer, (long long)s->batch,
+        fprintf(f, "method    %s (%s%s): %lld %s = %lld rows a micro-batch, reference %s\n", md->v.name,
+                tt ? "torchtune's " : "TRL's ", tt ? (s->lora_rank ? "LoRA DPO recipe" : "full_dpo_distributed")
+                : md->trainer, (long long)s->batch,
                 md->per_micro_batch ? "prompts" : md->rows_per_example > 1 ? "pairs"
                 : md->generates ? "completions" : "examples",
                 (long long)(s->batch * md->rows_per_example), mp_reference_name(mp_reference_used(s)));

@@ -601,11 +601,56 @@ static void online_logits(const mp_method_desc *md, const mp_settings *s, double
     cost->after = held;
 }
 
+/* torchtune's DPO recipes (pytorch/torchtune@bd2a0fc7c314; the rows:
+ * tests/data/engines/torchtune_dpo.csv). The model returns the whole logits,
+ * upcast to fp32 (TransformerDecoder.unembed: self.output(h).float(),
+ * torchtune/modules/transformer.py 687: no recipe sets num_output_chunks), and
+ * rlhf.get_batch_log_probs slices them (a view), divides them by the
+ * temperature 1.0 (a copy) and takes their fp32 log-softmax, gathered
+ * (torchtune/rlhf/sequence_processing.py 95-99, 167-178): the logits, the
+ * copy and the log-softmax live together. The LoRA recipes take all 2B rows at
+ * once (lora_dpo_single_device.py 470-490, lora_dpo_distributed.py 605-625);
+ * full_dpo_distributed.py takes the chosen half, then the rejected (776-786),
+ * so a half's copy and log-softmax, beside the other half's kept. The recipe
+ * deletes the logits after the policy's forward (lora_dpo_single_device.py
+ * 528-532): the log-softmax stays for the backward. The reference repeats the
+ * forward under no_grad (543-546, the adapter disabled; full_dpo_distributed.py
+ * 865-874, the reference model) and keeps nothing. Bytes per logit of the
+ * 2B x T x V logits measured at the allocator
+ * (tests/validation/torchtune_dpo_probe.csv, PyTorch 1.13 on the CPU, the
+ * three shapes of 2,048,000 logits or more): the forward's peak 11.88 to 11.99
+ * (all rows; halves 9.91 to 10.01), what stays 3.94 to 4.02, the reference's
+ * peak with it 15.82 to 15.98 (halves 11.88 to 11.99), the backward's peak
+ * fp32 11.32 to 11.53 and bf16 11.57 to 11.81 (the gather's zero-filled
+ * gradient, the log-softmax's and its saved output, then the slice's
+ * whole-size one). */
+#define TT_DPO_FWD_ALL 12.0
+#define TT_DPO_FWD_HALVES 10.0
+#define TT_DPO_KEPT 4.0
+#define TT_DPO_REF_ALL 12.0    /* beside what stays: 16 in all */
+#define TT_DPO_REF_HALVES 8.0  /* 12 in all */
+#define TT_DPO_BWD_FP32 11.45
+#define TT_DPO_BWD_16 11.75
+
+static void torchtune_dpo_logits(const mp_settings *s, double n, preference_logits_cost *cost)
+{
+    const bool halves = s->lora_rank == 0; /* full_dpo_distributed */
+    const double fwd = (halves ? TT_DPO_FWD_HALVES : TT_DPO_FWD_ALL) * n;
+    const double bwd = (mp_element_bytes(s->precision) == 4 ? TT_DPO_BWD_FP32 : TT_DPO_BWD_16) * n;
+    *cost = (preference_logits_cost){.policy = {.elt = 4, .fwd = fwd, .bwd = bwd - fwd}, .after = TT_DPO_KEPT * n};
+    if (mp_reference_used(s) == MP_REF_MODEL || mp_reference_used(s) == MP_REF_ADAPTER)
+        cost->reference = (halves ? TT_DPO_REF_HALVES : TT_DPO_REF_ALL) * n;
+}
+
 void preference_logits(const mp_model *m, const mp_settings *s, double rows, double seq,
                        preference_logits_cost *cost)
 {
     const mp_method_desc *md = mp_method_desc_of(s->method);
     const double V = mp_head_outputs(m), a16 = mp_element_bytes(s->precision);
+    if (settings_framework(s)->ce_output_chunks > 0) { /* torchtune's loop: settings.c allows its DPO */
+        torchtune_dpo_logits(s, rows * seq * V, cost);
+        return;
+    }
     /* the Trainer's stacks hand the loss fp32 logits under autocast
      * (frameworks.csv fp32_outputs: accelerate's convert_outputs_to_fp32),
      * made beside the 16-bit ones */

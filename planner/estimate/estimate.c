@@ -1005,7 +1005,9 @@ static void est_activations(est_ctx *c, act_breakdown *own)
          : s->ce == MP_CE_CHUNKED ? " (one chunk)" : "");
     if (c->ref_fwd > 0)
         TERM(c, MP_ACTIVATIONS, "reference forward (no grad)", c->ref_fwd,
-             "its own logits for the %.0f rows and one row's log-probabilities, beside the policy's graph",
+             c->fw->ce_output_chunks > 0 /* torchtune: activations.c torchtune_dpo_logits */
+                 ? "its own fp32 logits for the %.0f rows, their copy and log-softmax, beside the policy's graph"
+                 : "its own logits for the %.0f rows and one row's log-probabilities, beside the policy's graph",
              c->B);
     c->final_norm = (ab->final_norm + ab->embed_mask) / tp;
     c->act_bwd_temp = ab->backward_temp / tp;

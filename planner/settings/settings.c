@@ -205,9 +205,27 @@ static int preference_unrunnable(const mp_settings *s, char *err)
                 mp_choices(mp_method_value, true, " and ", runs, sizeof runs), method);
         return 0;
     }
-    if (fw->logits_kept || fw->ce_output_chunks > 0)
+    if (fw->logits_kept)
         BAD("--method %s is TRL's %s: it runs on the Trainer's stacks, not under --framework %s", method,
             md->trainer, fw->name);
+    /* torchtune's preference recipes (pytorch/torchtune@bd2a0fc7c314, rows in
+     * tests/data/engines/torchtune_dpo.csv): lora_dpo_single_device,
+     * lora_dpo_distributed and full_dpo_distributed, with the losses of
+     * torchtune.rlhf.loss (DPOLoss; RSOLoss, deprecated: the same memory) */
+    if (fw->ce_output_chunks > 0) {
+        const mp_reference used = mp_reference_used(s);
+        if (s->method != MP_METHOD_DPO)
+            BAD("--method %s has no torchtune recipe: its preference recipes train DPO (torchtune.rlhf.loss.DPOLoss); "
+                "plan it on TRL's stacks (--framework pytorch)", method);
+        if (s->ce == MP_CE_CHUNKED)
+            BAD("--ce chunked has no form in torchtune's DPO recipes: rlhf.get_batch_log_probs takes the whole logits");
+        if (used == MP_REF_PRECOMPUTED)
+            BAD("--reference precomputed: torchtune's DPO recipes run the reference every step "
+                "(lora_dpo_single_device.py 542-546, full_dpo_distributed.py 865-869)");
+        if (used == MP_REF_MODEL && s->lora_rank > 0)
+            BAD("--reference model with LoRA: torchtune's LoRA DPO recipes take the reference from the adapter "
+                "disabled (disable_adapter, lora_dpo_single_device.py 543)");
+    }
     if (s->ce == MP_CE_CHUNKED)
         BAD("--ce chunked has no form in TRL's %s: it takes the log-probabilities of the whole logits", md->trainer);
     if (md->reference_optional && s->reference == MP_REF_PRECOMPUTED)
