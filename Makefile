@@ -134,6 +134,7 @@ test-cli: $(PROGS)
 	@# the preference and RL methods' bundles: TRL's classes and keys, and trl.yaml read back by check
 	@python3 tests/test_emit_trl.py $(BIN)
 	@python3 tests/test_emit_torchtune.py $(BIN)
+	@python3 tests/test_emit_torchtune_dpo.py $(BIN)
 	@# the plan printed is the plan that runs: axolotl, LLaMA-Factory and memtrain files read back by check
 	@python3 tests/test_emit_roundtrip.py $(BIN)
 	@# memplan check on real configs (tests/data/configs), each against its written expectation

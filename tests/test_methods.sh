@@ -119,7 +119,7 @@ else bad "torchtune's DPO logits against the probe"; fi
 expect 2 "memtrain does not generate" -- "$mp" estimate --model gpt2 --method grpo --batch 8 --framework memtrain
 expect 2 "a method memplan does not model" -- "$mp" estimate --model gpt2 --method rloo
 has err "sft, dpo, ipo, simpo, cpo, orpo, kto, reward, grpo, online-dpo or ppo"
-expect 2 "torchtune writes no preference plan" -- "$mp" --model gpt2 --gpu 24GB --method dpo --emit torchtune -o "$tmp/bundle"
+expect 2 "no torchtune DPO plan for gpt2 (no builder)" -- "$mp" --model gpt2 --gpu 24GB --method dpo --emit torchtune -o "$tmp/bundle"
 has err "torchtune"
 [ -e "$tmp/bundle" ] && bad "a bundle was written" || ok "nothing written"
 

@@ -25,7 +25,7 @@ enum {
     TT_MODEL = 1 << 0, TT_OPTIMIZER = 1 << 1, TT_LOSS = 1 << 2, TT_PACKED = 1 << 3, TT_CLIP = 1 << 4,
     TT_CPU_OFFLOAD = 1 << 5, TT_NO_RESHARD = 1 << 6, TT_RESHARD_KEY = 1 << 7, TT_CUSTOM_SHARDED = 1 << 8,
     TT_HSDP = 1 << 9, TT_OIB = 1 << 10, TT_AC_FULL = 1 << 11, TT_AC_SELECTIVE = 1 << 12, TT_EXPANDABLE = 1 << 13,
-    TT_SEQ_NULL = 1 << 14,
+    TT_SEQ_NULL = 1 << 14, TT_DPO = 1 << 15, TT_REF_CKPT = 1 << 16,
 };
 
 /* Components of torchtune's own: a config whose maps name them is torchtune's. */
@@ -345,9 +345,31 @@ static int read_loss(ck_state *st, const ck_node *v, const char *key, char *err)
     if (!strcmp(comp, "torchtune.modules.loss.LinearCrossEntropyLoss"))
         return ck_refuse(ckey, "LinearCrossEntropyLoss projects the hidden states chunk by chunk inside the loss "
                                "(torchtune after 0.6): memplan has no row for its memory", err);
+    /* the DPO recipes' losses (torchtune/rlhf/loss/__init__.py 8-15: DPOLoss, and
+     * RSOLoss, deprecated, with the same inputs: the memory of DPO), read as
+     * --method dpo with the recipe's reference (tests/data/engines/torchtune_dpo.csv) */
+    bool dpo = !strcmp(comp, "torchtune.rlhf.loss.DPOLoss"), rso = !strcmp(comp, "torchtune.rlhf.loss.RSOLoss");
+    if (dpo || rso) {
+        for (const ck_node *a = v->child; a; a = a->next) {
+            double x;
+            const bool known = dpo ? !strcmp(a->key, "beta") || !strcmp(a->key, "label_smoothing")
+                                   : !strcmp(a->key, "gamma");
+            if (!strcmp(a->key, "_component_")) continue;
+            char path[128];
+            snprintf(path, sizeof path, "loss.%s", a->key);
+            if (!known) ck_unknown(st, path);
+            else if (ck_real(a, &x)) return ck_bad(path, a, "want a number", err);
+        }
+        st->pref_method = MP_METHOD_DPO + 1;
+        snprintf(st->pref_key, sizeof st->pref_key, "%s", ckey);
+        st->s.ce = MP_CE_FULL;
+        st->given |= MP_PIN_CE;
+        st->fmt_bits |= TT_LOSS | TT_DPO;
+        ck_set(st, "ce", "full", ckey, "rlhf.get_batch_log_probs: the whole logits, upcast to fp32");
+        return 0;
+    }
     if (!strncmp(comp, "torchtune.rlhf.", 15))
-        return ck_refuse(ckey, "a preference or RL loss (DPO, RSO, PPO: chosen and rejected sequences, a reference "
-                               "model's log-probabilities)", err);
+        return ck_refuse(ckey, "an RL loss (PPO: policy, reference, value and reward models, and generation)", err);
     if (strstr(comp, "KLLoss")) return ck_refuse(ckey, "knowledge distillation (a teacher model's logits)", err);
     bool chunked = !strcmp(comp, "torchtune.modules.loss.CEWithChunkedOutputLoss");
     if (!chunked && strcmp(comp, "torch.nn.CrossEntropyLoss")) {
@@ -555,10 +577,13 @@ static int refuse_ppo(ck_state *st, const ck_node *v, const char *key, char *err
                           "and generation)", err);
 }
 
-static int refuse_dpo(ck_state *st, const ck_node *v, const char *key, char *err)
+/* full_dpo_distributed's reference model (215-223): the DPO loss decides the run */
+static int read_ref_checkpointer(ck_state *st, const ck_node *v, const char *key, char *err)
 {
-    return ck_refuse(key, "DPO (full_dpo_distributed: a reference model beside the policy, chosen and rejected "
-                          "sequences)", err);
+    if (ck_null(v)) return 0;
+    if (v->kind != CK_MAP) return ck_bad(key, v, "want a checkpointer's map", err);
+    st->fmt_bits |= TT_REF_CKPT;
+    return 0;
 }
 
 static int refuse_kd(ck_state *st, const ck_node *v, const char *key, char *err)
@@ -589,7 +614,7 @@ static const ck_key keys[] = {
     {"policy_model", refuse_ppo}, {"reward_and_value_model", refuse_ppo}, {"ref_policy_checkpointer", refuse_ppo},
     {"value_checkpointer", refuse_ppo}, {"reward_checkpointer", refuse_ppo}, {"ppo_epochs", refuse_ppo},
     {"ppo_batch_size", refuse_ppo}, {"forward_batch_size", refuse_ppo}, {"max_generated_tokens", refuse_ppo},
-    {"kl_coeff", refuse_ppo}, {"ref_checkpointer", refuse_dpo}, {"teacher_model", refuse_kd},
+    {"kl_coeff", refuse_ppo}, {"ref_checkpointer", read_ref_checkpointer}, {"teacher_model", refuse_kd},
     {"teacher_checkpointer", refuse_kd}, {"kd_loss", refuse_kd}, {"kd_ratio", refuse_kd}, {"quantizer", refuse_qat},
     {"fake_quant_after_n_steps", refuse_qat},
     /* known, and nothing memplan counts: checkpoints, logs, schedules, validation
@@ -602,6 +627,37 @@ static const ck_key keys[] = {
     {"dataset_val", NULL}, {"batch_size_val", NULL}, {"run_val_every_n_steps", NULL},
     {NULL, NULL},
 };
+
+/* A DPO config (loss._component_ DPOLoss or RSOLoss): lora_dpo_single_device,
+ * lora_dpo_distributed or full_dpo_distributed, as the builder and the
+ * processes say (tests/data/engines/torchtune_dpo.csv). */
+static int dpo_finish(ck_state *st, bool distributed, char *err)
+{
+    mp_settings *s = &st->s;
+    const uint64_t own = st->fmt_bits;
+    if (own & TT_PACKED)
+        return ck_refuse("dataset.packed", "packed preference pairs (torchtune's PreferenceDataset does not pack)", err);
+    if (!st->lora && !distributed)
+        return ck_refuse("loss._component_", "full DPO on one process: full_dpo_distributed runs on FSDP (give --gpus N, "
+                                             "tune run --nproc_per_node N; or a lora_ builder)", err);
+    if (!st->lora && !(own & TT_REF_CKPT))
+        return snprintf(err, MP_ERR_LEN, "%s has no ref_checkpointer: full_dpo_distributed loads the reference model "
+                        "from it", st->file ? st->file : "the config"), -1;
+    if (!st->lora && (own & TT_CPU_OFFLOAD))
+        return ck_refuse("fsdp_cpu_offload", "the reference model offloaded with the policy (full_dpo_distributed)", err);
+    if (distributed && s->compile) {
+        s->compile = false;
+        ck_set(st, "compile", "off", "compile", "the distributed DPO recipes do not compile the model "
+                                                "(full_dpo_distributed compiles the loss only)");
+    }
+    if (ck_preference(st, "torchtune's DPO recipe (loss._component_)",
+                      st->lora ? "the adapter disabled (lora_dpo_*: disable_adapter under no_grad)"
+                               : "a second model (full_dpo_distributed: ref_checkpointer)", err))
+        return -1;
+    if (st->lora && (own & TT_REF_CKPT))
+        ck_set_how(st, "reference", "ref_checkpointer ignored: the LoRA DPO recipes never read it");
+    return 0;
+}
 
 /* The recipe's defaults, what the keys together say, and the processes. */
 static int finish(ck_state *st, char *err)
@@ -638,6 +694,9 @@ static int finish(ck_state *st, char *err)
     }
     /* the recipes' defaults (cfg.get(..., False)) */
     bool distributed = s->gpus > 1;
+    if ((own & TT_DPO) && dpo_finish(st, distributed, err)) return -1;
+    if ((own & TT_REF_CKPT) && !(own & TT_DPO))
+        return ck_refuse("ref_checkpointer", "a reference model without torchtune's DPO loss (loss._component_)", err);
     if (!(st->given & MP_PIN_CKPT) || s->checkpointing == MP_CKPT_NONE) {
         /* ac_mode only in full_finetune_distributed, and only without enable_activation_checkpointing */
         bool ac = distributed && !st->lora;

@@ -82,7 +82,8 @@ int mp_emit_check(const mp_emit_target *t, const mp_model *m, const mp_settings 
         return -1;
     }
     /* memtrain runs them (trainer/pairwise.c), the hf bundle through TRL (trl.c) */
-    if (s->method != MP_METHOD_SFT && !t->memtrain_values && !t->trl_methods) {
+    if (s->method != MP_METHOD_SFT && !t->memtrain_values && !t->trl_methods &&
+        !(t->dpo_recipes && s->method == MP_METHOD_DPO)) {
         snprintf(err, MP_ERR_LEN, "--method %s has no form in '%s' yet: memplan plans TRL's %s and writes it "
                  "with --emit hf (or memtrain)", mp_method_name(s->method), t->name,
                  mp_method_desc_of(s->method)->trainer);

@@ -38,6 +38,7 @@ struct mp_emit_target {
     bool steps_in_backward;       /* runs the optimizer step in the backward and offloads activations */
     bool trl_methods;             /* writes the preference and RL methods (TRL's trainers: the hf bundle
                                      and the engine files it carries) */
+    bool dpo_recipes;             /* writes --method dpo (torchtune's DPO recipes) */
 };
 
 /* Every target, in --emit's order: NAME's row is emit_target_NAME, defined in its

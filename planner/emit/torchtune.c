@@ -47,8 +47,15 @@ static const char *const tt_optimizers[MP_NOPTIMIZER] = {
 
 static bool distributed(const mp_settings *s) { return s->gpus > 1; }
 
+/* A DPO plan (settings.c allows no other method under torchtune): the recipes
+ * of pytorch/torchtune@bd2a0fc7c314 (tests/data/engines/torchtune_dpo.csv),
+ * which torchtune 0.6 has too. */
+static bool dpo(const mp_settings *s) { return s->method == MP_METHOD_DPO; }
+
 static const char *recipe_of(const mp_settings *s)
 {
+    if (dpo(s)) return s->lora_rank ? (distributed(s) ? "lora_dpo_distributed" : "lora_dpo_single_device")
+                                    : "full_dpo_distributed";
     if (s->lora_rank) return distributed(s) ? "lora_finetune_distributed" : "lora_finetune_single_device";
     return distributed(s) ? "full_finetune_distributed" : "full_finetune_single_device";
 }
@@ -156,6 +163,17 @@ static int check_torchtune(const mp_model *m, const mp_settings *s, char *err)
         return -1;
     }
     if (check_numerics(s, err) || check_lora(t, s, err) || check_parallel(s, err)) return -1;
+    if (s->method != MP_METHOD_SFT && !dpo(s))
+        REFUSE("torchtune's preference recipes train DPO only: --method %s has no recipe", mp_method_name(s->method));
+    if (dpo(s) && !s->lora_rank && !distributed(s))
+        REFUSE("torchtune's full DPO recipe is full_dpo_distributed (FSDP, no single-device one): give --gpus 2 or "
+               "more with --zero 3 or 2, or plan LoRA (lora_dpo_single_device)");
+    if (dpo(s) && distributed(s) && s->compile)
+        REFUSE("--compile: torchtune's distributed DPO recipes do not compile the model (lora_dpo_distributed never "
+               "reads compile; full_dpo_distributed compiles the loss only, 281 and 332-333)");
+    if (dpo(s) && !s->lora_rank && s->offload == MP_OFFLOAD_PARAMS)
+        REFUSE("fsdp_cpu_offload in full_dpo_distributed moves the reference model to the host too, which the plan "
+               "keeps on the GPU: plan without --offload params");
     /* the recipes raise on offloading without checkpointing */
     if (s->offload_activations && s->checkpointing != MP_CKPT_FULL)
         REFUSE("torchtune offloads activations only with activation checkpointing: add --checkpointing full");
@@ -175,8 +193,12 @@ static void torchtune_summary(sbuf *b, const mp_plan *p)
              tt_optimizers[s->optimizer], s->optimizer_in_backward ? ", stepped in the backward" : "");
     sbuf_put(b, "#   checkpointing  %s%s\n", mp_ckpt_name(s->checkpointing),
              s->offload_activations ? ", activations offloaded to the host" : "");
-    sbuf_put(b, "#   loss           %s\n", s->ce == MP_CE_CHUNKED ? "chunked cross-entropy (CEWithChunkedOutputLoss)"
-                                                                : "full cross-entropy");
+    if (dpo(s))
+        sbuf_put(b, "#   loss           DPO (torchtune.rlhf.loss.DPOLoss, beta 0.1), reference %s\n",
+                 s->lora_rank ? "the adapter disabled" : "a second model (ref_checkpointer)");
+    else
+        sbuf_put(b, "#   loss           %s\n", s->ce == MP_CE_CHUNKED ? "chunked cross-entropy (CEWithChunkedOutputLoss)"
+                                                                    : "full cross-entropy");
     if (s->lora_rank) {
         char tg[64];
         sbuf_put(b, "#   LoRA           rank %lld on %s, dropout %g, base %s\n", (long long)s->lora_rank,
@@ -186,8 +208,13 @@ static void torchtune_summary(sbuf *b, const mp_plan *p)
     if (distributed(s))
         sbuf_put(b, "#   FSDP over %lld GPUs (zero %d), offload %s\n", (long long)s->gpus, s->zero,
                  mp_offload_name(s->offload));
-    sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld (packed)%s\n", (long long)s->batch,
-             (long long)s->accum, (long long)s->seq, s->compile ? ", compiled" : "");
+    if (dpo(s))
+        sbuf_put(b, "#   micro-batch %lld pairs (%lld rows), accumulation %lld, sequence %lld (max_seq_len: each "
+                    "row cut to it)%s\n", (long long)s->batch, (long long)(2 * s->batch), (long long)s->accum,
+                 (long long)s->seq, s->compile ? ", compiled" : "");
+    else
+        sbuf_put(b, "#   micro-batch %lld, accumulation %lld, sequence %lld (packed)%s\n", (long long)s->batch,
+                 (long long)s->accum, (long long)s->seq, s->compile ? ", compiled" : "");
     sbuf_put(b, "# Predicted peak per GPU: %.2f GiB allocated (the log's peak_memory_alloc), %.2f GiB reserved,\n"
                 "# %.2f GiB on the device (nvidia-smi).\n",
              p->e->total_bytes / MP_GiB, p->e->reserved_bytes / MP_GiB, p->e->device_bytes / MP_GiB);
@@ -229,11 +256,30 @@ static void yaml_checkpoint(sbuf *b, const mp_model *m, const mp_settings *s)
                 "  output_dir: ${output_dir}\n"
                 "  model_type: %s\n"
                 "resume_from_checkpoint: False\n", t->model_type);
+    /* full_dpo_distributed loads the reference from its own checkpointer (215-223): the same weights */
+    if (dpo(s) && !s->lora_rank)
+        sbuf_put(b, "ref_checkpointer:  # the reference model: the policy's starting weights\n"
+                    "  _component_: torchtune.training.FullModelHFCheckpointer\n"
+                    "  checkpoint_dir: ${checkpointer.checkpoint_dir}\n"
+                    "  checkpoint_files: ${checkpointer.checkpoint_files}\n"
+                    "  recipe_checkpoint: null\n"
+                    "  output_dir: ${output_dir}\n"
+                    "  model_type: %s\n", t->model_type);
 }
 
 /* Every sequence packed to max_seq_len tokens: the plan's B x T each step. */
 static void yaml_data(sbuf *b, const mp_settings *s)
 {
+    if (dpo(s)) { /* torchtune/datasets/_preference.py 164-174: rows of "chosen" and "rejected" messages */
+        sbuf_put(b, "\ndataset:\n  _component_: torchtune.datasets.preference_dataset\n"
+                    "  source: json  # YOUR preference data: one JSON object a line, \"chosen\" and \"rejected\"\n"
+                    "                # each a list of messages ({\"role\": ..., \"content\": ...})\n"
+                    "  data_files: DATA_FILE  # launch.sh sets it\n"
+                    "  split: train\n"
+                    "seed: 0\nshuffle: True\nbatch_size: %lld  # pairs: %lld rows a forward\n",
+                 (long long)s->batch, (long long)(2 * s->batch));
+        return;
+    }
     sbuf_put(b, "\ndataset:\n  _component_: torchtune.datasets.text_completion_dataset\n"
                 "  source: text  # one text file, as the hf bundle reads it\n"
                 "  data_files: DATA_FILE  # launch.sh sets it\n"
@@ -252,7 +298,7 @@ static void yaml_optimizer(sbuf *b, const mp_settings *s)
         if (od->momentum) sbuf_put(b, "  momentum: 0.9\n");
     }
     if (od->step_bytes > 0) sbuf_put(b, "  block_size: %lld\n", (long long)s->adam8_block);
-    if (s->lora_rank)
+    if (s->lora_rank || dpo(s)) /* the distributed DPO recipes read cfg.lr_scheduler */
         sbuf_put(b, "lr_scheduler:\n  _component_: torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\n"
                     "  num_warmup_steps: 100\n");
 }
@@ -260,14 +306,17 @@ static void yaml_optimizer(sbuf *b, const mp_settings *s)
 static void yaml_training(sbuf *b, const mp_settings *s)
 {
     const mp_framework *fw = settings_framework(s);
-    if (s->ce == MP_CE_CHUNKED)
+    if (dpo(s))
+        sbuf_put(b, "\nloss:\n  _component_: torchtune.rlhf.loss.DPOLoss\n  beta: 0.1\n  label_smoothing: 0.0\n");
+    else if (s->ce == MP_CE_CHUNKED)
         sbuf_put(b, "\nloss:\n  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n"
                     "  num_output_chunks: %.0f\n", fw->ce_output_chunks);
     else sbuf_put(b, "\nloss:\n  _component_: torch.nn.CrossEntropyLoss\n");
     sbuf_put(b, "epochs: 1\nmax_steps_per_epoch: 1000\ngradient_accumulation_steps: %lld\n", (long long)s->accum);
     if (!s->lora_rank) sbuf_put(b, "optimizer_in_bwd: %s\n", py_bool(s->optimizer_in_backward));
-    sbuf_put(b, "compile: %s\n\ndevice: cuda\ndtype: %s\n", py_bool(s->compile),
-             tt_dtypes[s->precision]);
+    if (!(dpo(s) && s->lora_rank && distributed(s))) /* lora_dpo_distributed never reads it */
+        sbuf_put(b, "compile: %s\n", py_bool(s->compile));
+    sbuf_put(b, "\ndevice: cuda\ndtype: %s\n", tt_dtypes[s->precision]);
     sbuf_put(b, "enable_activation_checkpointing: %s\nenable_activation_offloading: %s\n",
              py_bool(s->checkpointing == MP_CKPT_FULL), py_bool(s->offload_activations));
     if (distributed(s))
@@ -368,9 +417,16 @@ static void readme_torchtune(sbuf *b, const mp_plan *p)
              s->optimizer == MP_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW_8BIT || s->optimizer == MP_PAGED_ADAMW ||
                      s->optimizer == MP_LION ? " and bitsandbytes"
              : s->optimizer == MP_ADAMW_8BIT_TORCHAO || s->optimizer == MP_ADAMW_4BIT_TORCHAO ? " and torchao" : "");
-    sbuf_put(b, "DATA\n  DATA_FILE is plain text, one example a line (text_completion_dataset), packed into\n"
-                "  sequences of %lld tokens: every step sees the micro-batch and sequence the plan counted.\n\n",
-             (long long)s->seq);
+    if (dpo(s))
+        sbuf_put(b, "DATA\n  DATA_FILE is YOUR preference data, which memplan does not supply: JSON lines, each with\n"
+                    "  \"chosen\" and \"rejected\", lists of messages ({\"role\": \"user\", \"content\": ...}, then the\n"
+                    "  assistant's), read by torchtune.datasets.preference_dataset. Each row is cut to %lld tokens\n"
+                    "  and a batch is padded to its longest: the plan counted every row that long.\n\n",
+                 (long long)s->seq);
+    else
+        sbuf_put(b, "DATA\n  DATA_FILE is plain text, one example a line (text_completion_dataset), packed into\n"
+                    "  sequences of %lld tokens: every step sees the micro-batch and sequence the plan counted.\n\n",
+                 (long long)s->seq);
     if (p->m->hf_id[0])
         sbuf_put(b, "MODEL\n  tune download %s --output-dir MODEL_DIR fetches it. A gated model (Llama,\n"
                     "  Gemma, Mistral...) needs its license accepted on its Hub page and --hf-token (or a login).\n\n",
@@ -385,4 +441,5 @@ static void readme_torchtune(sbuf *b, const mp_plan *p)
 const mp_emit_target emit_target_torchtune = {
     .name = "torchtune", .file = {"torchtune.yaml", write_torchtune, 0644}, .check = check_torchtune,
     .bundle = bundle_torchtune, .readme = readme_torchtune, .framework = "torchtune", .steps_in_backward = true,
+    .dpo_recipes = true,
 };
