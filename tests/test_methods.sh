@@ -261,6 +261,8 @@ assert terms["reward model (frozen)"] == reward * 4, terms["reward model (frozen
 assert terms["value model (trained)"] == reward * 4, terms["value model (trained)"]
 assert d["trainable_params"] == P + reward, d["trainable_params"]
 assert terms["rollout logits kept (PPO)"] == 4 * 32 * 4000 * 4, terms["rollout logits kept (PPO)"]
+assert d["reward_model_bytes"] == reward * 4, d["reward_model_bytes"]
+assert d["value_model_bytes"] >= reward * 4 * 4, d["value_model_bytes"]  # weights, gradients, AdamW's two states
 assert "update statistics" in [p["name"] for p in d["phases"]]
 PY
 then ok "ppo: reward and value models of the policy's shape with a score head; generate's scores kept"

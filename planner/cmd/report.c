@@ -269,6 +269,11 @@ components:
         fputc('\n', f);
         if (k == MP_WEIGHTS && e->reference_bytes > 0 && !c->compact)
             fprintf(f, "    %-15s %12s\n", "reference model", mp_fmt_gib(e->reference_bytes, a, sizeof a));
+        if (k == MP_WEIGHTS && e->reward_model_bytes > 0 && !c->compact)
+            fprintf(f, "    %-15s %12s\n", "reward model", mp_fmt_gib(e->reward_model_bytes, a, sizeof a));
+        if (k == MP_WEIGHTS && e->value_model_bytes > 0 && !c->compact)
+            fprintf(f, "    %-15s %12s  (its weights, gradients and optimizer state)\n", "value model",
+                    mp_fmt_gib(e->value_model_bytes, a, sizeof a));
         if (k == MP_ACTIVATIONS && e->logits_bytes > 0 && !c->compact)
             fprintf(f, "    %-10s %12s\n", "of which logits", mp_fmt_gib(e->logits_bytes, a, sizeof a));
     }
@@ -447,7 +452,12 @@ json_t *estimate_json(const cli *c, const mp_settings *s, const mp_estimate *e, 
     json_object_set_new(o, "at_peak", atp);
     json_object_set_new(o, "logits_bytes", bytes_json(e->logits_bytes));
     json_object_set_new(o, "reference_bytes", bytes_json(e->reference_bytes));
-    if (mp_method_desc_of(s->method)->generates) json_object_set_new(o, "rollout", rollout_json(c, s, e));
+    if (mp_method_desc_of(s->method)->generates) {
+        json_object_set_new(o, "rollout", rollout_json(c, s, e));
+        /* the online methods' other models, each with its own bytes (the reference's above) */
+        json_object_set_new(o, "reward_model_bytes", bytes_json(e->reward_model_bytes));
+        json_object_set_new(o, "value_model_bytes", bytes_json(e->value_model_bytes));
+    }
     json_object_set_new(o, "resident_bytes", bytes_json(e->resident_bytes));
     json_object_set_new(o, "peak_phase", json_string(e->phases[e->peak_phase].name));
     json_t *ph = json_array();

@@ -1284,6 +1284,7 @@ static void est_peak(est_ctx *c)
                     : pk == c->ph_loss_bwd ? c->logits_fwd + c->logits_bwd
                     : pk == c->ph_ref ? c->logits_after + c->ref_fwd : 0;
     e->reference_bytes = c->ref_weights;
+    e->reward_model_bytes = c->other_weights;
     e->total_bytes = e->phases[pk].total;
     double rounded = e->total_bytes;
     /* a rounding below one byte is none (a profile's 1e-300 made it infinite) */
@@ -1420,6 +1421,9 @@ static int est_value_model(est_ctx *c, const mp_model *policy, const mp_gpu *gpu
         }
     }
     c->value_trainable = ve.trainable_params;
+    if (rest >= 0)
+        e->value_model_bytes = ve.phases[rest].comp[MP_WEIGHTS] + ve.phases[rest].comp[MP_GRADIENTS] +
+                               ve.phases[rest].comp[MP_OPTIMIZER];
     if (rest >= 0) {
         TERM(c, MP_WEIGHTS, "value model (trained)", ve.phases[rest].comp[MP_WEIGHTS], "%.0f params trained, a "
              "score head%s", ve.trainable_params, s->value_lora ? ", the policy's adapters" : ", trained whole");

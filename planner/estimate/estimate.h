@@ -35,6 +35,8 @@ typedef struct mp_estimate {
     double at_peak[MP_NCOMP];     /* each component at the moment of the total peak */
     double logits_bytes;          /* the logits' share of activations at the peak */
     double reference_bytes;       /* a preference method's reference model, in the weights (0: none) */
+    double reward_model_bytes;    /* a frozen reward model's weights, in the weights (0: none) */
+    double value_model_bytes;     /* PPO's value model: its weights, gradients and optimizer state (0: none) */
     /* a colocated vLLM (GRPO --rollout vllm; all 0 without one), in the device and the overhead */
     double rollout_bytes;         /* what it holds at the peak */
     double rollout_engine_bytes;  /* its share awake: --rollout-memory x the GPU */
