@@ -724,7 +724,19 @@ typedef struct best_state {
     fig *f;                   /* the whole figures of the plans known */
     spec_event *ev;
     size_t nev;
+    /* what a walk changed, for the next to put back from orig: the plans it
+     * verified (apply_known, speculate) and every plan's band (rerank); the
+     * rest stay as screened, not copied again (a plan is hundreds of bytes) */
+    size_t *dirty;
+    size_t ndirty;
+    unsigned char *is_dirty;
+    bool walked;
 } best_state;
+
+static inline void mark_dirty(best_state *b, size_t j)
+{
+    if (!b->is_dirty[j]) b->is_dirty[j] = 1, b->dirty[b->ndirty++] = j;
+}
 
 /* Replay plan j (verify() without touching the plans): known from then on. */
 static void resolve(best_state *b, size_t j)
@@ -749,6 +761,7 @@ static void resolve(best_state *b, size_t j)
 static bool apply_known(best_state *b, size_t j)
 {
     mp_candidate *c = &b->c[j];
+    mark_dirty(b, j);
     c->verified = true;
     if (b->same[j]) return true;
     const fig *f = &b->f[j];
@@ -774,6 +787,7 @@ static int cmp_prefix(const mp_candidate *a, const mp_candidate *b)
 
 static void speculate(best_state *b, size_t j, int round, bool higher, bool top_waiting)
 {
+    mark_dirty(b, j);
     b->c[j].verified = true; /* it stands, its screen's figures kept */
     b->ev[b->nev++] = (spec_event){j, round, higher, top_waiting};
 }
@@ -785,7 +799,14 @@ static int best_walk(best_state *b, int force_round, bool *top_setter_late, char
 {
     const size_t n = b->n;
     mp_candidate *c = b->c;
-    memcpy(c, b->orig, n * sizeof *c);
+    if (!b->walked) {
+        memcpy(c, b->orig, n * sizeof *c);
+        b->walked = true;
+    } else {
+        for (size_t i = 0; i < b->ndirty; i++) c[b->dirty[i]] = b->orig[b->dirty[i]], b->is_dirty[b->dirty[i]] = 0;
+        for (size_t j = 0; j < n; j++) c[j].band_best = b->orig[j].band_best;
+    }
+    b->ndirty = 0;
     memcpy(b->ord, b->ord0, n * sizeof *b->ord);
     memset(b->moves, 0, n);
     b->nev = 0;
@@ -1007,8 +1028,9 @@ static int best_only(const search_run *run, mp_search_result *r, size_t *ord, ch
     size_t *ord0 = malloc(n * sizeof *ord0 + 1);
     b.moves = calloc(n + 1, 1), b.known = calloc(n + 1, 1), b.same = calloc(n + 1, 1);
     b.f = malloc((n + 1) * sizeof *b.f), b.ev = malloc((n + 1) * sizeof *b.ev);
+    b.dirty = malloc((n + 1) * sizeof *b.dirty), b.is_dirty = calloc(n + 1, 1);
     long k = -2;
-    if (orig && ord0 && b.moves && b.known && b.same && b.f && b.ev) {
+    if (orig && ord0 && b.moves && b.known && b.same && b.f && b.ev && b.dirty && b.is_dirty) {
         memcpy(orig, r->cands, n * sizeof *orig);
         memcpy(ord0, ord, n * sizeof *ord0);
         b.orig = orig, b.ord0 = ord0;
@@ -1021,6 +1043,7 @@ static int best_only(const search_run *run, mp_search_result *r, size_t *ord, ch
         snprintf(err, MP_ERR_LEN, "out of memory in the search");
     }
     free(orig), free(ord0), free(b.moves), free(b.known), free(b.same), free(b.f), free(b.ev);
+    free(b.dirty), free(b.is_dirty);
     if (k == -2) return -1;
     if (k == -1) return best_by_verify_top(run, r, ord, err);
     if (least < n) r->least = r->cands[least];
