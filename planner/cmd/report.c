@@ -171,6 +171,13 @@ static void print_host_text(FILE *f, const cli *c, const mp_estimate *e)
 
 /* vLLM's KV cache in tokens when it keeps `fraction` of the GPU (its weights and
  * activations first); <= 0 when they do not fit in it. */
+/* The largest --rollout-memory the step leaves room for under the headroom,
+ * to the hundredth below; < 0.01: none. */
+static double rollout_room(const cli *c, const mp_estimate *e)
+{
+    return floor((c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes * 100) / 100;
+}
+
 static double rollout_kv_tokens(const cli *c, const mp_estimate *e, double fraction)
 {
     return floor((fraction * c->gpu.mem_bytes - e->rollout_nonkv_bytes) / e->rollout_kv_token_bytes);
@@ -201,10 +208,10 @@ static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, cons
     }
     const double need = rows * (double)s->seq;
     const double tokens = rollout_kv_tokens(c, e, mp_rollout_memory(s));
-    fprintf(f, "  %-12s vLLM colocated, %.2f of the GPU: %s (weights and activations %s), %s%s\n", "rollout",
+    fprintf(f, "  %-12s vLLM colocated, %.2f of the GPU: %s (weights and activations %s), %s\n", "rollout",
             mp_rollout_memory(s), mp_fmt_gib(e->rollout_engine_bytes, a, sizeof a),
             mp_fmt_gib(e->rollout_nonkv_bytes, b, sizeof b),
-            s->rollout_sleep ? "asleep while the policy trains" : "awake all run", "");
+            s->rollout_sleep ? "asleep while the policy trains" : "awake all run");
     if (tokens > 0)
         fprintf(f, "  %-12s its KV cache holds %s tokens; the generation batch is %s (%.0f x %lld)\n", "",
                 mp_fmt_count(tokens, n1, sizeof n1), mp_fmt_count(need, n2, sizeof n2), rows, (long long)s->seq);
@@ -214,12 +221,12 @@ static void print_rollout_text(FILE *f, const cli *c, const mp_settings *s, cons
     const double positions = s->rollout_max_len > 0 ? (double)s->rollout_max_len
                            : c->model.max_pos > 0  ? (double)c->model.max_pos : (double)s->seq;
     const double least = (e->rollout_nonkv_bytes + positions * e->rollout_kv_token_bytes) / c->gpu.mem_bytes;
-    const double room = (c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes;
+    const double room = rollout_room(c, e);
     fprintf(f, "  %-12s vLLM starts from %.2f (a KV cache for one sequence of %s tokens); ",
             "", ceil(least * 100) / 100, mp_fmt_count(positions, n1, sizeof n1));
     if (room >= 0.01)
-        fprintf(f, "the step leaves room up to %.2f (KV cache %s tokens)\n", floor(room * 100) / 100,
-                mp_fmt_count(rollout_kv_tokens(c, e, floor(room * 100) / 100), n2, sizeof n2));
+        fprintf(f, "the step leaves room up to %.2f (KV cache %s tokens)\n", room,
+                mp_fmt_count(rollout_kv_tokens(c, e, room), n2, sizeof n2));
     else
         fprintf(f, "the step leaves it no room on this GPU\n");
 }
@@ -411,8 +418,8 @@ static json_t *rollout_json(const cli *c, const mp_settings *s, const mp_estimat
         json_object_set_new(r, "engine_at_peak_bytes", bytes_json(e->rollout_bytes));
         json_object_set_new(r, "weights_and_activations_bytes", bytes_json(e->rollout_nonkv_bytes));
         json_object_set_new(r, "kv_cache_tokens", json_integer((json_int_t)fmax(0, rollout_kv_tokens(c, e, mp_rollout_memory(s)))));
-        const double room = (c->gpu.mem_bytes * (1 - c->headroom) - e->rollout_base_bytes) / c->gpu.mem_bytes;
-        json_object_set_new(r, "largest_fraction", room >= 0.01 ? json_real(floor(room * 100) / 100) : json_null());
+        const double room = rollout_room(c, e);
+        json_object_set_new(r, "largest_fraction", room >= 0.01 ? json_real(room) : json_null());
     }
     return r;
 }
