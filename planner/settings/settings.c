@@ -92,6 +92,14 @@ int mp_settings_check(const mp_model *m, const mp_settings *s, char *err)
  * the generation batch (per device x processes x steps_per_generation, the
  * latter gradient_accumulation_steps by default) a multiple of it (1110-1114);
  * vLLM takes no in-flight 8-bit weights (trl/generation/vllm_generation.py). */
+/* GRPO's generation batch: per device x processes x steps_per_generation
+ * (gradient_accumulation_steps by default) completions. */
+static int64_t generation_batch(const mp_settings *s)
+{
+    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
+    return s->batch * dp * s->accum;
+}
+
 static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, char *err)
 {
     if ((int)s->rollout < 0 || s->rollout >= MP_NROLLOUT) BAD("invalid --rollout");
@@ -123,12 +131,11 @@ static int rollout_unrunnable(const mp_settings *s, const mp_method_desc *md, ch
         BAD("--method %s trains on rows of prompt and completion: --seq %lld is not --prompt-len %lld plus "
             "--completion-len %lld", md->v.name, (long long)s->seq, (long long)s->prompt_len,
             (long long)s->completion_len);
-    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
-    const int64_t generation_batch = s->batch * dp * s->accum;
-    if (md->grouped && generation_batch % s->generations)
+    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1, gen = generation_batch(s);
+    if (md->grouped && gen % s->generations)
         BAD("--generations %lld does not divide the generation batch of %lld completions (--batch %lld x %lld "
             "GPU(s) x --accum %lld): TRL's GRPOConfig refuses it", (long long)s->generations,
-            (long long)generation_batch, (long long)s->batch, (long long)dp, (long long)s->accum);
+            (long long)gen, (long long)s->batch, (long long)dp, (long long)s->accum);
     if ((s->rollout_sleep || s->rollout_max_len || s->rollout_memory > 0) && s->rollout != MP_ROLLOUT_VLLM)
         BAD("--%s sets a colocated vLLM up: it needs --rollout vllm",
             s->rollout_sleep ? "rollout-sleep" : s->rollout_max_len ? "rollout-max-len" : "rollout-memory");
@@ -142,8 +149,7 @@ bool mp_settings_batch_allowed(const mp_settings *s)
     const mp_method_desc *md = mp_method_desc_of(s->method);
     if (!md) return true;
     if (md->kl_batch && s->batch < 2) return false;
-    const int64_t dp = mp_dp_degree(s) > 0 ? mp_dp_degree(s) : 1;
-    return !md->grouped || s->generations < 1 || (s->batch * dp * s->accum) % s->generations == 0;
+    return !md->grouped || s->generations < 1 || generation_batch(s) % s->generations == 0;
 }
 
 int mp_settings_rollout_lengths(mp_settings *s, bool seq_given, char *err)
