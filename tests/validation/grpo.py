@@ -520,19 +520,9 @@ def checks(rows):
 
 
 def run(argv):
-    import argparse
-    ap = argparse.ArgumentParser(prog="grpo.py run")
-    ap.add_argument("--counter", required=True, help="libmpcount.so built from mpcount.c")
-    ap.add_argument("--out", default=os.path.join(HERE, "grpo_measurements.csv"))
-    ap.add_argument("--only", help="comma-separated configuration names")
-    o = ap.parse_args(argv)
-    cfgs = CONFIGS
-    if o.only:
-        wanted = set(o.only.split(","))
-        cfgs = [c for c in CONFIGS if c["name"] in wanted]
-    if not cfgs:
-        sys.exit("grpo: error: no configurations to run")
-    counter = os.path.abspath(o.counter)
+    import probe
+    o, cfgs = probe.run_args("grpo.py", os.path.join(HERE, "grpo_measurements.csv"), CONFIGS, argv)
+    counter = o.counter
     t0 = time.time()
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "selftest"], capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1"))

@@ -415,19 +415,9 @@ def mib(x):
 
 
 def run(argv):
-    import argparse
-    ap = argparse.ArgumentParser(prog="pairwise.py run")
-    ap.add_argument("--counter", required=True, help="libmpcount.so built from mpcount.c")
-    ap.add_argument("--out", default=os.path.join(HERE, "pairwise_measurements.csv"))
-    ap.add_argument("--only", help="comma-separated configuration names")
-    o = ap.parse_args(argv)
-    cfgs = CONFIGS
-    if o.only:
-        wanted = set(o.only.split(","))
-        cfgs = [c for c in CONFIGS if c["name"] in wanted]
-    if not cfgs:
-        sys.exit("pairwise: error: no configurations to run")
-    counter = os.path.abspath(o.counter)
+    import probe
+    o, cfgs = probe.run_args("pairwise.py", os.path.join(HERE, "pairwise_measurements.csv"), CONFIGS, argv)
+    counter = o.counter
     print(f"{'config':<30} {'peak':>8} {'phase':<18} {'base':>8} {'ref fwd':>8} {'weights':>8} "
           f"{'ref wts':>8} {'adam':>8} {'logits':>8}   (MiB)")
     t0, rows = time.time(), []

@@ -299,21 +299,12 @@ def write_csv(path, rows, torch_version):
 
 
 def run(argv):
-    import argparse
-    ap = argparse.ArgumentParser(prog="pairwise_ddp.py run")
-    ap.add_argument("--counter", required=True, help="libmpcount.so built from mpcount.c")
-    ap.add_argument("--out", default=os.path.join(HERE, "pairwise_ddp_measurements.csv"))
-    ap.add_argument("--only", help="comma-separated configuration names")
-    ap.add_argument("--single", default=os.path.join(HERE, "pairwise_measurements.csv"),
-                    help="the single-process measurements the zero-0 ranks are checked against")
-    o = ap.parse_args(argv)
-    cfgs = CONFIGS
-    if o.only:
-        wanted = set(o.only.split(","))
-        cfgs = [c for c in CONFIGS if c["name"] in wanted]
-    if not cfgs:
-        sys.exit("pairwise_ddp: error: no configurations to run")
-    counter = os.path.abspath(o.counter)
+    import probe
+    o, cfgs = probe.run_args("pairwise_ddp.py", os.path.join(HERE, "pairwise_ddp_measurements.csv"), CONFIGS, argv,
+                             [("--single", {"default": os.path.join(HERE, "pairwise_measurements.csv"),
+                                            "help": "the single-process measurements the zero-0 ranks are "
+                                                    "checked against"})])
+    counter = o.counter
     print(f"{'config':<30} {'N':>2} {'zero':>4}  {'peak per rank r0.. (MiB)':<36} {'highest':>8} "
           f"{'phase':<18} {'base':>8} {'ref fwd':>8} {'buckets':>8} {'s':>5}")
     t0, rows, failures, torch_version = time.time(), [], [], ""

@@ -36,3 +36,26 @@ def main(script, doc, measure, configs, default_out, cols, line):
     for r in rows:
         print(line(r))
     return 0
+
+
+def run_args(prog, default_out, configs, argv, extra=()):
+    """A harness's `run` options (pairwise.py, grpo.py, pairwise_ddp.py): --counter,
+    --out, --only NAMES, and extra (flag, argparse keywords) pairs; returns the
+    options, the counter's path made absolute, and the configurations chosen."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog=f"{prog} run")
+    ap.add_argument("--counter", required=True, help="libmpcount.so built from mpcount.c")
+    ap.add_argument("--out", default=default_out)
+    ap.add_argument("--only", help="comma-separated configuration names")
+    for flag, kw in extra:
+        ap.add_argument(flag, **kw)
+    o = ap.parse_args(argv)
+    cfgs = configs
+    if o.only:
+        wanted = set(o.only.split(","))
+        cfgs = [c for c in configs if c["name"] in wanted]
+    if not cfgs:
+        sys.exit(f"{prog.rsplit('.', 1)[0]}: error: no configurations to run")
+    o.counter = os.path.abspath(o.counter)
+    return o, cfgs
